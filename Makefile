@@ -1,0 +1,33 @@
+# Two entry points on a fresh machine: `make study` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= 16
+SNAKEMAKE_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: install study test lint clean-results
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install -e ".[test]"
+
+## Create the environment, install, and run the whole study.
+study: install
+	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+
+## Create the environment, install, and run the default test suite.
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check src tests workflow/scripts
+	$(BIN)/ruff format --check src tests workflow/scripts
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakemake --lint
+
+clean-results:
+	rm -rf results .snakemake

@@ -1,0 +1,26 @@
+# topotrain: the topology of transformer training. This file is a table of contents;
+# the rules live in workflow/rules/<stage>.smk, the logic in src/topotrain/.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/topology.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        get_final_output(),

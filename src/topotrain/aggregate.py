@@ -1,0 +1,141 @@
+"""Aggregate per-checkpoint topology records and training logs into tidy feature tables.
+
+Two tables come out (columns documented in the README):
+- long per-layer table: one row per (model, seed, step, layer) with every per-layer feature;
+- checkpoint table: one row per (model, seed, step): losses, NP mean/std over layers, VR totals and
+  counts summed over layers, entropies averaged over layers, max persistence maxed over layers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from topotrain.io import atomic_write
+
+log = logging.getLogger(__name__)
+
+SUMMED = ["h0_count", "h0_total", "h1_count", "h1_total"]
+AVERAGED = ["h0_entropy", "h1_entropy", "l2_norm"]
+MAXED = ["h0_max", "h1_max"]
+
+
+def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.DataFrame:
+    """Read per-checkpoint topology JSON files into one long table; ``keys`` adds model/seed/step."""
+    frames = []
+    for path, key in zip(paths, keys, strict=True):
+        with open(path) as fh:
+            layers = json.load(fh)["layers"]
+        if not layers:
+            raise ValueError(f"{path}: topology record holds no layers")
+        frame = pd.DataFrame(layers)
+        for col, value in reversed(key.items()):
+            frame.insert(0, col, value)
+        frames.append(frame)
+    if not frames:
+        raise ValueError("no topology records to aggregate")
+    return pd.concat(frames, ignore_index=True)
+
+
+def interval_means(metrics: pd.DataFrame, steps: list[int], interval: int) -> pd.DataFrame:
+    """Mean train loss and grad norm over the interval before each checkpoint.
+
+    For checkpoint s > 0: mean over training steps t with s - interval <= t < s (the forward passes
+    that led to the weights of checkpoint s); for s = 0: the value at t = 0 (checkpoint 0's weights).
+    """
+    rows = []
+    for s in steps:
+        lo, hi = (0, 1) if s == 0 else (s - interval, s)
+        window = metrics[(metrics["step"] >= lo) & (metrics["step"] < hi)]
+        if window.empty:
+            raise ValueError(f"metrics hold no training steps in [{lo}, {hi}) for checkpoint {s}")
+        rows.append(
+            {
+                "step": s,
+                "train_loss": window["train_loss"].mean(),
+                "grad_norm": window["grad_norm"].mean(),
+                "lr": window["lr"].iloc[-1],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def checkpoint_features(layers: pd.DataFrame) -> pd.DataFrame:
+    """Per-checkpoint topology features from the per-layer table (NP mean/std over layers, etc.)."""
+    keys = ["model", "seed", "step"]
+    grouped = layers.groupby(keys, sort=True)
+    out = grouped.agg(
+        n_layers=("layer", "size"),
+        np_mean=("np_total", "mean"),
+        np_std=("np_total", lambda x: float(np.std(x, ddof=0))),
+        np_p2_mean=("np_p2", "mean"),
+        np_p2_std=("np_p2", lambda x: float(np.std(x, ddof=0))),
+    )
+    present = [c for c in SUMMED + AVERAGED + MAXED if c in layers]
+    agg = {c: ("sum" if c in SUMMED else "mean" if c in AVERAGED else "max") for c in present}
+    out = out.join(grouped.agg(agg))
+    out = out.rename(columns={c: f"{c}_mean" for c in AVERAGED if c in out})
+    return out.reset_index()
+
+
+def build_tables(
+    layers: pd.DataFrame,
+    runs: dict[tuple[str, int], dict],
+    total_steps: int,
+    interval: int,
+) -> pd.DataFrame:
+    """Join topology features with each run's metrics/evals and model metadata.
+
+    ``runs`` maps (model, seed) to {"metrics": path, "evals": path, "n_params": int, "d_model": …}.
+    """
+    feats = checkpoint_features(layers)
+    pieces = []
+    for (model, seed), info in runs.items():
+        metrics = pd.read_csv(info["metrics"])
+        evals = pd.read_csv(info["evals"])
+        sub = feats[(feats["model"] == model) & (feats["seed"] == seed)]
+        steps = sorted(sub["step"].tolist())
+        train = interval_means(metrics, steps, interval)
+        merged = sub.merge(train, on="step", how="left").merge(evals, on="step", how="left")
+        if merged["val_loss"].isna().any():
+            missing = merged.loc[merged["val_loss"].isna(), "step"].tolist()
+            raise ValueError(f"{info['evals']}: no validation loss for steps {missing}")
+        meta = {c: info[c] for c in ("n_params", "d_model", "n_layer", "n_head")}
+        pieces.append(merged.assign(**meta, frac=merged["step"] / total_steps))
+    table = pd.concat(pieces, ignore_index=True)
+    table = table.sort_values(["n_params", "model", "seed", "step"], kind="stable")
+    front = ["model", "seed", "n_params", "d_model", "n_layer", "n_head", "step", "frac"]
+    front += ["train_loss", "val_loss", "grad_norm", "lr"]
+    return table[front + [c for c in table.columns if c not in front]].reset_index(drop=True)
+
+
+def write_table(df: pd.DataFrame, parquet: str | Path, csv: str | Path) -> None:
+    """Write one table as parquet and CSV, each atomically."""
+    atomic_write(parquet, lambda fh: df.to_parquet(fh, index=False))
+    atomic_write(csv, lambda fh: fh.write(df.to_csv(index=False).encode()))
+    log.info("wrote %s and %s (%d rows × %d columns)", parquet, csv, len(df), df.shape[1])
+
+
+def aggregate_weights(
+    records: list[str],
+    keys: list[dict],
+    runs: list[dict],
+    total_steps: int,
+    interval: int,
+    out: dict[str, str],
+) -> pd.DataFrame:
+    """The aggregate rule: per-checkpoint records + run logs → weights and weights_layers tables.
+
+    ``runs`` holds one dict per (model, seed) with keys model, seed, metrics, evals, n_params,
+    d_model, n_layer, n_head; ``out`` maps table, table_csv, layers, layers_csv to paths.
+    """
+    layers = read_layer_records(records, keys)
+    table = build_tables(layers, {(r["model"], r["seed"]): r for r in runs}, total_steps, interval)
+    write_table(layers, out["layers"], out["layers_csv"])
+    write_table(table, out["table"], out["table_csv"])
+    return table

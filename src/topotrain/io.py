@@ -1,0 +1,104 @@
+"""Atomic file writes: every output appears whole or not at all.
+
+Each helper writes to a temporary file in the target's directory, fsyncs it, then ``os.replace``s
+it onto the target (atomic on POSIX within one file system). If anything fails the temporary file
+is removed and the error re-raised, so a target is never left half-written. Torch and safetensors
+are imported inside the functions that need them: this module loads without torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Persist a rename by fsyncing its directory (a no-op where directories cannot be opened)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _temp_beside(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """Yield a binary temp file beside ``path``; on clean exit fsync it and move it to ``path``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fh = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed or removed
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(fh.name, 0o666 & ~_UMASK)  # mkstemp's 0600 → the usual permissions
+        os.replace(fh.name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(fh.name)
+        raise
+    _fsync_dir(target.parent)
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[IO[bytes]], Any]) -> None:
+    """Call ``writer(fh)`` on a binary temp file, then atomically move it onto ``path``."""
+    with _temp_beside(path) as fh:
+        writer(fh)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Atomically write ``text`` to ``path``."""
+    atomic_write(path, lambda fh: fh.write(text.encode(encoding)))
+
+
+def atomic_copy(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Atomically copy the bytes of ``src`` to ``dst`` (``dst`` is never seen half-copied)."""
+    with open(src, "rb") as source:
+        atomic_write(dst, lambda fh: shutil.copyfileobj(source, fh))
+
+
+def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
+    """Atomically ``torch.save`` an object to ``path``."""
+    import torch
+
+    atomic_write(path, lambda fh: torch.save(obj, fh))
+
+
+def atomic_save_safetensors(
+    tensors: dict[str, Any], path: str | os.PathLike, metadata: dict[str, str] | None = None
+) -> None:
+    """Atomically write tensors (+ string metadata) as safetensors with a canonical header."""
+    from safetensors.torch import save
+
+    data = canonical_safetensors(save(tensors, metadata=metadata))
+    atomic_write(path, lambda fh: fh.write(data))
+
+
+def canonical_safetensors(raw: bytes) -> bytes:
+    """Rewrite a safetensors blob with its metadata keys sorted, so equal inputs give equal bytes.
+
+    safetensors serialises ``__metadata__`` from a Rust HashMap, whose order differs between
+    processes; tensor entries are already in a fixed order. Format: u64-LE header length, JSON
+    header padded with spaces to a multiple of 8 bytes, then the tensor data (left untouched).
+    """
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + n])
+    metadata = header.pop("__metadata__", None)
+    ordered = {"__metadata__": dict(sorted(metadata.items()))} if metadata else {}
+    ordered.update(header)
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + raw[8 + n :]

@@ -1,0 +1,197 @@
+"""Figures of the weight-space study (seaborn/matplotlib, written as PNG and PDF).
+
+One colour per model, ordered by parameter count (viridis, small = dark), the same in every figure.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+LABELS = {
+    "val_loss": "validation loss (nats/char)",
+    "train_loss": "train loss (nats/char)",
+    "np_mean": "neural persistence (mean over layers)",
+    "h0_total": "H0 total persistence (sum over layers)",
+    "h1_total": "H1 total persistence (sum over layers)",
+    "step": "training step",
+    "n_params": "parameters N",
+}
+
+
+def model_order(df: pd.DataFrame) -> list[str]:
+    """Model names ordered by parameter count."""
+    return df.drop_duplicates("model").sort_values("n_params")["model"].tolist()
+
+
+def model_palette(df: pd.DataFrame) -> dict[str, tuple]:
+    """A fixed colour per model, ordered by size."""
+    order = model_order(df)
+    colours = sns.color_palette("viridis", n_colors=max(len(order), 2))
+    return dict(zip(order, colours, strict=False))
+
+
+def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path | None = None) -> None:
+    """Save PNG (and PDF) atomically: temp file in the target directory, then rename."""
+    for path in filter(None, (png, pdf)):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, dpi=150, bbox_inches="tight")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    plt.close(fig)
+
+
+def _label(feature: str) -> str:
+    return LABELS.get(feature, feature.replace("_", " "))
+
+
+def plot_over_steps(ax: plt.Axes, df: pd.DataFrame, feature: str, palette: dict) -> None:
+    """One line per model (mean over seeds, band = min..max across seeds) of a feature vs step."""
+    for model in palette:
+        rows = df[df["model"] == model]
+        if rows.empty:
+            continue
+        g = rows.groupby("step")[feature]
+        mean = g.mean()
+        n = int(rows["n_params"].iloc[0])
+        ax.plot(mean.index, mean.to_numpy(), color=palette[model], label=f"{model} ({n:,})")
+        if rows["seed"].nunique() > 1:
+            ax.fill_between(mean.index, g.min(), g.max(), color=palette[model], alpha=0.2)
+    ax.set_xlabel(_label("step"))
+    ax.set_ylabel(_label(feature))
+
+
+def plot_feature_vs_loss(ax: plt.Axes, df: pd.DataFrame, feature: str, palette: dict) -> None:
+    """Scatter of a feature against validation loss, one colour per model, points in step order."""
+    for model in palette:
+        rows = df[df["model"] == model].sort_values("step")
+        ax.plot(rows[feature], rows["val_loss"], "o-", ms=2.5, lw=0.6, color=palette[model])
+    ax.set_xlabel(_label(feature))
+    ax.set_ylabel(_label("val_loss"))
+
+
+def plot_scaling(ax: plt.Axes, df: pd.DataFrame, features: list[str], palette: dict) -> None:
+    """Log-log final-checkpoint features against N, each normalised by its value at the smallest N."""
+    final = df[df["step"] == df["step"].max()].groupby("model", sort=False).mean(numeric_only=True)
+    final = final.loc[[m for m in palette if m in final.index]]
+    for feature, marker in zip(features, "osD^v", strict=False):
+        y = final[feature].to_numpy(float)
+        if np.all(y > 0):
+            ax.loglog(final["n_params"], y / y[0], marker + "-", label=_label(feature))
+    ax.set_xlabel(_label("n_params") + " (log)")
+    ax.set_ylabel("final value / value of smallest model (log)")
+    ax.legend(fontsize=7)
+
+
+def figure_overview(df: pd.DataFrame, png: str, pdf: str) -> None:
+    """Four panels: loss curves; NP over training; H0 total vs loss; log-log scaling with size."""
+    palette = model_palette(df)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
+    plot_over_steps(axes[0, 0], df, "val_loss", palette)
+    axes[0, 0].set_title("a  validation loss")
+    axes[0, 0].legend(fontsize=7, title="model (parameters)", title_fontsize=7)
+    plot_over_steps(axes[0, 1], df, "np_mean", palette)
+    axes[0, 1].set_title("b  neural persistence over training")
+    plot_feature_vs_loss(axes[1, 0], df, "h0_total", palette)
+    axes[1, 0].set_title("c  H0 total persistence vs loss")
+    plot_scaling(axes[1, 1], df, ["val_loss", "h0_total", "np_mean"], palette)
+    axes[1, 1].set_title("d  scaling of final values with size")
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def figure_curves(df: pd.DataFrame, features: list[str], png: str, pdf: str) -> None:
+    """One panel per feature over training steps, all models."""
+    palette = model_palette(df)
+    fig, axes = plt.subplots(1, len(features), figsize=(5.5 * len(features), 4), squeeze=False)
+    for ax, feature in zip(axes[0], features, strict=True):
+        plot_over_steps(ax, df, feature, palette)
+        ax.set_title(_label(feature))
+        if feature.endswith("loss"):
+            ax.set_yscale("log")
+    axes[0, 0].legend(fontsize=7, title="model (parameters)", title_fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def figure_correlation_heatmap(corr: pd.DataFrame, png: str, pdf: str) -> None:
+    """Spearman ρ(feature, validation loss) per feature × model; * marks BH-significant cells."""
+    mean = corr.groupby(["feature", "model"], sort=False)["rho"].mean().unstack("model")
+    sig = corr.groupby(["feature", "model"], sort=False)["significant"].all().unstack("model")
+    order = corr.drop_duplicates("model").sort_values("n_params")["model"].tolist()
+    mean, sig = mean[order], sig[order]
+    annot = mean.map(lambda v: f"{v:.2f}") + sig.map(lambda s: "*" if s else "")
+    fig, ax = plt.subplots(figsize=(1.3 * len(order) + 3, 0.45 * len(mean) + 1.5))
+    sns.heatmap(
+        mean,
+        annot=annot,
+        fmt="",
+        cmap="vlag",
+        vmin=-1,
+        vmax=1,
+        ax=ax,
+        cbar_kws={"label": "Spearman ρ with validation loss"},
+    )
+    ax.set_xlabel("model (ordered by size)")
+    ax.set_ylabel("feature")
+    ax.set_title("ρ(feature, loss) across checkpoints; * = significant after Benjamini–Hochberg")
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def figure_prediction_mae(summary: pd.DataFrame, png: str, pdf: str) -> None:
+    """MAE of final-loss prediction by method and training fraction used."""
+    data = summary.assign(percent=(100 * summary["fraction"]).round().astype(int).astype(str) + "%")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.barplot(data=data, x="percent", y="mae", hue="method", ax=ax)
+    ax.set_xlabel("fraction of training observed")
+    ax.set_ylabel("MAE of predicted final loss (nats/char)")
+    ax.set_title("Final-loss prediction from early training")
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def figure_scaling_fits(df: pd.DataFrame, fits: pd.DataFrame, png: str, pdf: str) -> None:
+    """Final-checkpoint values vs N with the fitted a·N^b + c, one panel per feature."""
+    final = df[df["step"] == df["step"].max()].groupby("model").mean(numeric_only=True)
+    final = final.sort_values("n_params")
+    fig, axes = plt.subplots(1, len(fits), figsize=(5 * len(fits), 4), squeeze=False)
+    grid = np.geomspace(final["n_params"].min(), final["n_params"].max(), 100)
+    for ax, (_, fit) in zip(axes[0], fits.iterrows(), strict=True):
+        ax.plot(final["n_params"], final[fit["feature"]], "o", color="k", label="final checkpoint")
+        if fit["converged"]:
+            ax.plot(
+                grid,
+                fit["a"] * grid ** fit["b"] + fit["c"],
+                "-",
+                label=(f"{fit['a']:.3g}·N^{fit['b']:.3f} + {fit['c']:.3g}  (R²={fit['r2']:.3f})"),
+            )
+        else:
+            ax.text(
+                0.05,
+                0.05,
+                f"fit did not converge: {fit['message']}",
+                transform=ax.transAxes,
+                fontsize=7,
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel(_label("n_params") + " (log)")
+        ax.set_ylabel(_label(fit["feature"]))
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, png, pdf)

@@ -1,0 +1,112 @@
+"""Tables as CSV + Markdown, and ``REPORT.md`` assembled from them."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from topotrain.io import atomic_write_text
+
+
+def format_cell(value, digits: int = 4) -> str:
+    """A table cell: floats to ``digits`` significant digits (scientific when tiny), NaN as '–'."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+            return f"{value:.{digits - 1}e}"
+        return f"{value:.{digits}g}"
+    return str(value).replace("|", "\\|")
+
+
+def to_markdown(df: pd.DataFrame, digits: int = 4) -> str:
+    """A GitHub-flavoured Markdown table of ``df`` (no index)."""
+    header = "| " + " | ".join(map(str, df.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    rows = [
+        "| " + " | ".join(format_cell(v, digits) for v in row) + " |"
+        for row in df.itertuples(index=False, name=None)
+    ]
+    return "\n".join([header, rule, *rows]) + "\n"
+
+
+def write_table(df: pd.DataFrame, csv: str | Path, md: str | Path, title: str = "") -> None:
+    """Write ``df`` as CSV and as a Markdown table (with an optional heading), each atomically."""
+    atomic_write_text(csv, df.to_csv(index=False))
+    heading = f"## {title}\n\n" if title else ""
+    atomic_write_text(md, heading + to_markdown(df))
+
+
+def models_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per model: architecture, parameters, final train and validation loss (mean over seeds)."""
+    final = df[df["step"] == df.groupby("model")["step"].transform("max")]
+    out = final.groupby(["model", "n_params", "d_model", "n_layer", "n_head"], as_index=False).agg(
+        seeds=("seed", "nunique"),
+        final_train_loss=("train_loss", "mean"),
+        final_val_loss=("val_loss", "mean"),
+    )
+    return out.sort_values("n_params").reset_index(drop=True)
+
+
+def assemble_report(sections: list[tuple[str, str, str | Path]], out: str | Path) -> None:
+    """REPORT.md: a title, then for each (heading, explanation, markdown table file) a section."""
+    parts = [
+        "# topotrain — weight-space study report\n",
+        "Every number below is produced by the workflow from `results/features/weights.parquet`; "
+        "each table also exists as CSV under `results/tables/`, figures under `results/figures/`.\n",
+    ]
+    for heading, text, table in sections:
+        body = Path(table).read_text()
+        if body.startswith("## "):  # drop the table's own heading; the section has one
+            body = body.split("\n", 2)[2]
+        parts.append(f"## {heading}\n\n{text.strip()}\n\n{body}")
+    atomic_write_text(out, "\n".join(parts))
+
+
+# table name -> (section heading, what the reader learns from it), in reading order
+SECTIONS = {
+    "models": (
+        "Models",
+        "The model family: architecture, parameter count (tied output head counted once) and the "
+        "final training and validation cross-entropy in nats per character.",
+    ),
+    "best_feature": (
+        "Which feature tracks loss best",
+        "For each model, the feature with the largest |Spearman ρ| with validation loss across its "
+        "checkpoints, with its 95% bootstrap CI. Read across rows to see how this changes with size.",
+    ),
+    "correlations": (
+        "Correlations with validation loss",
+        "Spearman ρ between each feature and validation loss over a model's checkpoints, the 95% "
+        "bootstrap CI (resampling checkpoints), and p-values adjusted over the whole feature × model "
+        "grid by Bonferroni and by Benjamini–Hochberg (`significant` = BH-adjusted p < 0.05). "
+        "`grad_norm` and `l2_norm_mean` are non-topological baselines.",
+    ),
+    "prediction": (
+        "Predicting the final loss from early training",
+        "MAE over models of the predicted final validation loss using only checkpoints up to each "
+        "fraction of training; `improvement_pct` compares combined with loss-only; Wilcoxon tests "
+        "compare each method's per-run errors with loss-only's (see the notes for small n). "
+        "The methods are described below the per-run table.",
+    ),
+    "prediction_runs": ("Predictions per run", "Each run's prediction and absolute error."),
+    "scaling": (
+        "Scaling with model size",
+        "Power-law fits f(N) = a·N^b + c of final-checkpoint values against parameter count N, with "
+        "R², the log-log slope and Spearman ρ with N. Fits that did not converge say so.",
+    ),
+    "phases": (
+        "Phase transitions",
+        "The step (and fraction of training) of the largest change in mean NP between consecutive "
+        "checkpoints, the first later checkpoint where the change falls below the configured fraction "
+        "of that peak (diminishing returns), and changepoints from ruptures as a second opinion.",
+    ),
+    "correlations_across_seeds": (
+        "Across seeds",
+        "Mean ρ over seeds with a t-interval across seeds (needs at least two seeds per model).",
+    ),
+}

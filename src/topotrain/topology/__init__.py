@@ -1,0 +1,23 @@
+"""Weight topology: neural persistence and Vietoris–Rips persistence of weight matrices (no torch)."""
+
+from topotrain.topology.neural_persistence import neural_persistence, np_pairs
+from topotrain.topology.summaries import (
+    feature_count,
+    finite_bars,
+    max_persistence,
+    persistence_entropy,
+    total_persistence,
+)
+from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
+
+__all__ = [
+    "feature_count",
+    "finite_bars",
+    "max_persistence",
+    "neural_persistence",
+    "np_pairs",
+    "persistence_entropy",
+    "subsample_rows",
+    "total_persistence",
+    "vr_diagrams",
+]

@@ -1,0 +1,98 @@
+"""Aggregation of per-layer records and training logs into the feature tables."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from topotrain.aggregate import aggregate_weights, checkpoint_features, interval_means
+
+
+def test_interval_means_average_the_steps_before_each_checkpoint():
+    metrics = pd.DataFrame(
+        {"step": range(6), "train_loss": [6.0, 5, 4, 3, 2, 1], "grad_norm": [1.0, 2, 3, 4, 5, 6]}
+    ).assign(lr=lambda d: d["step"] * 0.1)
+    out = interval_means(metrics, [0, 3, 6], interval=3)
+    # checkpoint 0: value at t=0; checkpoint 3: t in {0,1,2}; checkpoint 6: t in {3,4,5}
+    assert out["train_loss"].tolist() == [6.0, 5.0, 2.0]
+    assert out["grad_norm"].tolist() == [1.0, 2.0, 5.0]
+    assert out["lr"].tolist() == pytest.approx([0.0, 0.2, 0.5])
+
+
+def test_interval_means_refuse_missing_steps():
+    metrics = pd.DataFrame({"step": [0, 1], "train_loss": [1.0, 1], "grad_norm": [1.0, 1], "lr": 0})
+    with pytest.raises(ValueError, match="checkpoint 6"):
+        interval_means(metrics, [0, 6], interval=3)
+
+
+def layer_rows(step, values):
+    return [
+        {
+            "model": "m",
+            "seed": 1,
+            "step": step,
+            "layer": f"l{i}",
+            "np_total": v,
+            "np_p2": v / 2,
+            "h0_count": i + 1,
+            "h0_total": v * 10,
+            "h1_count": 1,
+            "h1_total": v,
+            "h0_max": v * 3,
+            "h1_max": v,
+            "h0_entropy": v,
+            "h1_entropy": 2 * v,
+            "l2_norm": 1.0 + v,
+        }
+        for i, v in enumerate(values)
+    ]
+
+
+def test_checkpoint_features_mean_std_sum_and_max_over_layers():
+    layers = pd.DataFrame(layer_rows(0, [0.2, 0.4, 0.9]))
+    row = checkpoint_features(layers).iloc[0]
+    assert row["np_mean"] == pytest.approx(0.5)
+    assert row["np_std"] == pytest.approx(np.std([0.2, 0.4, 0.9]))
+    assert row["h0_count"] == 6 and row["h0_total"] == pytest.approx(15.0)
+    assert row["h0_max"] == pytest.approx(2.7) and row["h1_max"] == pytest.approx(0.9)
+    assert row["h1_entropy_mean"] == pytest.approx(1.0)
+    assert row["l2_norm_mean"] == pytest.approx(1.5)
+
+
+def test_aggregate_weights_joins_records_and_logs(tmp_path):
+    records, keys = [], []
+    for step, vals in ((0, [0.1, 0.3]), (2, [0.5, 0.7])):
+        path = tmp_path / f"r{step}.json"
+        rows = [
+            {k: v for k, v in r.items() if k not in ("model", "seed", "step")}
+            for r in layer_rows(step, vals)
+        ]
+        path.write_text(json.dumps({"layers": rows}))
+        records.append(str(path))
+        keys.append({"model": "m", "seed": 1, "step": step})
+    pd.DataFrame(
+        {"step": [0, 1], "train_loss": [4.0, 3.0], "grad_norm": [1.0, 0.5], "lr": [0.0, 0.1]}
+    ).to_csv(tmp_path / "metrics.csv", index=False)
+    pd.DataFrame({"step": [0, 2], "val_loss": [4.5, 3.5]}).to_csv(
+        tmp_path / "evals.csv", index=False
+    )
+    run = {
+        "model": "m",
+        "seed": 1,
+        "metrics": str(tmp_path / "metrics.csv"),
+        "evals": str(tmp_path / "evals.csv"),
+        "n_params": 99,
+        "d_model": 4,
+        "n_layer": 1,
+        "n_head": 1,
+    }
+    out = {k: str(tmp_path / f"{k}.out") for k in ("table", "table_csv", "layers", "layers_csv")}
+    table = aggregate_weights(records, keys, [run], total_steps=2, interval=2, out=out)
+    assert table["step"].tolist() == [0, 2] and table["frac"].tolist() == [0.0, 1.0]
+    assert table["train_loss"].tolist() == [4.0, 3.5]
+    assert table["val_loss"].tolist() == [4.5, 3.5]
+    assert table["np_mean"].tolist() == pytest.approx([0.2, 0.6])
+    assert (table["n_params"] == 99).all()
+    assert pd.read_parquet(out["table"]).equals(table)
+    assert len(pd.read_parquet(out["layers"])) == 4

@@ -1,0 +1,236 @@
+"""Final-loss predictors: exact on their own models, leave-one-model-out honesty, summaries."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import wilcoxon
+
+from topotrain import predict
+from topotrain.predict import (
+    METHODS,
+    fit_np_trajectory,
+    predict_final_loss,
+    predict_loss_only,
+    predict_topology_only,
+    prediction_summary,
+)
+
+STEPS = np.arange(0, 5001, 100)
+
+
+def make_run(model, val_loss, np_mean, h0_total=None, n_params=10_000, steps=STEPS, seed=0):
+    """One run's feature rows; the columns no predictor reads are filled with placeholders."""
+    n = steps.size
+    h0 = np.linspace(5.0, 3.0, n) if h0_total is None else h0_total
+    return pd.DataFrame(
+        {"model": model, "seed": seed, "n_params": n_params, "step": steps,
+         "frac": steps / steps[-1], "train_loss": val_loss, "val_loss": val_loss,
+         "grad_norm": 1.0, "np_mean": np_mean, "np_std": 0.1, "h0_total": h0, "h1_total": 0.5,
+         "h0_count": 10, "h1_count": 2, "h0_entropy_mean": 1.0, "h1_entropy_mean": 0.5,
+         "h0_max": 1.0, "h1_max": 0.2, "l2_norm_mean": 3.0}
+    )  # fmt: skip
+
+
+def power_curve(steps, a, b, c, at_zero=50.0):
+    """a·t^(−b) + c for t > 0, and an arbitrary value at t = 0 (which the fits must ignore)."""
+    t = np.where(steps > 0, steps, 1).astype(float)
+    return np.where(steps > 0, a * t ** (-b) + c, at_zero)
+
+
+def synthetic_study(n_models, seed=0):
+    """Runs with random power-law losses and NP curves, noisy, of random sizes, T = 1000."""
+    steps = np.arange(0, 1001, 50)
+    rng = np.random.default_rng(seed)
+    runs = []
+    for i in range(n_models):
+        a, b, c = rng.uniform(1, 3), rng.uniform(0.3, 0.8), rng.uniform(0.8, 1.5)
+        loss = power_curve(steps, a, b, c) + rng.normal(0, 0.01, steps.size)
+        np_mean = power_curve(steps, -rng.uniform(1, 2), rng.uniform(0.2, 0.6), 3.0, 0.5)
+        h0 = rng.uniform(3, 6) - rng.uniform(0, 2e-3) * steps + rng.normal(0, 0.05, steps.size)
+        n_params = int(10 ** rng.uniform(4, 6))
+        runs.append(make_run(f"m{i:02d}", loss, np_mean, h0, n_params, steps))
+    return pd.concat(runs, ignore_index=True)
+
+
+def rows(pred, method, fraction=None):
+    sel = pred["method"] == method
+    if fraction is not None:
+        sel &= pred["fraction"] == fraction
+    return pred[sel].set_index(["model", "seed", "fraction"])
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.3, 0.5])
+def test_loss_only_is_exact_on_its_own_power_law(fraction):
+    df = make_run("m", power_curve(STEPS, 2.0, 0.5, 1.2), np.linspace(1, 2, STEPS.size))
+    out = rows(predict_final_loss(df, [fraction]), "loss_only").iloc[0]
+    expected = 2.0 * 5000**-0.5 + 1.2
+    assert out["actual"] == pytest.approx(expected, rel=1e-12)
+    assert out["predicted"] == pytest.approx(expected, rel=1e-6)
+    assert not out["fallback"]
+
+
+NP_MODELS = {  # name: (N(t), γ of the NP rate r(t) ∝ t^(−γ−1))
+    "saturating": lambda t: 3.0 - 2.0 * t**-0.4,
+    "logarithmic": lambda t: 1.0 + 0.3 * np.log(t),
+    "sqrt_growth": lambda t: 0.5 + 0.01 * t**0.5,
+}
+
+
+@pytest.mark.parametrize("name", NP_MODELS)
+@pytest.mark.parametrize("fraction", [0.2, 0.5])
+def test_topology_only_is_exact_on_its_own_model(name, fraction):
+    # own model: NP rate a power of t, loss linear in NP ⇒ L(T) = L(t0) + k·(N(T) − N(t0))
+    n_of_t = NP_MODELS[name]
+    t = STEPS[(STEPS > 0) & (STEPS <= fraction * 5000)].astype(float)
+    got = predict_topology_only(t, n_of_t(t), 6.0 - 1.5 * n_of_t(t), 5000.0)
+    assert got.value == pytest.approx(6.0 - 1.5 * n_of_t(5000.0), rel=1e-6)
+    assert not got.fallback
+
+
+def test_np_fit_returns_exponent_cutoff_value_and_rate_at_cutoff():
+    t0 = 1500.0
+    t = STEPS[(STEPS > 0) & (STEPS <= t0)].astype(float)
+    gamma, n0, s = fit_np_trajectory(t / t0, 3.0 - 2.0 * t**-0.4)
+    assert gamma == pytest.approx(0.4, rel=1e-6)
+    assert n0 == pytest.approx(3.0 - 2.0 * t0**-0.4, rel=1e-9)
+    assert s / t0 == pytest.approx(0.8 * t0**-1.4, rel=1e-6)  # r(t0) = dN/dt at t0
+
+
+def test_topology_only_uses_the_loss_np_slope_of_the_recent_half_window():
+    n_of_t = NP_MODELS["saturating"]
+    t = STEPS[(STEPS > 0) & (STEPS <= 2000)].astype(float)
+    n = n_of_t(t)
+    loss = np.where(t >= 1000, 6.0 - 1.5 * n, 9.0 - 4.0 * n)  # older checkpoints: another slope
+    got = predict_topology_only(t, n, loss, 5000.0)
+    assert got.value == pytest.approx(loss[-1] - 1.5 * (n_of_t(5000.0) - n[-1]), rel=1e-6)
+
+
+def test_topology_only_clips_a_negative_extrapolation_at_zero():
+    n_of_t = NP_MODELS["saturating"]
+    t = STEPS[(STEPS > 0) & (STEPS <= 1000)].astype(float)
+    assert 4.35 - 1.5 * n_of_t(5000.0) < 0 < 4.35 - 1.5 * n_of_t(1000.0)
+    got = predict_topology_only(t, n_of_t(t), 4.35 - 1.5 * n_of_t(t), 5000.0)
+    assert got.value == 0.0 and not got.fallback
+    assert "clipped at 0" in got.note
+
+
+def test_topology_only_falls_back_to_last_loss_when_np_is_flat():
+    t = STEPS[1:11].astype(float)
+    loss = 1.0 + 1.0 / t
+    got = predict_topology_only(t, np.full(t.size, 2.0), loss, 5000.0)
+    assert got.fallback
+    assert got.value == loss[-1]
+
+
+def test_combined_is_the_mean_of_loss_only_and_topology_only():
+    pred = predict_final_loss(synthetic_study(4))
+    lo, topo, comb = (rows(pred, m) for m in ("loss_only", "topology_only", "combined"))
+    np.testing.assert_allclose(comb["predicted"], (lo["predicted"] + topo["predicted"]) / 2)
+    np.testing.assert_allclose(comb["abs_error"], (comb["predicted"] - comb["actual"]).abs())
+
+
+def test_learned_never_sees_its_own_final_loss():
+    df = synthetic_study(6, seed=1)
+    before = rows(predict_final_loss(df, [0.3]), "learned")
+    final = df["step"] == df["step"].max()
+    altered = df.copy()
+    altered.loc[final & (df["model"] == "m02"), "val_loss"] += 1.0
+    after = rows(predict_final_loss(altered, [0.3]), "learned")
+    key = ("m02", 0, 0.3)
+    assert after.loc[key, "predicted"] == before.loc[key, "predicted"]
+    assert after.loc[key, "actual"] == before.loc[key, "actual"] + 1.0
+    others = after.index != key  # the altered target does train the other models' predictors
+    assert not np.allclose(after.loc[others, "predicted"], before.loc[others, "predicted"])
+
+
+def test_learned_recovers_a_linear_law_of_cutoff_features():
+    df = synthetic_study(30, seed=2)
+    fraction = 0.3
+    window = df[df["frac"] <= fraction].groupby("model").last()
+    law = (
+        0.3
+        + 0.8 * window["val_loss"]
+        + 0.05 * window["np_mean"]
+        - 0.02 * np.log(window["n_params"])
+    )
+    final = df["step"] == df["step"].max()
+    df.loc[final, "val_loss"] = df.loc[final, "model"].map(law).to_numpy()
+    out = rows(predict_final_loss(df, [fraction], alpha=1e-8), "learned")
+    np.testing.assert_allclose(out["predicted"], out["actual"], rtol=1e-4)
+    assert out["note"].str.contains("trained on 29 runs").all()
+
+
+def test_learned_needs_three_models():
+    pred = predict_final_loss(synthetic_study(2), [0.3])
+    learned = rows(pred, "learned")
+    assert len(learned) == 2
+    assert learned["predicted"].isna().all()
+    assert learned["note"].str.contains(">= 3 models").all()
+
+
+def test_one_row_per_run_fraction_and_method_with_documented_columns():
+    fractions = [0.2, 0.3, 0.5]
+    pred = predict_final_loss(synthetic_study(3), fractions)
+    assert list(pred.columns) == [
+        "model", "seed", "n_params", "fraction", "method", "predicted", "actual", "abs_error",
+        "fallback", "note",
+    ]  # fmt: skip
+    assert len(pred) == 3 * len(fractions) * len(METHODS)
+    assert not pred.duplicated(["model", "seed", "fraction", "method"]).any()
+
+
+def test_unconverged_fit_is_flagged_as_fallback_not_dropped(monkeypatch):
+    monkeypatch.setattr(predict, "MAXFEV", 1)  # curve_fit stops before converging
+    df = synthetic_study(3)
+    pred = predict_final_loss(df, [0.3])
+    lo = rows(pred, "loss_only")
+    assert len(lo) == 3
+    assert lo["fallback"].all()
+    assert lo["note"].str.contains("fit failed").all()
+    last_seen = df[df["frac"] <= 0.3].groupby("model")["val_loss"].last()
+    by_model = lo.reset_index().set_index("model")["predicted"]
+    pd.testing.assert_series_equal(by_model.sort_index(), last_seen, check_names=False)
+    assert rows(pred, "combined")["fallback"].all()
+
+
+def test_too_short_window_is_flagged_as_fallback():
+    t = np.array([0.0, 100.0])
+    got = predict_loss_only(t, np.array([4.0, 3.0]), 5000.0)
+    assert got.fallback and got.value == 3.0
+
+
+def pred_table(errors):
+    """A prediction table whose abs_error per method is given, one run per entry."""
+    out = []
+    for method, errs in errors.items():
+        for i, err in enumerate(errs):
+            out.append({"model": f"m{i}", "seed": 0, "fraction": 0.3, "method": method,
+                        "predicted": 1.0 + err, "actual": 1.0, "abs_error": err})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def test_summary_mae_and_improvement_match_hand_computation():
+    loss = [0.1, 0.2, 0.3, 0.4, 0.5]
+    comb = [0.05, 0.25, 0.1, 0.2, 0.45]
+    summary = prediction_summary(pred_table({"loss_only": loss, "combined": comb}))
+    by = summary.set_index("method")
+    mae_loss, mae_comb = sum(loss) / 5, sum(comb) / 5
+    assert by.loc["loss_only", "mae"] == pytest.approx(mae_loss)
+    assert by.loc["combined", "mae"] == pytest.approx(mae_comb)
+    assert by.loc["combined", "n"] == 5
+    expected = 100 * (mae_loss - mae_comb) / mae_loss
+    assert by.loc["combined", "improvement_pct"] == pytest.approx(expected)
+    assert by.loc["loss_only", "improvement_pct"] == 0.0
+
+
+@pytest.mark.parametrize("n", [5, 8])
+def test_wilcoxon_matches_scipy_and_notes_when_n_is_too_small(n):
+    loss = np.linspace(0.5, 1.0, n)
+    comb = loss - np.linspace(0.01, 0.1, n)  # every run better, distinct magnitudes
+    summary = prediction_summary(pred_table({"loss_only": loss, "combined": comb}))
+    row = summary.set_index("method").loc["combined"]
+    ref = wilcoxon(comb, loss)
+    assert row["wilcoxon_p"] == pytest.approx(ref.pvalue)
+    assert row["wilcoxon_stat"] == ref.statistic
+    assert row["wilcoxon_p"] == pytest.approx(2 * 0.5**n)  # exact p when all signs agree
+    assert ("cannot reach p<0.05" in row["wilcoxon_note"]) == (n < 6)

@@ -1,0 +1,255 @@
+"""Training: step convention, schedule, validation set, determinism, resume after a crash."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors import safe_open
+from torch.nn import functional as F
+
+import topotrain.train as train
+from topotrain.model import GPTConfig
+from topotrain.train import TrainConfig, load_checkpoint, lr_at, train_model
+
+MODEL = GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=16)
+CFG = TrainConfig(
+    steps=40,
+    checkpoint_interval=10,
+    batch_size=4,
+    warmup_steps=5,
+    eval_batches=3,
+    eval_batch_size=4,
+    grad_clip=0.1,
+    seed=7,
+    device="cpu",
+    threads=1,
+)
+STEPS = range(0, CFG.steps + 1, CFG.checkpoint_interval)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, Path]:
+    """Random character codes: 3000 training and 800 validation tokens."""
+    root = tmp_path_factory.mktemp("corpus")
+    rng = np.random.default_rng(0)
+    rng.integers(0, 128, 3000, dtype=np.uint8).tofile(root / "train.bin")
+    rng.integers(0, 128, 800, dtype=np.uint8).tofile(root / "val.bin")
+    return root / "train.bin", root / "val.bin"
+
+
+def run(root: Path, corpus, cfg: TrainConfig = CFG, **kw) -> Path:
+    """Train into root/out with state in root/state; returns root/out."""
+    train_model(MODEL, cfg, *corpus, root / "out", root / "state", progress=False, **kw)
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, corpus) -> Path:
+    """An uninterrupted run of CFG."""
+    root = tmp_path_factory.mktemp("reference")
+    out = run(root, corpus)
+    assert not (root / "state").exists()  # the state is dropped once outputs are published
+    return out
+
+
+def assert_same_outputs(out: Path, ref: Path) -> None:
+    names = sorted(p.name for p in ref.iterdir())
+    assert sorted(p.name for p in out.iterdir()) == names
+    for name in names:
+        assert (out / name).read_bytes() == (ref / name).read_bytes(), name
+
+
+def batch_offsets(n_tokens: int, shape: tuple, seed: int, draws: int) -> torch.Tensor:
+    """The ``draws``-th window starts drawn from a generator seeded ``seed`` (documented scheme)."""
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(draws):
+        offsets = torch.randint(n_tokens - MODEL.block_size, shape, generator=gen)
+    return offsets
+
+
+def windows(path: Path, offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    data = torch.from_numpy(np.fromfile(path, dtype=np.uint8).astype(np.int64))
+    rows = torch.stack([data[i : i + MODEL.block_size + 1] for i in offsets.flatten().tolist()])
+    return rows[:, :-1], rows[:, 1:]
+
+
+def test_lr_schedule_matches_closed_form():
+    cfg = TrainConfig(steps=110, warmup_steps=10, lr=1.0, checkpoint_interval=10)
+    assert lr_at(0, cfg) == pytest.approx(0.1)
+    assert lr_at(4, cfg) == pytest.approx(0.5)
+    assert lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(10, cfg) == pytest.approx(1.0)
+    assert lr_at(60, cfg) == pytest.approx(0.1 + 0.45)  # half-way: cos(π/2) = 0
+    assert lr_at(35, cfg) == pytest.approx(0.1 + 0.45 * (1 + math.cos(math.pi / 4)))
+    assert lr_at(110, cfg) == pytest.approx(0.1)
+    no_warmup = replace(cfg, warmup_steps=0, min_lr_ratio=0.0)
+    assert lr_at(0, no_warmup) == 1.0 and lr_at(55, no_warmup) == pytest.approx(0.5)
+
+
+def test_config_rejects_interval_not_dividing_steps():
+    with pytest.raises(ValueError, match=r"checkpoint_interval=30.*steps=100"):
+        TrainConfig(steps=100, checkpoint_interval=30)
+    with pytest.raises(ValueError, match="steps"):
+        TrainConfig(steps=0)
+    with pytest.raises(ValueError, match="device"):
+        TrainConfig(device="tpu")
+
+
+def test_auto_device_is_cuda_only_when_available(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert train.resolve_device("auto").type == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert train.resolve_device("auto").type == "cuda"
+    assert train.resolve_device("cpu").type == "cpu"
+
+
+def test_tokens_outside_vocabulary_are_rejected(tmp_path, corpus):
+    bad = tmp_path / "bad.bin"
+    np.full(100, 200, dtype=np.uint8).tofile(bad)
+    with pytest.raises(ValueError, match="200"):
+        train_model(MODEL, CFG, bad, corpus[1], tmp_path / "out", tmp_path / "state")
+
+
+def test_checkpoints_every_interval_without_tied_head(reference):
+    for step in STEPS:
+        path = reference / f"step_{step:05d}.safetensors"
+        with safe_open(str(path), framework="pt") as fh:
+            assert fh.metadata() == {"step": str(step), "model": json.dumps(asdict(MODEL))}
+            assert "lm_head.weight" not in fh.keys()
+            assert {fh.get_tensor(k).dtype for k in fh.keys()} == {torch.float32}
+        model, loaded_step = load_checkpoint(path)
+        assert loaded_step == step and model.lm_head.weight is model.transformer.wte.weight
+    assert len(list(reference.glob("*.safetensors"))) == CFG.steps // CFG.checkpoint_interval + 1
+
+
+def test_metrics_row_t_is_the_pass_of_the_model_after_t_updates(reference, corpus):
+    metrics = pd.read_csv(reference / "metrics.csv")
+    assert list(metrics.columns) == ["step", "train_loss", "grad_norm", "lr"]
+    assert metrics["step"].tolist() == list(range(CFG.steps))
+    assert metrics["lr"].tolist() == pytest.approx([lr_at(t, CFG) for t in range(CFG.steps)])
+    for step in STEPS[:-1]:
+        model, _ = load_checkpoint(reference / f"step_{step:05d}.safetensors")
+        x, y = windows(corpus[0], batch_offsets(3000, (CFG.batch_size,), CFG.seed, step + 1))
+        loss = F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten())
+        loss.backward()
+        norm = torch.cat([p.grad.flatten() for p in model.parameters()]).norm().item()
+        assert metrics.loc[step, "train_loss"] == pytest.approx(loss.item(), rel=1e-5)
+        assert metrics.loc[step, "grad_norm"] == pytest.approx(norm, rel=1e-4)
+    assert (metrics["grad_norm"] > CFG.grad_clip).all()  # recorded before clipping
+
+
+def test_val_loss_is_mean_over_one_fixed_window_set(reference, corpus):
+    evals = pd.read_csv(reference / "evals.csv")
+    assert list(evals.columns) == ["step", "val_loss"] and evals["step"].tolist() == list(STEPS)
+    shape = (CFG.eval_batches, CFG.eval_batch_size)
+    x, y = windows(corpus[1], batch_offsets(800, shape, CFG.seed + 1, 1))
+    for step, val_loss in zip(evals["step"], evals["val_loss"], strict=True):
+        model, _ = load_checkpoint(reference / f"step_{step:05d}.safetensors")
+        with torch.no_grad():
+            expected = F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten()).item()
+        assert val_loss == pytest.approx(expected, rel=1e-5)
+    assert evals.loc[0, "val_loss"] == pytest.approx(math.log(128), abs=0.1)
+
+
+def test_same_seed_gives_bit_identical_outputs(tmp_path, corpus, reference):
+    assert_same_outputs(run(tmp_path / "again", corpus), reference)
+    other = run(tmp_path / "other", corpus, replace(CFG, seed=CFG.seed + 1))
+    last = "step_00040.safetensors"
+    assert (other / last).read_bytes() != (reference / last).read_bytes()
+
+
+def interrupt_at(monkeypatch, step: int, value: float | None = None) -> None:
+    """Make train_step raise at training step ``step`` (or return ``value`` as the loss)."""
+    real, calls = train.train_step, []
+
+    def patched(*args):
+        calls.append(1)
+        loss, norm = real(*args)
+        if len(calls) == step + 1:
+            if value is None:
+                raise RuntimeError("simulated crash")
+            return value, norm
+        return loss, norm
+
+    monkeypatch.setattr(train, "train_step", patched)
+
+
+def test_run_resumes_after_exception_to_identical_outputs(tmp_path, corpus, reference, caplog):
+    with pytest.MonkeyPatch.context() as mp:
+        interrupt_at(mp, 25)
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            run(tmp_path, corpus)
+    assert not (tmp_path / "out").exists()
+    with caplog.at_level(logging.INFO, logger="topotrain.train"):
+        assert_same_outputs(run(tmp_path, corpus), reference)
+    assert "resuming from step 20" in caplog.text
+
+
+def test_changed_config_discards_old_state(tmp_path, corpus, caplog):
+    other = replace(CFG, lr=CFG.lr / 2)
+    with pytest.MonkeyPatch.context() as mp:
+        interrupt_at(mp, 25)
+        with pytest.raises(RuntimeError):
+            run(tmp_path / "a", corpus)
+    with caplog.at_level(logging.WARNING, logger="topotrain.train"):
+        resumed = run(tmp_path / "a", corpus, other)
+    assert "starting fresh" in caplog.text
+    assert_same_outputs(resumed, run(tmp_path / "fresh", corpus, other))
+
+
+def test_divergence_names_step_and_keeps_last_good_state(tmp_path, corpus, monkeypatch):
+    interrupt_at(monkeypatch, 25, value=float("nan"))
+    with pytest.raises(RuntimeError, match="diverged at step 25"):
+        run(tmp_path, corpus)
+    assert not (tmp_path / "out").exists()
+    state = tmp_path / "state"
+    assert sorted(p.name for p in state.iterdir()) == [
+        "resume.pt",
+        "step_00000.safetensors",
+        "step_00010.safetensors",
+        "step_00020.safetensors",
+    ]
+    assert torch.load(state / "resume.pt", weights_only=True)["step"] == 20
+
+
+KILLABLE = """
+import json, sys, time
+import topotrain.train as tr
+from topotrain.model import GPTConfig
+real = tr.train_step
+def slow(*args):
+    time.sleep(0.03)
+    return real(*args)
+tr.train_step = slow
+model, cfg = GPTConfig(**json.loads(sys.argv[1])), tr.TrainConfig(**json.loads(sys.argv[2]))
+tr.train_model(model, cfg, *sys.argv[3:7], progress=False)
+"""
+
+
+def test_sigkilled_run_resumes_to_identical_outputs(tmp_path, corpus, reference, caplog):
+    out, state = tmp_path / "out", tmp_path / "state"
+    args = [json.dumps(asdict(MODEL)), json.dumps(asdict(CFG)), *map(str, (*corpus, out, state))]
+    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, *args])
+    deadline = time.monotonic() + 60
+    while not (state / "step_00020.safetensors").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "training ended too soon"
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    assert not (out / "metrics.csv").exists() and (state / "resume.pt").exists()
+    with caplog.at_level(logging.INFO, logger="topotrain.train"):
+        assert_same_outputs(run(tmp_path, corpus), reference)
+    assert "resuming from step" in caplog.text

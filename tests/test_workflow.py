@@ -1,0 +1,114 @@
+"""End to end: the Snakemake workflow on a tiny two-model study, and config errors before any job."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import run_snakemake, tiny_config, write_corpus
+
+from topotrain.config import n_params
+
+TOPO_COLUMNS = [
+    "np_mean",
+    "np_std",
+    "np_p2_mean",
+    "h0_total",
+    "h1_total",
+    "h0_count",
+    "h1_count",
+    "h0_entropy_mean",
+    "h1_entropy_mean",
+    "h0_max",
+    "h1_max",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """Run the tiny study once for the whole module."""
+    workdir = tmp_path_factory.mktemp("tiny-study")
+    train, valid = write_corpus(workdir)
+    config = tiny_config(train, valid)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(workdir, "--cores", "2")
+    return workdir, config, proc
+
+
+def test_tiny_study_writes_one_row_per_checkpoint(tiny_run):
+    workdir, config, _ = tiny_run
+    table = pd.read_parquet(workdir / "results/features/weights.parquet")
+    assert len(table) == 2 * 5  # two models × checkpoints at 0, 10, 20, 30, 40
+    assert table.equals(pd.read_csv(workdir / "results/features/weights.csv").astype(table.dtypes))
+    for name, arch in config["models"].items():
+        rows = table[table["model"] == name].sort_values("step")
+        assert rows["step"].tolist() == [0, 10, 20, 30, 40]
+        assert rows["frac"].tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+        assert (rows["n_params"] == n_params(arch["d_model"], arch["n_layer"], 128, 32)).all()
+        assert rows["val_loss"].iloc[-1] < rows["val_loss"].iloc[0] - 0.3  # training learns
+        assert rows["train_loss"].iloc[-1] < rows["train_loss"].iloc[0]
+        assert rows["val_loss"].iloc[0] == pytest.approx(np.log(128), abs=0.15)
+    values = table[["train_loss", "val_loss", "grad_norm", *TOPO_COLUMNS]].to_numpy(float)
+    assert np.isfinite(values).all()
+    assert (table["n_layers"] == 4).all() and (table["np_mean"] > 0).all()
+    assert (table["h0_count"] > 0).all()
+
+
+def test_layer_table_matches_the_checkpoint_records(tiny_run):
+    workdir, _, _ = tiny_run
+    layers = pd.read_parquet(workdir / "results/features/weights_layers.parquet")
+    table = pd.read_parquet(workdir / "results/features/weights.parquet")
+    assert len(layers) == 10 * 4
+    assert set(layers["layer"]) == {
+        "transformer.h.0.attn.c_attn.weight",
+        "transformer.h.0.attn.c_proj.weight",
+        "transformer.h.0.mlp.c_fc.weight",
+        "transformer.h.0.mlp.c_proj.weight",
+    }
+    sums = layers.groupby(["model", "seed", "step"])["h0_total"].sum().reset_index()
+    merged = table.merge(sums, on=["model", "seed", "step"], suffixes=("", "_layers"))
+    np.testing.assert_allclose(merged["h0_total"], merged["h0_total_layers"])
+    means = layers.groupby(["model", "seed", "step"])["np_total"].mean().reset_index()
+    merged = table.merge(means, on=["model", "seed", "step"])
+    np.testing.assert_allclose(merged["np_mean"], merged["np_total"])
+
+
+def test_checkpoints_diagrams_and_logs_are_written(tiny_run):
+    workdir, _, _ = tiny_run
+    run = workdir / "results/checkpoints/tiny-a/seed42"
+    assert sorted(p.name for p in run.glob("*.safetensors")) == [
+        f"step_{s:05d}.safetensors" for s in (0, 10, 20, 30, 40)
+    ]
+    diagrams = np.load(workdir / "results/topology/tiny-a/seed42/step_00040.npz")
+    assert "transformer.h.0.mlp.c_fc.weight/h0" in diagrams.files
+    log = (workdir / "results/logs/prepare_corpus.log").read_text()
+    assert "non-ASCII replaced" in log
+
+
+def test_second_run_has_nothing_to_do(tiny_run):
+    workdir, _, _ = tiny_run
+    proc = run_snakemake(workdir, "-n", "--cores", "2")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("train", "stepz", 10, "Additional properties are not allowed"),
+        ("train", "steps", -40, "-40 is less than the minimum"),
+        ("models", "tiny-b", {"d_model": 16, "n_layer": 1, "n_head": 3}, "does not divide"),
+        ("train", "checkpoint_interval", 15, "does not divide train.steps=40"),
+    ],
+)
+def test_bad_config_fails_before_any_job(tmp_path, section, key, value, message):
+    train, valid = write_corpus(tmp_path, n_chars=2_000)
+    config = copy.deepcopy(tiny_config(train, valid))
+    config[section][key] = value
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(tmp_path, "--cores", "1", check=False)
+    assert proc.returncode != 0
+    assert message in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()

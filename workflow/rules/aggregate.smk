@@ -1,0 +1,27 @@
+# Aggregate: every checkpoint's features + training logs → one tidy table per study.
+
+
+rule aggregate_features:
+    input:
+        records=[path for path, _ in get_topology_records()],
+        logs=[r[k] for r in get_runs() for k in ("metrics", "evals")],
+    output:
+        table=f"{RESULTS}/features/weights.parquet",
+        table_csv=f"{RESULTS}/features/weights.csv",
+        layers=f"{RESULTS}/features/weights_layers.parquet",
+        layers_csv=f"{RESULTS}/features/weights_layers.csv",
+    log:
+        f"{RESULTS}/logs/aggregate_features.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        record_keys=[key for _, key in get_topology_records()],
+        runs=get_runs(),
+        total_steps=config["train"]["steps"],
+        interval=config["train"]["checkpoint_interval"],
+    script:
+        "../scripts/aggregate_features.py"

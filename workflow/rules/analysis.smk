@@ -1,0 +1,123 @@
+# Analysis: correlations with bootstrap CIs, scaling fits, final-loss prediction, phases.
+
+
+rule models_table:
+    input:
+        FEATURES,
+    output:
+        models_csv=f"{RESULTS}/tables/models.csv",
+        models_md=f"{RESULTS}/tables/models.md",
+    log:
+        f"{RESULTS}/logs/analysis/models_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/models_table.py"
+
+
+rule correlations:
+    input:
+        FEATURES,
+    output:
+        correlations_csv=report(
+            f"{RESULTS}/tables/correlations.csv",
+            caption="../report/correlations.rst",
+            category="Tables",
+        ),
+        correlations_md=f"{RESULTS}/tables/correlations.md",
+        seeds_csv=f"{RESULTS}/tables/correlations_across_seeds.csv",
+        seeds_md=f"{RESULTS}/tables/correlations_across_seeds.md",
+        best_csv=f"{RESULTS}/tables/best_feature.csv",
+        best_md=f"{RESULTS}/tables/best_feature.md",
+    log:
+        f"{RESULTS}/logs/analysis/correlations.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        n_resamples=config["analysis"]["bootstrap_resamples"],
+        seed=config["analysis"]["bootstrap_seed"],
+    script:
+        "../scripts/correlations.py"
+
+
+rule scaling_fits:
+    input:
+        FEATURES,
+    output:
+        scaling_csv=report(
+            f"{RESULTS}/tables/scaling.csv",
+            caption="../report/scaling.rst",
+            category="Tables",
+        ),
+        scaling_md=f"{RESULTS}/tables/scaling.md",
+    log:
+        f"{RESULTS}/logs/analysis/scaling_fits.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        features=config["analysis"]["scaling_features"],
+    script:
+        "../scripts/scaling_fits.py"
+
+
+rule predict_final_loss:
+    input:
+        FEATURES,
+    output:
+        runs_csv=f"{RESULTS}/tables/prediction_runs.csv",
+        runs_md=f"{RESULTS}/tables/prediction_runs.md",
+        summary_csv=report(
+            f"{RESULTS}/tables/prediction.csv",
+            caption="../report/prediction.rst",
+            category="Tables",
+        ),
+        summary_md=f"{RESULTS}/tables/prediction.md",
+    log:
+        f"{RESULTS}/logs/analysis/predict_final_loss.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        fractions=config["analysis"]["prediction_fractions"],
+    script:
+        "../scripts/predict_final_loss.py"
+
+
+rule phase_transitions:
+    input:
+        FEATURES,
+    output:
+        phases_csv=report(
+            f"{RESULTS}/tables/phases.csv",
+            caption="../report/phases.rst",
+            category="Tables",
+        ),
+        phases_md=f"{RESULTS}/tables/phases.md",
+    log:
+        f"{RESULTS}/logs/analysis/phase_transitions.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        threshold=config["analysis"]["phase_threshold"],
+        n_bkps=config["analysis"]["changepoints"],
+    script:
+        "../scripts/phase_transitions.py"

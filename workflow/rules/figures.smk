@@ -1,0 +1,57 @@
+# Figures (PNG for the report, PDF for papers) and the Markdown report.
+
+
+rule training_figures:
+    input:
+        FEATURES,
+    output:
+        **figure_outputs(
+            ["overview", "loss_curves", "np_evolution", "homology_evolution"]
+        ),
+    log:
+        f"{RESULTS}/logs/figures/training_figures.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../scripts/training_figures.py"
+
+
+rule analysis_figures:
+    input:
+        table=FEATURES,
+        correlations=rules.correlations.output.correlations_csv,
+        prediction=rules.predict_final_loss.output.summary_csv,
+        scaling=rules.scaling_fits.output.scaling_csv,
+    output:
+        **figure_outputs(["correlation_heatmap", "prediction_mae", "scaling_fits"]),
+    log:
+        f"{RESULTS}/logs/figures/analysis_figures.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../scripts/analysis_figures.py"
+
+
+rule report_markdown:
+    input:
+        **report_tables(),
+    output:
+        f"{RESULTS}/REPORT.md",
+    log:
+        f"{RESULTS}/logs/report_markdown.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../scripts/report_markdown.py"

@@ -1,0 +1,28 @@
+# Training: one job per model × seed writes every checkpoint of its run.
+
+
+rule train_model:
+    input:
+        train=rules.prepare_corpus.output.train,
+        validation=rules.prepare_corpus.output.validation,
+    output:
+        checkpoints=expand(CKPT, step=map(step_tag, STEPS), allow_missing=True),
+        metrics=f"{RESULTS}/checkpoints/{RUN}/metrics.csv",
+        evals=f"{RESULTS}/checkpoints/{RUN}/evals.csv",
+    log:
+        f"{RESULTS}/logs/train/{RUN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train/{RUN}.tsv"
+    conda:
+        "../../envs/train.yaml"
+    threads: config["train"].get("threads", 1)
+    resources:
+        mem_mb=4000,
+        runtime=120,
+        gpu=1 if uses_gpu() else 0,
+    params:
+        arch=get_model_arch,
+        train=get_train_params,
+        state_dir=lambda wc: f"{RESULTS}/state/train/{wc.model}/seed{wc.seed}",
+    script:
+        "../scripts/train_model.py"

@@ -1,0 +1,17 @@
+from pathlib import Path
+
+from topotrain.jobs import train_job
+from topotrain.logs import setup_logging
+
+sm = snakemake  # noqa: F821 - injected by Snakemake
+setup_logging(sm.log[0])
+train_job(
+    model=sm.wildcards.model,
+    arch=sm.params.arch,
+    train=sm.params.train,
+    train_bin=sm.input.train,
+    val_bin=sm.input.validation,
+    out_dir=str(Path(sm.output.metrics).parent),
+    state_dir=sm.params.state_dir,
+    threads=sm.threads,
+)
