@@ -1,5 +1,7 @@
 """Neural persistence against an explicit edge-by-edge union-find and a hand-computed example."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -7,9 +9,9 @@ from topotrain.topology import neural_persistence, np_pairs
 
 
 def bruteforce_pairs(W: np.ndarray) -> list[float]:
-    """Rieck et al.'s filtration by hand: edges by decreasing |w|/max|W|, union-find, pairs (1, w)."""
-    a = np.abs(W) / np.abs(W).max()
+    """Rieck et al.'s filtration in pure Python: edges by decreasing |w|/max|W|, union-find."""
     rows, cols = W.shape
+    top = max(abs(float(x)) for x in W.ravel())
     parent = list(range(rows + cols))
 
     def find(x):
@@ -17,23 +19,34 @@ def bruteforce_pairs(W: np.ndarray) -> list[float]:
             x = parent[x]
         return x
 
-    edges = sorted(((a[i, j], i, rows + j) for i in range(rows) for j in range(cols)), reverse=True)
+    edges = [(abs(float(W[i, j])) / top, i, rows + j) for i in range(rows) for j in range(cols)]
+    edges.sort(key=lambda e: e[0], reverse=True)
     pers = []
     for w, u, v in edges:
         ru, rv = find(u), find(v)
-        if ru != rv:
+        if ru != rv:  # this edge merges two components: one class born at 1 dies at w
             parent[ru] = rv
             pers.append(1.0 - w)
     return sorted(pers)
 
 
-def random_matrices():
+def random_matrices() -> list[np.ndarray]:
     rng = np.random.default_rng(7)
-    shapes = [(1, 1), (1, 6), (6, 1), (3, 4), (8, 8), (12, 5), (24, 8), (16, 64)]
+    shapes = [(1, 1), (1, 6), (6, 1), (1, 40), (2, 2), (3, 4), (8, 8), (12, 5), (24, 8), (16, 64)]
     mats = [rng.normal(size=s) for s in shapes]
-    ties = np.round(rng.normal(size=(7, 9)), 1)  # many tied weights and exact zeros
-    ties[0, :3] = 0.0
-    mats += [ties, rng.uniform(-1, 1, size=(10, 3)) ** 3]
+    mats.append(np.round(rng.normal(size=(7, 9)), 1))  # many ties and some exact zeros
+    mats.append(rng.integers(-2, 3, size=(6, 6)).astype(float))  # heavy ties, zeros, tied maxima
+    mats.append(rng.integers(0, 2, size=(5, 11)).astype(float))  # 0/1: every edge at 1 or 0
+    sparse = rng.normal(size=(10, 10))
+    sparse[rng.random(sparse.shape) < 0.7] = 0.0
+    mats.append(sparse)
+    mats.append(rng.uniform(-1, 1, size=(10, 3)) ** 3)
+    mats.append(rng.normal(size=(9, 4)) * 1e-300)  # tiny magnitudes: only the ratios matter
+    mats.append(1.0 - 1e-9 * rng.random((5, 6)))  # costs 1 − w' below 1e-9: must not be dropped
+    mats.append(rng.standard_cauchy(size=(5, 13)))  # heavy tails: one huge weight
+    mats.append(np.vstack([np.zeros(7), rng.normal(size=(3, 7))]))  # a dead output neuron
+    mats.append(np.full((3, 5), 2.0) + np.eye(3, 5))  # only a few weights above the rest
+    mats.append(rng.normal(size=(1, 1)) * np.ones((4, 3)))  # a constant matrix
     return mats
 
 
@@ -42,36 +55,68 @@ def test_np_matches_bruteforce_union_find(W):
     expected = bruteforce_pairs(W)
     got = np.sort(np_pairs(W))
     assert got.size == sum(W.shape) - 1
-    np.testing.assert_allclose(got, expected, atol=1e-12)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
     n = len(expected)
     result = neural_persistence(W)
-    assert result["np_total"] == pytest.approx(sum(expected) / n, abs=1e-12)
-    assert result["np_p2"] == pytest.approx(np.sqrt(np.sum(np.square(expected)) / n), abs=1e-12)
+    assert result["np_total"] == pytest.approx(math.fsum(expected) / n, abs=1e-14)
+    assert result["np_p2"] == pytest.approx(math.sqrt(sum(p * p for p in expected) / n), abs=1e-14)
 
 
 def test_hand_computed_two_by_two():
-    # |W| / max = [[1, .5], [.25, .75]]; edges in order 1 (a-c), .75 (b-d), .5 (a-d): merges a-c with b-d
-    # .25 (b-c) closes a cycle. Pairs: 1-1=0, 1-.75=.25, 1-.5=.5  → Σ = .75 over |V|-1 = 3
+    # Outputs a, b; inputs c, d. |W| / 4 = [[1, .5], [.25, .75]]: a-c 1, a-d .5, b-c .25, b-d .75.
+    # a-c (1) merges → 1 - 1 = 0; b-d (.75) merges → .25; a-d (.5) joins {a,c} and {b,d} → .5;
+    # b-c (.25) closes a cycle. Pairs 0, .25, .5: np_total = .75 / 3 = .25,
+    # np_p2 = √((0 + .0625 + .25) / 3) = √(.3125 / 3).
     W = np.array([[4.0, -2.0], [1.0, -3.0]])
     assert sorted(np_pairs(W)) == pytest.approx([0.0, 0.25, 0.5])
-    assert neural_persistence(W)["np_total"] == pytest.approx(0.75 / 3)
-    assert neural_persistence(W)["np_p2"] == pytest.approx(np.sqrt((0.25**2 + 0.5**2) / 3))
+    assert neural_persistence(W) == pytest.approx(
+        {"np_total": 0.25, "np_p2": math.sqrt(0.3125 / 3)}
+    )
 
 
-def test_np_is_invariant_to_scale_and_sign():
+def test_np_is_invariant_to_positive_scale_and_sign_flips():
     W = np.random.default_rng(3).normal(size=(9, 5))
     base = neural_persistence(W)
-    assert neural_persistence(-3.5 * W) == pytest.approx(base)
-    flips = np.where(np.random.default_rng(4).random(W.shape) < 0.5, -1, 1)
-    assert neural_persistence(W * flips) == pytest.approx(base)
+    assert neural_persistence(3.5 * W) == pytest.approx(base, abs=1e-15)
+    assert neural_persistence(-W) == base
+    flips = np.where(np.random.default_rng(4).random(W.shape) < 0.5, -1.0, 1.0)
+    assert neural_persistence(W * flips) == base
+
+
+def test_np_is_invariant_to_transposition():
+    # The bipartite graph of W and Wᵀ is the same graph with the two sides swapped.
+    W = np.random.default_rng(5).normal(size=(6, 11))
+    assert neural_persistence(W.T) == pytest.approx(neural_persistence(W), abs=1e-15)
 
 
 @pytest.mark.parametrize("W", [np.zeros((4, 3)), np.full((5, 2), -0.7)], ids=["zeros", "constant"])
 def test_all_equal_weights_have_zero_persistence(W):
+    assert np.array_equal(np_pairs(W), np.zeros(sum(W.shape) - 1))
     assert neural_persistence(W) == {"np_total": 0.0, "np_p2": 0.0}
 
 
-@pytest.mark.parametrize("bad", [np.array([[1.0, np.nan]]), np.array([[np.inf, 1.0]]), np.zeros((0, 3))])
-def test_np_rejects_non_finite_or_empty(bad):
+def test_one_by_one_matrix_has_one_zero_pair():
+    assert np_pairs(np.array([[-2.5]])).tolist() == [0.0]
+
+
+def test_one_dominant_weight_gives_persistence_near_one():
+    # One huge weight, the rest ε: every other merge happens at w' ≈ 0 → np_total → (|V| − 2)/(|V| − 1).
+    W = np.full((3, 4), 1e-12)
+    W[1, 2] = 1.0
+    assert neural_persistence(W)["np_total"] == pytest.approx(5 / 6, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.array([[1.0, np.nan]]),
+        np.array([[np.inf, 1.0]]),
+        np.zeros((0, 3)),
+        np.zeros((3, 0)),
+        np.ones(4),
+    ],
+    ids=["nan", "inf", "no-rows", "no-cols", "1-D"],
+)
+def test_np_rejects_non_finite_empty_or_non_matrix(bad):
     with pytest.raises(ValueError):
-        np_pairs(bad)
+        neural_persistence(bad)

@@ -1,73 +1,136 @@
 """The per-checkpoint topology job: layer selection, records, errors, atomic output, no torch."""
 
+import importlib.util
 import json
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from topotrain.topology import neural_persistence, total_persistence, vr_diagrams
+from topotrain.topology import (
+    feature_count,
+    max_persistence,
+    neural_persistence,
+    persistence_entropy,
+    total_persistence,
+    vr_diagrams,
+)
 from topotrain.topology.checkpoint import (
     DEFAULT_PATTERNS,
     checkpoint_topology,
-    layer_rng,
+    select_layers,
     write_checkpoint_topology,
 )
 
+C_ATTN = "transformer.h.0.attn.c_attn.weight"
+KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2"]
+KEYS += [f"h{k}_{s}" for k in (0, 1) for s in ("count", "total", "max", "entropy")] + ["l2_norm"]
 
-def fake_checkpoint(path, seed=0, d=8, scale=1.0):
+
+def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
+    """A GPT-2-named safetensors file (float32): embeddings, biases and the four linear maps per block."""
     rng = np.random.default_rng(seed)
-    tensors = {
-        "transformer.wte.weight": rng.normal(size=(128, d)),
-        "transformer.h.0.attn.c_attn.weight": rng.normal(size=(3 * d, d)) * scale,
-        "transformer.h.0.attn.c_attn.bias": rng.normal(size=3 * d),
-        "transformer.h.0.attn.c_proj.weight": rng.normal(size=(d, d)),
-        "transformer.h.0.mlp.c_fc.weight": rng.normal(size=(4 * d, d)),
-        "transformer.h.0.mlp.c_proj.weight": rng.normal(size=(d, 4 * d)),
-    }
-    save_file({k: v.astype(np.float32) for k, v in tensors.items()}, str(path))
-    return {k: v.astype(np.float32).astype(np.float64) for k, v in tensors.items()}
+    tensors = {"transformer.wte.weight": rng.normal(size=(128, d))}
+    for b in blocks:
+        h = f"transformer.h.{b}"
+        tensors[f"{h}.attn.c_attn.weight"] = rng.normal(size=(3 * d, d)) * scale
+        tensors[f"{h}.attn.c_attn.bias"] = rng.normal(size=3 * d)
+        tensors[f"{h}.attn.c_proj.weight"] = rng.normal(size=(d, d))
+        tensors[f"{h}.mlp.c_fc.weight"] = rng.normal(size=(4 * d, d))
+        tensors[f"{h}.mlp.c_proj.weight"] = rng.normal(size=(d, 4 * d))
+    tensors = {k: v.astype(np.float32) for k, v in tensors.items()}
+    save_file(tensors, str(path))
+    return {k: v.astype(np.float64) for k, v in tensors.items()}
+
+
+def expected_record(layer, W, cloud):
+    """A layer's record computed directly from the topology functions."""
+    h0, h1 = vr_diagrams(cloud)
+    record = {"layer": layer, "rows": W.shape[0], "cols": W.shape[1], "n_points": len(cloud)}
+    record |= neural_persistence(W)
+    for k, d in ((0, h0), (1, h1)):
+        record |= {f"h{k}_count": feature_count(d), f"h{k}_total": total_persistence(d)}
+        record |= {f"h{k}_max": max_persistence(d), f"h{k}_entropy": persistence_entropy(d)}
+    return record | {"l2_norm": float(np.sqrt((W**2).sum()))}
+
+
+def assert_record_matches(got, expected):
+    assert list(got) == KEYS and got["layer"] == expected.pop("layer")
+    assert {k: v for k, v in got.items() if k != "layer"} == pytest.approx(expected, rel=1e-12)
 
 
 def test_records_match_direct_computation_and_skip_embeddings_and_biases(tmp_path):
     tensors = fake_checkpoint(tmp_path / "c.safetensors")
-    records, diagrams = checkpoint_topology(tmp_path / "c.safetensors", DEFAULT_PATTERNS, max_points=200)
-    assert [r["layer"] for r in records] == sorted(n for n in tensors if "h.0" in n and "weight" in n)
+    records, diagrams = checkpoint_topology(tmp_path / "c.safetensors", DEFAULT_PATTERNS)
+    assert [r["layer"] for r in records] == sorted(
+        n for n in tensors if ".h.0." in n and "weight" in n
+    )
     for r in records:
         W = tensors[r["layer"]]
-        assert (r["rows"], r["cols"], r["n_points"]) == (*W.shape, W.shape[0])
-        assert r["np_total"] == pytest.approx(neural_persistence(W)["np_total"])
+        assert_record_matches(r, expected_record(r["layer"], W, W))
         h0, h1 = vr_diagrams(W)
-        assert r["h0_total"] == pytest.approx(total_persistence(h0))
-        assert r["h1_total"] == pytest.approx(total_persistence(h1))
-        assert r["l2_norm"] == pytest.approx(np.linalg.norm(W))
         np.testing.assert_array_equal(diagrams[f"{r['layer']}/h0"], h0)
+        np.testing.assert_array_equal(diagrams[f"{r['layer']}/h1"], h1)
+    assert sorted(diagrams) == sorted(f"{r['layer']}/h{k}" for r in records for k in (0, 1))
+
+
+def test_select_layers_orders_blocks_numerically_and_keeps_only_matrices():
+    t = {f"transformer.h.{b}.mlp.c_fc.weight": np.ones((2, 2)) for b in (10, 2, 0)}
+    t["transformer.h.1.mlp.c_fc.weight"] = np.ones(3)  # 1-D: never a layer
+    chosen = select_layers(t, ["*.c_fc.weight"])
+    assert list(chosen) == [f"transformer.h.{b}.mlp.c_fc.weight" for b in (0, 2, 10)]
 
 
 def test_subsample_picks_the_same_rows_of_a_layer_at_every_checkpoint(tmp_path):
     a = fake_checkpoint(tmp_path / "a.safetensors", seed=1)
-    fake_checkpoint(tmp_path / "b.safetensors", seed=1, scale=2.0)  # same layout, scaled c_attn
-    layer = "transformer.h.0.attn.c_attn.weight"
-    ra, _ = checkpoint_topology(tmp_path / "a.safetensors", [layer], max_points=10, seed=5)
-    rb, _ = checkpoint_topology(tmp_path / "b.safetensors", [layer], max_points=10, seed=5)
-    assert ra[0]["n_points"] == 10
-    rows = np.sort(layer_rng(5, layer).choice(24, size=10, replace=False))
-    h0 = vr_diagrams(a[layer][rows])[0]
-    assert ra[0]["h0_total"] == pytest.approx(total_persistence(h0))
-    assert rb[0]["h0_total"] == pytest.approx(2 * ra[0]["h0_total"], rel=1e-5)  # same rows, scaled
+    fake_checkpoint(tmp_path / "b.safetensors", seed=1, scale=2.0)  # same weights, c_attn doubled
+    ra, da = checkpoint_topology(tmp_path / "a.safetensors", [C_ATTN], max_points=10, seed=5)
+    rb, db = checkpoint_topology(tmp_path / "b.safetensors", [C_ATTN], max_points=10, seed=5)
+    again, _ = checkpoint_topology(tmp_path / "a.safetensors", [C_ATTN], max_points=10, seed=5)
+    assert again == ra and ra[0]["n_points"] == 10
+    # the documented rule: 10 of the 24 rows, drawn by default_rng([seed, crc32(layer)]), sorted
+    rows = np.sort(
+        np.random.default_rng([5, zlib.crc32(C_ATTN.encode())]).choice(24, 10, replace=False)
+    )
+    W = a[C_ATTN]
+    assert_record_matches(ra[0], expected_record(C_ATTN, W, W[rows]))
+    np.testing.assert_allclose(db[f"{C_ATTN}/h0"], 2 * da[f"{C_ATTN}/h0"], rtol=1e-12)
 
 
-def test_truncated_checkpoint_names_the_file_and_writes_nothing(tmp_path):
+def test_other_seed_picks_other_rows(tmp_path):
+    fake_checkpoint(tmp_path / "a.safetensors", seed=1)
+    r5, _ = checkpoint_topology(tmp_path / "a.safetensors", [C_ATTN], max_points=10, seed=5)
+    r6, _ = checkpoint_topology(tmp_path / "a.safetensors", [C_ATTN], max_points=10, seed=6)
+    assert r5[0]["h0_total"] != r6[0]["h0_total"]
+    assert r5[0]["np_total"] == r6[0]["np_total"]  # NP always uses the whole matrix
+
+
+def test_maxdim_zero_leaves_h1_uncomputed(tmp_path):
+    fake_checkpoint(tmp_path / "c.safetensors")
+    records, diagrams = checkpoint_topology(tmp_path / "c.safetensors", [C_ATTN], maxdim=0)
+    assert [records[0][f"h1_{s}"] for s in ("count", "total", "max", "entropy")] == [None] * 4
+    assert list(diagrams) == [f"{C_ATTN}/h0"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_unreadable_checkpoint_names_the_file_and_writes_nothing(tmp_path, damage):
     path = tmp_path / "c.safetensors"
     fake_checkpoint(path)
-    path.write_bytes(path.read_bytes()[:200])
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else b"not a checkpoint" * 10)
     out = tmp_path / "out"
     out.mkdir()
-    with pytest.raises(ValueError, match="cannot read checkpoint .*c.safetensors"):
-        write_checkpoint_topology(path, out / "r.json", out / "r.npz", patterns=DEFAULT_PATTERNS)
+    with pytest.raises(ValueError, match=f"cannot read checkpoint {path}"):
+        write_checkpoint_topology(path, out / "r.json", out / "r.npz")
     assert list(out.iterdir()) == []
+
+
+def test_missing_checkpoint_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.safetensors"):
+        checkpoint_topology(tmp_path / "nope.safetensors")
 
 
 def test_nan_weights_name_checkpoint_and_layer(tmp_path):
@@ -75,7 +138,9 @@ def test_nan_weights_name_checkpoint_and_layer(tmp_path):
     tensors = fake_checkpoint(path)
     tensors["transformer.h.0.mlp.c_fc.weight"][3, 2] = np.nan
     save_file({k: v.astype(np.float32) for k, v in tensors.items()}, str(path))
-    with pytest.raises(ValueError, match=r"c.safetensors, layer transformer.h.0.mlp.c_fc.weight: 1 NaN"):
+    with pytest.raises(
+        ValueError, match=r"c.safetensors, layer transformer.h.0.mlp.c_fc.weight: 1 NaN"
+    ):
         checkpoint_topology(path, DEFAULT_PATTERNS)
 
 
@@ -87,17 +152,42 @@ def test_no_matching_layer_lists_the_available_names(tmp_path):
 
 def test_written_record_and_diagrams_round_trip(tmp_path):
     fake_checkpoint(tmp_path / "c.safetensors")
-    records = write_checkpoint_topology(
-        tmp_path / "c.safetensors", tmp_path / "r.json", tmp_path / "r.npz", patterns=["*.c_fc.weight"]
-    )
-    doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["layers"] == records and doc["params"] == {"patterns": ["*.c_fc.weight"]}
-    with np.load(tmp_path / "r.npz") as npz:
-        assert sorted(npz.files) == ["transformer.h.0.mlp.c_fc.weight/h0", "transformer.h.0.mlp.c_fc.weight/h1"]
+    ckpt, out_json, out_npz = tmp_path / "c.safetensors", tmp_path / "r.json", tmp_path / "r.npz"
+    records = write_checkpoint_topology(ckpt, out_json, out_npz, patterns=["*.c_fc.weight"], seed=3)
+    doc = json.loads(out_json.read_text())
+    assert doc["checkpoint"] == str(ckpt) and doc["layers"] == records
+    assert doc["params"] == {
+        "patterns": ["*.c_fc.weight"],
+        "max_points": 200,
+        "seed": 3,
+        "maxdim": 1,
+    }
+    _, diagrams = checkpoint_topology(ckpt, ["*.c_fc.weight"], seed=3)
+    with np.load(out_npz) as npz:
+        assert sorted(npz.files) == sorted(diagrams)
+        for key, d in diagrams.items():
+            np.testing.assert_array_equal(npz[key], d)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.safetensors", "r.json", "r.npz"]
 
 
-def test_topology_job_never_imports_torch():
-    code = "import sys, topotrain.topology.checkpoint, topotrain.jobs; print('torch' in sys.modules)"
+def test_failed_json_write_leaves_no_npz_and_no_temp_files(tmp_path):
+    fake_checkpoint(tmp_path / "c.safetensors")
+    (tmp_path / "blocker").write_text("a file where the JSON's directory should be")
+    with pytest.raises(OSError):
+        write_checkpoint_topology(
+            tmp_path / "c.safetensors", tmp_path / "blocker" / "r.json", tmp_path / "r.npz"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "c.safetensors"]
+
+
+def test_topology_job_never_imports_torch(tmp_path):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed, so nothing could import it")
+    fake_checkpoint(tmp_path / "c.safetensors")
+    code = (
+        "import sys; from topotrain.topology.checkpoint import write_checkpoint_topology as w; "
+        f"w({str(tmp_path / 'c.safetensors')!r}, {str(tmp_path / 'r.json')!r}, "
+        f"{str(tmp_path / 'r.npz')!r}); print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -112,3 +112,45 @@ def test_bad_config_fails_before_any_job(tmp_path, section, key, value, message)
     assert proc.returncode != 0
     assert message in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+TABLES = [
+    "models", "correlations", "correlations_across_seeds", "best_feature", "scaling",
+    "prediction", "prediction_runs", "phases",
+]  # fmt: skip
+FIGURES = [
+    "overview", "loss_curves", "np_evolution", "homology_evolution", "correlation_heatmap",
+    "prediction_mae", "scaling_fits",
+]  # fmt: skip
+
+
+def test_analysis_tables_figures_and_report_are_written(tiny_run):
+    workdir, config, _ = tiny_run
+    results = workdir / "results"
+    for name in TABLES:
+        table = pd.read_csv(results / "tables" / f"{name}.csv")
+        assert len(table) > 0, name
+        assert (results / "tables" / f"{name}.md").read_text().count("|") > 4, name
+    for name in FIGURES:
+        assert (results / "figures" / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name
+        assert (results / "figures" / f"{name}.pdf").read_bytes()[:4] == b"%PDF", name
+    corr = pd.read_csv(results / "tables" / "correlations.csv")
+    assert set(corr["model"]) == set(config["models"])
+    report = (results / "REPORT.md").read_text()
+    assert "## Which feature tracks loss best" in report and "## Scaling with model size" in report
+
+
+def planned_jobs(workdir, *args):
+    """Rule names that ``snakemake -n`` would run, from its job-stats table."""
+    proc = run_snakemake(workdir, "-n", "--cores", "1", *args)
+    stats = (proc.stdout + proc.stderr).split("Job stats:")[-1].splitlines()
+    rows = [line.split() for line in stats[3:] if line.strip()]
+    return {row[0] for row in rows if row[-1].isdigit() and row[0] != "total"}
+
+
+def test_changing_an_analysis_parameter_reruns_only_analysis(tiny_run):
+    workdir, _, _ = tiny_run
+    overlay = workdir / "analysis-overlay.yaml"
+    overlay.write_text("analysis:\n  bootstrap_resamples: 300\n")
+    jobs = planned_jobs(workdir, "--configfile", str(workdir / "config.yaml"), str(overlay))
+    assert jobs == {"correlations", "analysis_figures", "report_markdown", "all"}

@@ -135,7 +135,10 @@ def figure_correlation_heatmap(corr: pd.DataFrame, png: str, pdf: str) -> None:
     sig = corr.groupby(["feature", "model"], sort=False)["significant"].all().unstack("model")
     order = corr.drop_duplicates("model").sort_values("n_params")["model"].tolist()
     mean, sig = mean[order], sig[order]
-    annot = mean.map(lambda v: f"{v:.2f}") + sig.map(lambda s: "*" if s else "")
+    # NaN: ρ undefined (e.g. a feature that is constant over training, such as the H0 count)
+    annot = mean.map(lambda v: "n/a" if np.isnan(v) else f"{v:.2f}") + sig.map(
+        lambda s: "*" if s else ""
+    )
     fig, ax = plt.subplots(figsize=(1.3 * len(order) + 3, 0.45 * len(mean) + 1.5))
     sns.heatmap(
         mean,
@@ -147,6 +150,7 @@ def figure_correlation_heatmap(corr: pd.DataFrame, png: str, pdf: str) -> None:
         ax=ax,
         cbar_kws={"label": "Spearman ρ with validation loss"},
     )
+    ax.set_facecolor("0.9")
     ax.set_xlabel("model (ordered by size)")
     ax.set_ylabel("feature")
     ax.set_title("ρ(feature, loss) across checkpoints; * = significant after Benjamini–Hochberg")

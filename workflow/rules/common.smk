@@ -10,8 +10,8 @@ from snakemake.utils import validate
 # cluster) without requiring `pip install -e .` first.
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [SRC, os.environ.get("PYTHONPATH")])
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
 )
 
 from topotrain.config import check_config, checkpoint_steps, layer_patterns, n_params

@@ -1,7 +1,11 @@
-"""Weight topology: neural persistence and Vietoris–Rips persistence of weight matrices (no torch)."""
+"""Weight topology: neural persistence and Vietoris–Rips persistence of weight matrices.
+
+Nothing in this package imports torch; the per-checkpoint job lives in ``topology.checkpoint``.
+"""
 
 from topotrain.topology.neural_persistence import neural_persistence, np_pairs
 from topotrain.topology.summaries import (
+    bar_lengths,
     feature_count,
     finite_bars,
     max_persistence,
@@ -11,6 +15,7 @@ from topotrain.topology.summaries import (
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 __all__ = [
+    "bar_lengths",
     "feature_count",
     "finite_bars",
     "max_persistence",

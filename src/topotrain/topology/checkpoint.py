@@ -1,16 +1,22 @@
-"""The per-checkpoint topology job: read a safetensors checkpoint with NumPy, analyse each layer."""
+"""The per-checkpoint topology job: read a safetensors checkpoint with NumPy, analyse each layer.
+
+No torch anywhere on this import path: tensors come from ``safetensors.numpy``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
-import io
 import json
+import os
+import re
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from topotrain.io import atomic_write, atomic_write_text
+from topotrain.io import atomic_write
 from topotrain.topology.neural_persistence import neural_persistence
 from topotrain.topology.summaries import (
     feature_count,
@@ -26,67 +32,93 @@ DEFAULT_PATTERNS = (
     "transformer.h.*.mlp.c_fc.weight",
     "transformer.h.*.mlp.c_proj.weight",
 )
+RECORD_KEYS = (
+    "layer", "rows", "cols", "n_points", "np_total", "np_p2",
+    "h0_count", "h0_total", "h0_max", "h0_entropy",
+    "h1_count", "h1_total", "h1_max", "h1_entropy",
+    "l2_norm",
+)  # fmt: skip  # one record per layer, in this order (README: `weights_layers` columns)
 
 
 def load_tensors(path: str | Path) -> dict[str, np.ndarray]:
     """Every tensor of a safetensors file as NumPy arrays; ValueError naming the file if unreadable."""
     from safetensors.numpy import load_file
 
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
     try:
         return load_file(str(path))
-    except Exception as err:  # truncated, corrupted, not safetensors, missing
-        raise ValueError(f"cannot read checkpoint {path}: {type(err).__name__}: {err}") from None
+    except Exception as err:  # truncated, corrupted, not safetensors, dtype NumPy lacks (bf16)
+        raise ValueError(f"cannot read checkpoint {path}: {type(err).__name__}: {err}") from err
 
 
-def select_layers(tensors: dict[str, np.ndarray], patterns: list[str]) -> dict[str, np.ndarray]:
-    """The 2-D tensors whose names match any fnmatch pattern, in sorted name order."""
-    names = sorted(n for n, t in tensors.items() if t.ndim == 2)
+def natural_key(name: str) -> list:
+    """Sort key that orders digit runs numerically: h.2 before h.10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def select_layers(tensors: dict[str, np.ndarray], patterns: Sequence[str]) -> dict[str, np.ndarray]:
+    """The 2-D tensors whose names match any fnmatch pattern (case-sensitive), in natural name order."""
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    names = sorted((n for n, t in tensors.items() if t.ndim == 2), key=natural_key)
     chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
     if not chosen:
-        raise ValueError(f"no 2-D tensor matches {list(patterns)}; available: {names}")
+        raise ValueError(f"no 2-D tensor matches {patterns}; available: {names}")
     return {n: tensors[n] for n in chosen}
 
 
 def layer_rng(seed: int, layer: str) -> np.random.Generator:
-    """RNG for a layer's subsample: seeded by (seed, crc32(name)), so every checkpoint picks the same rows."""
+    """RNG for a layer's subsample, seeded by (seed, crc32(name)): every checkpoint picks the same rows."""
     return np.random.default_rng([seed, zlib.crc32(layer.encode())])
+
+
+def diagram_summaries(d: np.ndarray | None, dim: int) -> dict:
+    """h{dim}_count/_total/_max/_entropy of one diagram; None for each when it was not computed."""
+    funcs = {
+        "count": feature_count,
+        "total": total_persistence,
+        "max": max_persistence,
+        "entropy": persistence_entropy,
+    }
+    return {f"h{dim}_{k}": (None if d is None else f(d)) for k, f in funcs.items()}
 
 
 def layer_topology(
     W: np.ndarray, layer: str, max_points: int, seed: int, maxdim: int, n_threads: int
 ) -> tuple[dict, list[np.ndarray]]:
-    """Neural persistence, VR summaries and weight norm of one matrix; returns (record, diagrams)."""
+    """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix."""
     cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
-    dgms = vr_diagrams(cloud, maxdim=1, n_threads=n_threads)[: maxdim + 1]
-    while len(dgms) < 2:
-        dgms.append(np.empty((0, 2)))
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
     record = {
         "layer": layer,
         "rows": int(W.shape[0]),
         "cols": int(W.shape[1]),
         "n_points": int(cloud.shape[0]),
         **neural_persistence(W),
-        "l2_norm": float(np.linalg.norm(W)),
+        **diagram_summaries(dgms[0], 0),
+        **diagram_summaries(dgms[1] if maxdim >= 1 else None, 1),
+        "l2_norm": float(np.linalg.norm(W)),  # Frobenius norm: the non-topological baseline
     }
-    for dim, d in enumerate(dgms):
-        record[f"h{dim}_count"] = feature_count(d)
-        record[f"h{dim}_total"] = total_persistence(d)
-        record[f"h{dim}_max"] = max_persistence(d)
-        record[f"h{dim}_entropy"] = persistence_entropy(d)
-    return record, dgms
+    return {key: record[key] for key in RECORD_KEYS}, dgms
 
 
 def checkpoint_topology(
     path: str | Path,
-    patterns: list[str] = DEFAULT_PATTERNS,
+    patterns: Sequence[str] = DEFAULT_PATTERNS,
     max_points: int = 200,
     seed: int = 0,
     maxdim: int = 1,
     n_threads: int = 1,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Per-layer records and diagrams ``{layer}/h{k}`` of one checkpoint."""
+    """Per-layer records (RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of one checkpoint.
+
+    maxdim is 0 or 1; with 0 the h1_* fields are None and no ``/h1`` diagram is returned. Errors
+    (unreadable file, NaN/inf weights, degenerate layer) are ValueErrors naming path and layer.
+    """
+    if maxdim not in (0, 1):
+        raise ValueError(f"maxdim must be 0 or 1, got {maxdim}")
     records, diagrams = [], {}
-    for layer, W in select_layers(load_tensors(path), list(patterns)).items():
+    for layer, W in select_layers(load_tensors(path), patterns).items():
         W = W.astype(np.float64)
         if not np.isfinite(W).all():
             bad = int((~np.isfinite(W)).sum())
@@ -94,20 +126,36 @@ def checkpoint_topology(
         try:
             record, dgms = layer_topology(W, layer, max_points, seed, maxdim, n_threads)
         except ValueError as err:
-            raise ValueError(f"checkpoint {path}, layer {layer}: {err}") from None
+            raise ValueError(f"checkpoint {path}, layer {layer}: {err}") from err
         records.append(record)
         diagrams.update({f"{layer}/h{k}": d for k, d in enumerate(dgms)})
     return records, diagrams
 
 
 def write_checkpoint_topology(
-    ckpt_path: str | Path, out_json: str | Path, out_npz: str | Path, **params
+    ckpt_path: str | Path,
+    out_json: str | Path,
+    out_npz: str | Path,
+    patterns: Sequence[str] = DEFAULT_PATTERNS,
+    max_points: int = 200,
+    seed: int = 0,
+    maxdim: int = 1,
+    n_threads: int = 1,
 ) -> list[dict]:
-    """Compute a checkpoint's topology and write the JSON record and npz diagrams atomically."""
-    records, diagrams = checkpoint_topology(ckpt_path, **params)
-    buf = io.BytesIO()
-    np.savez(buf, **diagrams)
-    atomic_write(out_npz, lambda fh: fh.write(buf.getvalue()))
+    """Write a checkpoint's records as JSON and its diagrams as npz, both or neither.
+
+    JSON: {"checkpoint", "params" (those the result depends on: not n_threads), "layers"}. Each
+    file is written to a temp file beside it and renamed; if the JSON fails the npz is removed.
+    """
+    params = {"patterns": list(patterns), "max_points": max_points, "seed": seed, "maxdim": maxdim}
+    records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
     doc = {"checkpoint": str(ckpt_path), "params": params, "layers": records}
-    atomic_write_text(out_json, json.dumps(doc, indent=1) + "\n")
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    atomic_write(out_npz, lambda fh: np.savez(fh, **diagrams))  # a handle: no ".npz" appended
+    try:
+        atomic_write(out_json, lambda fh: fh.write(text.encode()))
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(out_npz)
+        raise
     return records

@@ -3,36 +3,50 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import coo_matrix
+from scipy.sparse import csr_array
 from scipy.sparse.csgraph import minimum_spanning_tree
+
+TINY = np.nextafter(0.0, 1.0)  # smallest positive subnormal: stands in for a zero edge weight
 
 
 def np_pairs(W: np.ndarray) -> np.ndarray:
-    """Persistence values 1 − w' of the H0 pairs of the descending filtration of |W|/max|W|.
+    """Persistence 1 − w' (unitless) of the |V| − 1 H0 pairs of layer W's descending filtration.
 
-    Vertices are the in + out neurons, all born at 1; each edge that merges two components kills one
-    class at its normalised weight w'. Those edges form a maximum spanning tree (|V| − 1 pairs).
+    W is (out, in); the graph is complete bipartite on out + in vertices, edge weights
+    w' = |w| / max|W|. All vertices are born at 1, edges enter by decreasing w', each merging edge
+    kills a class at w': these are the edges of a maximum spanning tree, i.e. the MST of 1 − w'.
+    All-zero W → all pairs 0 (the limit of all-equal weights: every edge enters at once).
+    Empty W, a non-2-D array or NaN/inf → ValueError.
     """
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or W.size == 0:
         raise ValueError(f"need a non-empty 2-D matrix, got shape {W.shape}")
     if not np.isfinite(W).all():
-        raise ValueError("matrix holds NaN or inf")
+        raise ValueError(f"matrix holds {int((~np.isfinite(W)).sum())} NaN/inf entries")
+    rows, cols = W.shape
     a = np.abs(W)
     top = a.max()
-    if top == 0:  # all-zero: every edge enters at once, like any all-equal matrix
-        return np.zeros(sum(W.shape) - 1)
-    cost = 1.0 - a / top  # in [0, 1]; the MST of cost is the maximum spanning tree of |W|
-    rows, cols = W.shape
-    r, c = np.indices(W.shape).reshape(2, -1)
-    # scipy drops zero entries as missing edges: shift every cost by 1 (same tree), read back by index
-    graph = coo_matrix((cost.ravel() + 1.0, (r, rows + c)), shape=(rows + cols,) * 2).tocsr()
+    if top == 0.0:
+        return np.zeros(rows + cols - 1)
+    cost = 1.0 - a / top  # in [0, 1]; exact zeros where |w| = max|W|
+    r, c = np.divmod(np.arange(W.size), cols)  # row-major edge index → (out neuron, in neuron)
+    # scipy drops stored zeros as missing edges; every positive cost is ≥ 2⁻⁵³ ≫ TINY, so this
+    # substitution keeps the edge order exactly. The original costs are read back by index.
+    graph = csr_array((np.maximum(cost.ravel(), TINY), (r, rows + c)), shape=(rows + cols,) * 2)
     tree = minimum_spanning_tree(graph).tocoo()
-    return cost[tree.row, tree.col - rows]
+    u, v = np.minimum(tree.row, tree.col), np.maximum(tree.row, tree.col)
+    pers = cost[u, v - rows]
+    if pers.size != rows + cols - 1:  # cannot happen for a complete bipartite graph
+        raise RuntimeError(f"spanning tree has {pers.size} edges, expected {rows + cols - 1}")
+    return pers
 
 
 def neural_persistence(W: np.ndarray) -> dict[str, float]:
-    """Normalised NP of a layer: np_total = Σ(1 − w')/(|V| − 1), np_p2 = ‖1 − w'‖₂/√(|V| − 1)."""
+    """Normalised NP of layer W: np_total = Σ(1 − w')/(|V| − 1), np_p2 = √(Σ(1 − w')²/(|V| − 1)).
+
+    Both lie in [0, 1): np_total is the study's p = 1 total persistence, np_p2 is Rieck's p = 2 norm
+    over its upper bound √(|V| − 1). Degenerate cases as in ``np_pairs`` (all-zero W → 0).
+    """
     pers = np_pairs(W)
     n = pers.size
-    return {"np_total": float(pers.sum() / n), "np_p2": float(np.sqrt((pers**2).sum() / n))}
+    return {"np_total": float(pers.sum() / n), "np_p2": float(np.sqrt(np.square(pers).sum() / n))}

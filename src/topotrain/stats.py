@@ -1,0 +1,230 @@
+"""Correlations of features with loss: Spearman ρ, bootstrap CIs, multiple-comparison corrections.
+
+Every correlation is over one run's checkpoints (one model, one seed). Degenerate inputs (a constant
+feature, too few finite points) give NaN with a ``note`` saying why; they are never dropped or raised.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+FEATURES = [
+    "h0_total", "h1_total", "np_mean", "h0_count", "h1_count",
+    "h0_entropy_mean", "h1_entropy_mean", "h0_max", "h1_max",
+]  # fmt: skip
+BASELINES = ["grad_norm", "l2_norm_mean"]
+LABELS = {
+    "h0_total": "H0 total persistence",
+    "h1_total": "H1 total persistence",
+    "np_mean": "neural persistence (mean over layers)",
+    "h0_count": "number of H0 bars",
+    "h1_count": "number of H1 bars",
+    "h0_entropy_mean": "H0 persistence entropy (mean over layers)",
+    "h1_entropy_mean": "H1 persistence entropy (mean over layers)",
+    "h0_max": "longest H0 bar",
+    "h1_max": "longest H1 bar",
+    "grad_norm": "gradient norm (baseline)",
+    "l2_norm_mean": "weight L2 norm, mean over layers (baseline)",
+    "val_loss": "validation loss (nats/char)",
+}
+ALPHA = 0.05
+CORRELATION_COLUMNS = [
+    "model", "seed", "n_params", "feature", "kind", "rho", "p", "ci_low", "ci_high", "n",
+    "p_bonferroni", "p_bh", "significant", "note",
+]  # fmt: skip
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman ρ along ``axis``: Pearson r of average ranks (scipy), NaN where a row is constant."""
+    ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
+    with warnings.catch_warnings():  # constant rows are expected in resamples; they give NaN
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return stats.pearsonr(ra, rb, axis=axis).statistic
+
+
+def _nan_result(n: int, note: str) -> dict[str, float | int | str]:
+    return {"rho": np.nan, "p": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n": n, "note": note}
+
+
+def _degenerate(x: np.ndarray, y: np.ndarray, dropped: int) -> str:
+    """Why ρ is undefined for finite (x, y), or '' when it is defined."""
+    if x.size < 3:
+        return f"only {x.size} finite checkpoints ({dropped} non-finite dropped): ρ undefined"
+    if np.ptp(x) == 0:
+        return "constant feature: ρ undefined"
+    if np.ptp(y) == 0:
+        return "constant target: ρ undefined"
+    return ""
+
+
+def spearman_ci(
+    x, y, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, float | int | str]:
+    """Spearman ρ and p of (x, y) (scipy.stats.spearmanr) with a paired percentile bootstrap CI.
+
+    Pairs with a non-finite value are dropped (counted in ``note``). Resamples whose ρ is undefined
+    (a constant resample) are left out of the percentiles and counted in ``note``.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    dropped = int((~keep).sum())
+    x, y = x[keep], y[keep]
+    why = _degenerate(x, y, dropped)
+    if why:
+        return _nan_result(int(x.size), why)
+    res = stats.spearmanr(x, y)
+    with warnings.catch_warnings():  # NaN resamples are handled below, not by scipy's interval
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        boot = stats.bootstrap(
+            (x, y),
+            spearman_rows,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+    dist = boot.bootstrap_distribution.ravel()
+    finite = dist[np.isfinite(dist)]
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail]) if finite.size else (np.nan, np.nan)
+    notes = [f"{dropped} non-finite checkpoints dropped"] if dropped else []
+    if finite.size < dist.size:
+        notes.append(f"{dist.size - finite.size} of {dist.size} resamples had undefined ρ")
+    return {"rho": float(res.statistic), "p": float(res.pvalue), "ci_low": float(low),
+            "ci_high": float(high), "n": int(x.size), "note": "; ".join(notes)}  # fmt: skip
+
+
+def bonferroni(p: np.ndarray) -> np.ndarray:
+    """min(1, p·m) over the m finite p-values; NaN stays NaN and is not counted in m."""
+    p = np.asarray(p, float)
+    return np.where(np.isfinite(p), np.minimum(1.0, p * np.isfinite(p).sum()), np.nan)
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """BH-adjusted p (scipy.stats.false_discovery_control) over the finite entries; NaN stays NaN."""
+    p = np.asarray(p, float)
+    out = np.full_like(p, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = stats.false_discovery_control(p[ok], method="bh")
+    return out
+
+
+def kind(feature: str) -> str:
+    """'baseline' for the non-topological features, else 'topological'."""
+    return "baseline" if feature in BASELINES else "topological"
+
+
+def correlation_table(
+    df: pd.DataFrame,
+    features: Sequence[str] = (*FEATURES, *BASELINES),
+    target: str = "val_loss",
+    n_resamples: int = 1000,
+    seed: int = 0,
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """One row per (model, seed, feature): ρ with ``target`` over the run's checkpoints and its CI.
+
+    p_bonferroni and p_bh correct over the whole (model, seed, feature) grid of finite p-values;
+    significant = p_bh < alpha. Columns: CORRELATION_COLUMNS.
+    """
+    features = list(features)
+    missing = [f for f in [*features, target] if f not in df]
+    if missing:
+        raise ValueError(f"feature table lacks columns {missing}")
+    rows = []
+    for (model, run_seed), run in df.sort_values("step").groupby(["model", "seed"], sort=False):
+        for feature in features:
+            res = spearman_ci(run[feature], run[target], n_resamples, seed=seed)
+            rows.append({"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0]),
+                         "feature": feature, "kind": kind(feature), **res})  # fmt: skip
+    table = pd.DataFrame(rows)
+    table["p_bonferroni"] = bonferroni(table["p"].to_numpy())
+    table["p_bh"] = benjamini_hochberg(table["p"].to_numpy())
+    table["significant"] = table["p_bh"] < alpha  # NaN compares False
+    table = table.sort_values(["n_params", "model", "seed"], kind="stable")
+    return table[CORRELATION_COLUMNS].reset_index(drop=True)
+
+
+def seed_interval(rho: np.ndarray, confidence: float = 0.95) -> dict[str, float | int | str]:
+    """Mean ρ over seeds with a Student-t interval mean ± t_{n−1}·sd/√n (NaN and a note for n < 2)."""
+    rho = rho[np.isfinite(rho)]
+    out = {"n_seeds": int(rho.size), "rho_mean": float(rho.mean()) if rho.size else np.nan,
+           "rho_sd": np.nan, "rho_low": np.nan, "rho_high": np.nan, "note": ""}  # fmt: skip
+    if rho.size < 2:
+        out["note"] = f"{rho.size} seed(s) with defined ρ: an interval across seeds needs two"
+        return out
+    sd = float(rho.std(ddof=1))
+    if sd == 0:
+        return {**out, "rho_sd": 0.0, "rho_low": out["rho_mean"], "rho_high": out["rho_mean"]}
+    low, high = stats.t.interval(
+        confidence, rho.size - 1, loc=out["rho_mean"], scale=sd / np.sqrt(rho.size)
+    )
+    return {**out, "rho_sd": sd, "rho_low": float(low), "rho_high": float(high)}
+
+
+def across_seeds(corr: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per (model, feature): n_seeds, rho_mean, rho_sd and a t-interval across seeds (rho_low, rho_high)."""
+    rows = [
+        {"model": model, "n_params": int(g["n_params"].iloc[0]), "feature": feature,
+         "kind": kind(feature), **seed_interval(g["rho"].to_numpy(float), confidence)}
+        for (model, feature), g in corr.groupby(["model", "feature"], sort=False)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _top(mean: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the row with the largest |ρ| (ties: the earlier feature in the table's order)."""
+    ranked = mean.assign(abs_rho=mean["rho"].abs()).dropna(subset=["abs_rho"])
+    ranked = ranked.sort_values("abs_rho", ascending=False, kind="stable")
+    return ranked.drop_duplicates("model").set_index("model")
+
+
+def _ties(mean: pd.DataFrame, top: pd.Series, chosen: pd.Series, tol: float = 1e-9) -> pd.Series:
+    """Per model, the other features whose |ρ| equals the top |ρ| within ``tol``, as 'a;b'."""
+    gap = (mean["rho"].abs() - mean["model"].map(top)).abs()
+    tied = mean[(gap <= tol) & (mean["feature"] != mean["model"].map(chosen))]
+    return tied.groupby("model")["feature"].agg(";".join).reindex(top.index, fill_value="")
+
+
+def best_feature(corr: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the feature whose ρ with loss (mean over seeds) has the largest |ρ|, with its CI.
+
+    ci_low/ci_high and p_bh are the seed means (the run's own values when there is one seed).
+    tied_with lists features with the same |ρ| (ties go to the earlier feature, topological first);
+    best_topological/best_baseline name the best of each kind, to compare the two.
+    """
+    cols = ["rho", "ci_low", "ci_high", "p_bh"]
+    keys = ["model", "n_params", "feature", "kind"]
+    mean = corr.groupby(keys, as_index=False, sort=False).agg(
+        n_seeds=("rho", "count"), **{c: (c, "mean") for c in cols}
+    )
+    best = _top(mean)
+    best["tied_with"] = _ties(mean, best["rho"].abs(), best["feature"])
+    for k in ("topological", "baseline"):
+        top = _top(mean[mean["kind"] == k])
+        best[f"best_{k}"] = top["feature"]
+        best[f"best_{k}_rho"] = top["rho"]
+    models = corr.drop_duplicates("model").set_index("model")["n_params"]
+    best = best.reindex(models.index).assign(n_params=models)  # models with no defined ρ stay, NaN
+    best = best.reset_index().sort_values("n_params", kind="stable")
+    order = [
+        "model",
+        "n_params",
+        "feature",
+        "kind",
+        "n_seeds",
+        *cols,
+        "tied_with",
+        "best_topological",
+    ]
+    order += ["best_topological_rho", "best_baseline", "best_baseline_rho"]
+    return best[order].reset_index(drop=True)

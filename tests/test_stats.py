@@ -1,0 +1,176 @@
+"""Correlations with loss: Spearman ρ, bootstrap CIs, corrections, per-model best feature."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import t as student_t
+
+from topotrain.stats import (
+    BASELINES,
+    FEATURES,
+    LABELS,
+    across_seeds,
+    benjamini_hochberg,
+    best_feature,
+    bonferroni,
+    correlation_table,
+    spearman_ci,
+    spearman_rows,
+)
+
+ALL = FEATURES + BASELINES
+
+
+def average_ranks(v: np.ndarray) -> np.ndarray:
+    """Ranks 1..n by sorting, tied values sharing the mean of their positions (written out here)."""
+    pos = np.empty(v.size)
+    pos[np.argsort(v, kind="stable")] = np.arange(1, v.size + 1)
+    for value in np.unique(v):
+        pos[v == value] = pos[v == value].mean()
+    return pos
+
+
+def bh_by_hand(p: np.ndarray) -> np.ndarray:
+    """Step-up Benjamini–Hochberg: adj_(i) = min_{j ≥ i} p_(j)·m/j, capped at 1."""
+    m = len(p)
+    order = np.argsort(p)
+    adj = np.empty(m)
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p[i] * m / rank)
+        adj[i] = running
+    return adj
+
+
+def test_monotone_decreasing_feature_gives_rho_minus_one_and_ci_excluding_zero():
+    loss = np.exp(-np.linspace(0, 3, 51)) + 1  # falls over training
+    feature = 5 - np.linspace(0.1, 0.9, 51) ** 2  # decreasing in step, so increasing in loss …
+    res = spearman_ci(feature, loss[::-1], n_resamples=500, seed=0)  # … against a rising loss
+    assert res["rho"] == pytest.approx(-1.0, abs=1e-12)
+    assert res["ci_low"] == pytest.approx(-1.0, abs=1e-12) and res["ci_high"] < 0
+    assert res["p"] < 1e-10 and res["n"] == 51 and res["note"] == ""
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_rho_is_pearson_of_ranks_computed_by_hand(ties):
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 6, 40).astype(float) if ties else rng.normal(size=40)
+    y = rng.normal(size=40) + 0.3 * x
+    expected = np.corrcoef(average_ranks(x), average_ranks(y))[0, 1]
+    assert spearman_ci(x, y, n_resamples=50)["rho"] == pytest.approx(expected, abs=1e-12)
+    batch = spearman_rows(np.stack([x, x[::-1]]), np.stack([y, y]))
+    reverse = np.corrcoef(average_ranks(x[::-1]), average_ranks(y))[0, 1]
+    np.testing.assert_allclose(batch, [expected, reverse], atol=1e-12)
+
+
+def test_bootstrap_ci_is_reproducible_for_a_seed_and_changes_with_another():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=51)
+    y = x + rng.normal(size=51)
+    a, b, c = (spearman_ci(x, y, 400, seed=s) for s in (3, 3, 4))
+    assert (a["ci_low"], a["ci_high"]) == (b["ci_low"], b["ci_high"])
+    assert (a["ci_low"], a["ci_high"]) != (c["ci_low"], c["ci_high"])
+    assert a["ci_low"] < a["rho"] < a["ci_high"]
+
+
+def test_constant_feature_gives_nan_with_a_note():
+    res = spearman_ci(np.ones(20), np.arange(20.0))
+    assert all(np.isnan(res[k]) for k in ("rho", "p", "ci_low", "ci_high"))
+    assert "constant feature" in res["note"] and res["n"] == 20
+
+
+def test_non_finite_checkpoints_are_dropped_and_counted():
+    x, y = np.arange(10.0), np.arange(10.0) ** 2
+    x[3] = np.nan
+    res = spearman_ci(x, y, n_resamples=100)
+    assert res["n"] == 9 and res["rho"] == pytest.approx(1.0) and "1 non-finite" in res["note"]
+
+
+def test_resamples_with_undefined_rho_are_left_out_not_fatal():
+    x = np.array([0.0, 0.0, 0.0, 0.0, 1.0])  # most resamples miss the one distinct value
+    res = spearman_ci(x, np.arange(5.0), n_resamples=300, seed=0)
+    assert np.isfinite(res["rho"]) and np.isfinite(res["ci_low"])
+    assert "resamples had undefined ρ" in res["note"]
+
+
+def test_corrections_match_hand_computations_and_skip_nan():
+    p = np.array([0.01, 0.04, 0.03, 0.2, np.nan, 0.5])
+    finite = p[np.isfinite(p)]
+    np.testing.assert_allclose(bonferroni(p)[np.isfinite(p)], np.minimum(1, finite * 5))
+    np.testing.assert_allclose(benjamini_hochberg(p)[np.isfinite(p)], bh_by_hand(finite))
+    assert np.isnan(bonferroni(p)[4]) and np.isnan(benjamini_hochberg(p)[4])
+
+
+def feature_table(n_models: int = 3, seeds=(1, 2), steps: int = 21) -> pd.DataFrame:
+    """Noise features, except np_mean (monotone in step) and h0_count (constant)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for m in range(n_models):
+        for seed in seeds:
+            for i, s in enumerate(np.linspace(0, 1000, steps)):
+                row = {"model": f"m{m}", "seed": seed, "n_params": 100 * (n_models - m),
+                       "step": int(s), "val_loss": 4 / (1 + i) + 1}  # fmt: skip
+                row.update({f: rng.normal() for f in ALL})
+                row["np_mean"] = 0.2 + 0.01 * i + 0.001 * seed  # ρ = −1 with the falling loss
+                row["h0_count"] = 39.0
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_table_has_a_row_per_model_seed_feature_and_corrects_over_the_grid():
+    corr = correlation_table(feature_table(), n_resamples=100)
+    assert len(corr) == 3 * 2 * len(ALL)
+    assert corr.groupby(["model", "seed"]).size().eq(len(ALL)).all()
+    assert corr["n_params"].is_monotonic_increasing
+    assert set(corr.loc[corr["feature"].isin(BASELINES), "kind"]) == {"baseline"}
+    assert set(corr.loc[corr["feature"].isin(FEATURES), "kind"]) == {"topological"}
+    const = corr[corr["feature"] == "h0_count"]
+    assert const["p"].isna().all() and const["p_bh"].isna().all() and not const["significant"].any()
+    finite = corr["p"].notna()
+    assert finite.sum() == 3 * 2 * (len(ALL) - 1)
+    p = corr.loc[finite, "p"].to_numpy()
+    np.testing.assert_allclose(corr.loc[finite, "p_bonferroni"], np.minimum(1, p * p.size))
+    np.testing.assert_allclose(corr.loc[finite, "p_bh"], bh_by_hand(p))
+    np_rows = corr[corr["feature"] == "np_mean"]
+    assert np.allclose(np_rows["rho"], -1.0) and np_rows["significant"].all()
+
+
+def test_best_feature_names_the_planted_one_per_model():
+    best = best_feature(correlation_table(feature_table(), n_resamples=100))
+    assert best["model"].tolist() == ["m2", "m1", "m0"]  # ordered by size
+    assert best["feature"].tolist() == ["np_mean"] * 3 and (best["n_seeds"] == 2).all()
+    assert (best["best_topological"] == "np_mean").all()
+    assert best["best_baseline"].isin(BASELINES).all()
+    assert np.allclose(best["rho"], -1.0) and (best["tied_with"] == "").all()
+
+
+def test_best_feature_reports_features_tied_with_the_winner():
+    df = feature_table(n_models=1, seeds=(1,))
+    df["l2_norm_mean"] = np.exp(df["np_mean"])  # a monotone transform: identical ranks
+    best = best_feature(correlation_table(df, n_resamples=50)).iloc[0]
+    assert best["feature"] == "np_mean" and best["tied_with"] == "l2_norm_mean"
+    assert best["best_baseline"] == "l2_norm_mean" and best["best_baseline_rho"] == best["rho"]
+
+
+def test_across_seeds_gives_a_t_interval_matching_the_formula():
+    corr = correlation_table(feature_table(n_models=1, seeds=(1, 2, 3)), n_resamples=50)
+    seeds = across_seeds(corr).set_index("feature")
+    rho = corr.loc[corr["feature"] == "h1_total", "rho"].to_numpy()
+    half = student_t.ppf(0.975, 2) * rho.std(ddof=1) / np.sqrt(3)
+    row = seeds.loc["h1_total"]
+    assert row["n_seeds"] == 3 and row["rho_mean"] == pytest.approx(rho.mean())
+    assert (row["rho_low"], row["rho_high"]) == pytest.approx(
+        (rho.mean() - half, rho.mean() + half)
+    )
+
+
+def test_one_seed_gives_no_interval_but_a_note():
+    corr = correlation_table(feature_table(n_models=1, seeds=(7,)), n_resamples=50)
+    seeds = across_seeds(corr)
+    assert len(seeds) == len(ALL) and seeds["rho_low"].isna().all()
+    assert seeds["note"].str.contains("needs two").all()
+
+
+def test_every_feature_has_a_label():
+    assert set(ALL) <= set(LABELS)
