@@ -18,6 +18,7 @@ include: "workflow/rules/topology.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/pythia.smk"
 
 
 rule all:

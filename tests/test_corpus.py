@@ -17,6 +17,7 @@ from topotrain.corpus import (
     load_codes,
     load_splits,
     prepare_corpus,
+    validation_paragraphs,
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitext-2"
@@ -119,3 +120,18 @@ def test_shared_wikitext_valid_is_almost_all_ascii():
     assert val.sha256 == "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8"
     assert val.codes.size > 1_000_000
     assert 0 < val.n_replaced < 0.01 * val.codes.size
+
+
+def test_validation_paragraphs_from_files_and_hub_cache(tmp_path, monkeypatch):
+    val = tmp_path / "valid.txt"
+    val.write_text(" = Head = \n first paragraph .\n second one .\n")
+    assert validation_paragraphs("files", validation=str(val)) == [
+        " = Head = ",
+        " first paragraph .",
+        " second one .",
+    ]
+    lines = {"train": ["t\n"], "validation": [" a\n", " b\n"]}
+    make_hf_dataset_cache(tmp_path / "hf", lines)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert validation_paragraphs("huggingface") == [" a\n", " b\n"]

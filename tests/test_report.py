@@ -5,7 +5,14 @@ import pandas as pd
 import pytest
 
 from topotrain import plots
-from topotrain.report import assemble_report, format_cell, models_table, to_markdown, write_table
+from topotrain.report import (
+    assemble_report,
+    findings,
+    format_cell,
+    models_table,
+    to_markdown,
+    write_table,
+)
 
 
 def synthetic_table(models=(("a", 100), ("b", 400), ("c", 1600)), steps=range(0, 101, 10)):
@@ -110,3 +117,23 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
         assert (tmp_path / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
     assert not list(tmp_path.glob(".*"))  # no temp files left
+
+
+def test_findings_name_the_best_feature_and_the_prediction_verdict(tmp_path):
+    best = pd.DataFrame(
+        {"model": ["m"], "n_params": [1000], "feature": ["h0_total"], "rho": [-0.99],
+         "ci_low": [-1.0], "ci_high": [-0.98], "tied_with": ["l2_norm_mean"],
+         "best_topological": ["h0_total"], "best_topological_rho": [-0.99],
+         "best_baseline": ["l2_norm_mean"], "best_baseline_rho": [-0.99]}
+    )  # fmt: skip
+    summary = pd.DataFrame(
+        {"fraction": [0.3, 0.3], "method": ["loss_only", "combined"], "mae": [0.2, 0.1],
+         "improvement_pct": [0.0, 50.0], "wilcoxon_p": [np.nan, 0.3125],
+         "wilcoxon_note": ["reference method", "n too small"]}
+    )  # fmt: skip
+    best.to_csv(tmp_path / "b.csv", index=False)
+    summary.to_csv(tmp_path / "p.csv", index=False)
+    text = findings(tmp_path / "b.csv", tmp_path / "p.csv")
+    assert "**m** (1,000 parameters): `h0_total` (tied with l2_norm_mean), ρ = -0.990" in text
+    assert "**30% of training:** combined (topology + loss) improves on loss-only" in text
+    assert "(+50.0%)" in text and "p = 0.3125 — n too small" in text

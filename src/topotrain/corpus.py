@@ -184,3 +184,25 @@ def prepare_corpus(
 def load_codes(path: str | os.PathLike) -> np.memmap:
     """Memory-map an encoded split written by prepare_corpus."""
     return np.memmap(path, dtype=np.uint8, mode="r")
+
+
+def validation_paragraphs(
+    source: str,
+    validation: str | None = None,
+    dataset: str = HF_DATASET,
+    config: str = HF_CONFIG,
+) -> list[str]:
+    """The validation split as paragraphs: lines of the text file, or rows of the hub's parquet."""
+    if source == "files":
+        if not validation:
+            raise CorpusError("corpus.source is 'files' but corpus.validation is not set")
+        text, _ = read_text_file(validation)
+        return text.splitlines()
+    if source == "huggingface":
+        import pyarrow.parquet as pq
+
+        files = hf_split_files(dataset, config)["validation"]
+        return [
+            line for f in files for line in pq.read_table(f, columns=["text"])["text"].to_pylist()
+        ]
+    raise CorpusError(f"unknown corpus.source {source!r}; expected 'huggingface' or 'files'")

@@ -188,7 +188,148 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
 
 
 def report_job(tables: dict[str, str], out: str) -> None:
-    """Assemble REPORT.md from the Markdown tables, each with its explanation."""
-    from topotrain.report import SECTIONS, assemble_report
+    """Assemble REPORT.md: findings from the CSV tables, then every Markdown table explained."""
+    from topotrain.report import SECTIONS, assemble_report, findings
 
-    assemble_report([(SECTIONS[k][0], SECTIONS[k][1], path) for k, path in tables.items()], out)
+    preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
+    sections = [(SECTIONS[k][0], SECTIONS[k][1], p) for k, p in tables.items() if k in SECTIONS]
+    assemble_report(sections, out, preface)
+
+
+def pythia_texts_job(corpus: dict, params: dict, out: str) -> None:
+    """Choose the validation paragraphs the Pythia embeddings are computed on."""
+    import json
+
+    from topotrain.corpus import validation_paragraphs
+    from topotrain.io import atomic_write_text
+    from topotrain.pythia import select_texts
+
+    paragraphs = validation_paragraphs(
+        corpus["source"],
+        validation=corpus.get("validation"),
+        dataset=corpus.get("dataset", "Salesforce/wikitext"),
+        config=corpus.get("config", "wikitext-2-raw-v1"),
+    )
+    texts = select_texts(paragraphs, params["n_texts"], params["min_chars"], params["seed"])
+    atomic_write_text(out, json.dumps({"params": params, "texts": texts}, indent=1) + "\n")
+    log.info("selected %d of %d validation paragraphs", len(texts), len(paragraphs))
+
+
+def fetch_pythia_job(model: str, step: int, out: str) -> None:
+    """Resolve (download, or find in the offline cache) one Pythia revision; record where it is."""
+    import json
+
+    from topotrain.io import atomic_write_text
+    from topotrain.pythia import fetch_revision
+
+    info = fetch_revision(model, step)
+    atomic_write_text(out, json.dumps(info, indent=1) + "\n")
+    log.info("%s step %d → %s", model, step, info["snapshot"])
+
+
+def _revision(path: str) -> dict:
+    import json
+
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def pythia_weights_job(revision: str, params: dict, out: str) -> None:
+    """Neural persistence and VR of one revision's linear maps → JSON record."""
+    import json
+
+    from topotrain.io import atomic_write_text
+    from topotrain.pythia import weight_topology
+
+    rev = _revision(revision)
+    layers = weight_topology(
+        rev["snapshot"], params["layers"], params["max_points"], params["seed"]
+    )
+    doc = {"model": rev["model"], "step": rev["step"], "commit": rev["commit"], "layers": layers}
+    atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
+
+
+def pythia_embeddings_job(revision: str, texts: str, params: dict, out: dict[str, str]) -> None:
+    """Embeddings of the validation texts at one revision → topological + spectral features, perplexity."""
+    import io
+    import json
+    import math
+    import time
+
+    import numpy as np
+    import torch
+
+    from topotrain.io import atomic_write, atomic_write_text
+    from topotrain.pythia import embed_texts, embedding_features, load_model
+
+    torch.set_num_threads(params.get("threads", 1))
+    rev = _revision(revision)
+    start = time.perf_counter()
+    model, tokenizer = load_model(rev["snapshot"], device=params["device"], dtype=params["dtype"])
+    E, nll, n_tokens = embed_texts(
+        model, tokenizer, _revision(texts)["texts"], params["max_length"], params["batch_size"]
+    )
+    features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"])
+    features = {**features, "perplexity": math.exp(nll / n_tokens), "n_tokens": n_tokens}
+    buf = io.BytesIO()
+    np.savez(buf, **{f"h{k}": d for k, d in enumerate(diagrams)})
+    atomic_write(out["diagrams"], lambda fh: fh.write(buf.getvalue()))
+    doc = {
+        "model": rev["model"],
+        "step": rev["step"],
+        "commit": rev["commit"],
+        "features": features,
+    }
+    doc["seconds"] = time.perf_counter() - start
+    atomic_write_text(out["record"], json.dumps(doc, indent=1) + "\n")
+    log.info("%s step %d: perplexity %.2f in %.1f s", rev["model"], rev["step"],
+             features["perplexity"], doc["seconds"])  # fmt: skip
+
+
+def pythia_weight_tables_job(records: list[str], out: dict[str, str]) -> None:
+    """The Pythia weight-topology table over revisions."""
+    from topotrain import pythia_analysis as pa
+    from topotrain.report import write_table
+
+    table = pa.weights_table(pa.read_records(records))
+    write_table(table, out["weights_csv"], out["weights_md"], "Pythia weight topology")
+
+
+def pythia_embedding_tables_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
+    """Embedding features, their correlations with perplexity, and topological vs spectral."""
+    from topotrain import pythia_analysis as pa
+    from topotrain.report import write_table
+
+    emb = pa.embeddings_table(pa.read_records(inputs["records"]), inputs["diagrams"])
+    write_table(emb, out["embeddings_csv"], out["embeddings_md"], "Pythia embedding features")
+    corr = pa.perplexity_correlations(emb, n_resamples=params["n_resamples"])
+    write_table(corr, out["correlations_csv"], out["correlations_md"], "ρ with perplexity")
+    comparison = pa.topological_vs_spectral(corr)
+    write_table(comparison, out["comparison_csv"], out["comparison_md"], "Topological vs spectral")
+    write_table(pa.kind_summary(comparison), out["kinds_csv"], out["kinds_md"], "By kind")
+
+
+def pythia_weight_figure_job(table: str, out: dict[str, str]) -> None:
+    """NP and H0 total of Pythia's weights over training steps."""
+    import pandas as pd
+
+    from topotrain import plots
+
+    plots.figure_pythia_weights(
+        pd.read_csv(table), out["pythia_weights_png"], out["pythia_weights_pdf"]
+    )
+
+
+def pythia_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
+    """Perplexity curves, features over log-step, scatter, |ρ| bars, Wasserstein rate of change."""
+    import pandas as pd
+
+    from topotrain import plots
+
+    emb = pd.read_csv(inputs["embeddings"])
+    corr = pd.read_csv(inputs["correlations"])
+    for name in ("perplexity", "features", "scatter", "wasserstein"):
+        getattr(plots, f"figure_pythia_{name}")(
+            emb, out[f"pythia_{name}_png"], out[f"pythia_{name}_pdf"]
+        )
+    plots.figure_pythia_rho(corr, out["pythia_rho_png"], out["pythia_rho_pdf"])

@@ -52,13 +52,69 @@ def models_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("n_params").reset_index(drop=True)
 
 
-def assemble_report(sections: list[tuple[str, str, str | Path]], out: str | Path) -> None:
-    """REPORT.md: a title, then for each (heading, explanation, markdown table file) a section."""
+def best_feature_findings(best: pd.DataFrame) -> list[str]:
+    """One sentence per model: the feature that tracks loss best, and any feature tied with it."""
+    lines = []
+    for row in best.itertuples(index=False):
+        tied = (
+            f" (tied with {row.tied_with})"
+            if isinstance(row.tied_with, str) and row.tied_with
+            else ""
+        )
+        lines.append(
+            f"- **{row.model}** ({row.n_params:,} parameters): `{row.feature}`{tied}, "
+            f"ρ = {row.rho:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]; best topological "
+            f"`{row.best_topological}` ρ = {row.best_topological_rho:.3f}, best baseline "
+            f"`{row.best_baseline}` ρ = {row.best_baseline_rho:.3f}."
+        )
+    return lines
+
+
+def prediction_findings(summary: pd.DataFrame) -> list[str]:
+    """One sentence per fraction: MAE of loss-only vs combined (and the best method), with the test."""
+    lines = []
+    for fraction, g in summary.groupby("fraction"):
+        mae = g.set_index("method")["mae"]
+        comb = g[g["method"] == "combined"].iloc[0]
+        best = mae.idxmin()
+        verdict = "improves on" if mae["combined"] < mae["loss_only"] else "does not improve on"
+        lines.append(
+            f"- **{100 * fraction:.0f}% of training:** combined (topology + loss) {verdict} loss-only: "
+            f"MAE {mae['combined']:.4f} vs {mae['loss_only']:.4f} nats/char "
+            f"({comb['improvement_pct']:+.1f}%); Wilcoxon p = {format_cell(comb['wilcoxon_p'])}"
+            f"{' — ' + comb['wilcoxon_note'] if isinstance(comb['wilcoxon_note'], str) else ''}. "
+            f"Lowest MAE: {best} ({mae[best]:.4f})."
+        )
+    return lines
+
+
+def findings(best_csv: str | Path, prediction_csv: str | Path) -> str:
+    """The answers a reader looks for first, computed from the tables."""
+    best = pd.read_csv(best_csv)
+    summary = pd.read_csv(prediction_csv)
+    return "\n".join(
+        [
+            "## Findings\n",
+            "**Which feature tracks validation loss best, per model (Spearman ρ, 95% CI):**\n",
+        ]
+        + best_feature_findings(best)
+        + ["", "**Does topology improve the final-loss prediction?**\n"]
+        + prediction_findings(summary)
+        + [""]
+    )
+
+
+def assemble_report(
+    sections: list[tuple[str, str, str | Path]], out: str | Path, preface: str = ""
+) -> None:
+    """REPORT.md: a title, an optional preface (findings), then one section per (heading, text, table)."""
     parts = [
         "# topotrain — weight-space study report\n",
         "Every number below is produced by the workflow from `results/features/weights.parquet`; "
         "each table also exists as CSV under `results/tables/`, figures under `results/figures/`.\n",
     ]
+    if preface:
+        parts.append(preface)
     for heading, text, table in sections:
         body = Path(table).read_text()
         if body.startswith("## "):  # drop the table's own heading; the section has one
@@ -93,7 +149,21 @@ SECTIONS = {
         "compare each method's per-run errors with loss-only's (see the notes for small n). "
         "The methods are described below the per-run table.",
     ),
-    "prediction_runs": ("Predictions per run", "Each run's prediction and absolute error."),
+    "prediction_runs": (
+        "Predictions per run",
+        "Each run's prediction and absolute error. The methods, using only checkpoints up to "
+        "t0 = f·T:\n\n"
+        "- **loss-only**: fit L(t) = a·t^(−b) + c (a > 0, 0 < b ≤ 10, c ≥ 0) to the validation losses at "
+        "0 < t ≤ t0 and extrapolate to T; if the fit fails, the last observed loss (`fallback`).\n"
+        "- **topology-only**: the NP rate is modelled as r(t) = r(t0)·(t/t0)^(−γ−1), γ ∈ [−1, 4], fitted "
+        "to NP over the window by variable projection; the NP change still to come is "
+        "ΔN = r(t0)·t0·(1 − (t0/T)^γ)/γ; the loss-per-NP sensitivity k is the least-squares slope "
+        "of validation loss on NP over t0/2 ≤ t ≤ t0; prediction L(t0) + k·ΔN, clipped at 0.\n"
+        "- **combined**: the mean of loss-only and topology-only.\n"
+        "- **learned**: standardised ridge regression (α = 1) on seven cutoff features (loss at t0, "
+        "the loss-only prediction, NP at t0 and its slope, H0 total at t0 and its slope, "
+        "ln N), scored by leave-one-model-out cross-validation.",
+    ),
     "scaling": (
         "Scaling with model size",
         "Power-law fits f(N) = a·N^b + c of final-checkpoint values against parameter count N, with "

@@ -32,6 +32,8 @@ wildcard_constraints:
     model="|".join(map(re.escape, MODELS)),
     seed=r"\d+",
     step=r"\d{5}",
+    slug=r"[A-Za-z0-9_.-]+--[A-Za-z0-9_.-]+",
+    rev=r"\d+",
 
 
 def step_tag(step):
@@ -117,6 +119,7 @@ def get_final_output():
             for name in FIGURES
             for ext in ("png", "pdf")
         ],
+        *get_pythia_outputs(),
     ]
 
 
@@ -149,7 +152,7 @@ def figure_outputs(names):
         out[f"{name}_png"] = report(
             f"{RESULTS}/figures/{name}.png",
             caption=f"../report/{name}.rst",
-            category=FIGURES[name],
+            category=FIGURES_ALL[name],
         )
         out[f"{name}_pdf"] = f"{RESULTS}/figures/{name}.pdf"
     return out
@@ -159,4 +162,74 @@ def report_tables():
     """The Markdown tables REPORT.md is assembled from, in reading order."""
     tables = ["models", "best_feature", "correlations", "prediction", "prediction_runs"]
     tables += ["scaling", "phases", "correlations_across_seeds"]
-    return {name: f"{RESULTS}/tables/{name}.md" for name in tables}
+    md = {name: f"{RESULTS}/tables/{name}.md" for name in tables}
+    csv = {
+        f"{name}_csv": f"{RESULTS}/tables/{name}.csv"
+        for name in ("best_feature", "prediction")
+    }
+    return {**md, **csv}
+
+
+# ---- Pythia branch -------------------------------------------------------------------------
+PYTHIA = config.get("pythia", {"enabled": False})
+PYTHIA_ON = bool(PYTHIA.get("enabled", False))
+PYTHIA_DIR = f"{RESULTS}/pythia"
+REVISION = "{slug}/step{rev}"
+
+
+HUB_SEP = "/"  # hub ids are org/name; paths use org--name
+
+
+def slug(model_id):
+    """Filesystem-safe name of a hub model id: EleutherAI/pythia-70m → EleutherAI--pythia-70m."""
+    return model_id.replace(HUB_SEP, "--")
+
+
+def model_id(wildcards):
+    return wildcards.slug.replace("--", HUB_SEP, 1)
+
+
+def pythia_revisions(kind):
+    """(slug, step) of every revision the weights or embeddings part of the branch analyses."""
+    part = PYTHIA.get(kind, {}) if PYTHIA_ON else {}
+    return [
+        (slug(m), int(s)) for m in part.get("models", []) for s in part.get("steps", [])
+    ]
+
+
+def pythia_paths(kind, suffix):
+    return [
+        f"{PYTHIA_DIR}/{kind}/{m}/step{s}.{suffix}" for m, s in pythia_revisions(kind)
+    ]
+
+
+def pythia_device_gpu():
+    """GPU request of an embedding job (same rule as training's device)."""
+    device = PYTHIA.get("embeddings", {}).get("device", "auto")
+    return int(
+        device == "cuda"
+        or (device == "auto" and shutil.which("nvidia-smi") is not None)
+    )
+
+
+def get_pythia_outputs():
+    out = []
+    if pythia_revisions("weights"):
+        out += [
+            f"{RESULTS}/tables/pythia_weights.csv",
+            f"{RESULTS}/figures/pythia_weights.png",
+        ]
+    if pythia_revisions("embeddings"):
+        out += [f"{RESULTS}/tables/pythia_comparison.csv"]
+        out += [f"{RESULTS}/figures/{name}.png" for name in PYTHIA_FIGURES]
+    return out
+
+
+PYTHIA_FIGURES = {
+    "pythia_perplexity": "Pythia",
+    "pythia_features": "Pythia",
+    "pythia_scatter": "Pythia",
+    "pythia_rho": "Pythia",
+    "pythia_wasserstein": "Pythia",
+}
+FIGURES_ALL = {**FIGURES, **PYTHIA_FIGURES, "pythia_weights": "Pythia"}

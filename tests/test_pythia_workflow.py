@@ -1,0 +1,141 @@
+"""The Pythia branch end to end through Snakemake, on tiny GPT-NeoX models in a fabricated hub cache."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, run_snakemake, tiny_config, write_corpus
+
+hub_fixtures = pytest.importorskip("hub_fixtures")
+
+MODELS = ["EleutherAI/pythia-tiny-a", "EleutherAI/pythia-tiny-b"]
+STEPS = [0, 1, 2, 4]
+
+
+def pythia_config(models, steps):
+    return {
+        "enabled": True,
+        "weights": {
+            "models": models[:1],
+            "steps": steps,
+            "layers": [
+                "gpt_neox.layers.*.attention.query_key_value.weight",
+                "gpt_neox.layers.*.attention.dense.weight",
+                "gpt_neox.layers.*.mlp.dense_h_to_4h.weight",
+                "gpt_neox.layers.*.mlp.dense_4h_to_h.weight",
+            ],
+            "max_points": 40,
+            "seed": 0,
+        },
+        "embeddings": {
+            "models": models,
+            "steps": steps,
+            "n_texts": 24,
+            "min_chars": 60,
+            "text_seed": 0,
+            "max_length": 32,
+            "batch_size": 8,
+            "pca_dims": 6,
+            "maxdim": 1,
+            "dtype": "auto",
+            "device": "cpu",
+        },  # fmt: skip
+        "bootstrap_resamples": 200,
+        "downloads": 2,
+    }
+
+
+@pytest.fixture(scope="module")
+def pythia_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("pythia")
+    hf_home = workdir / "hf"
+    for i, model in enumerate(MODELS):
+        hub_fixtures.make_tiny_neox_cache(hf_home, model_id=model, steps=STEPS, seed=10 * i)
+    train, _ = write_corpus(workdir, n_chars=2_000)
+    valid = workdir / "paragraphs.txt"
+    valid.write_text("\n".join(hub_fixtures.paragraphs()) + "\n")
+    config = tiny_config(train, valid)
+    config["pythia"] = pythia_config(MODELS, STEPS)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    env = {"HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        targets = ["results/tables/pythia_comparison.csv", "results/tables/pythia_weights.csv"]
+        targets += [
+            f"results/figures/{n}.png" for n in ("pythia_weights", "pythia_rho", "pythia_features")
+        ]
+        proc = run_snakemake(workdir, "--cores", "2", *targets)
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    return workdir, proc
+
+
+def test_branch_writes_one_row_per_revision(pythia_run):
+    workdir, _ = pythia_run
+    tables = workdir / "results" / "tables"
+    emb = pd.read_csv(tables / "pythia_embeddings.csv")
+    assert sorted(zip(emb["model"], emb["step"], strict=True)) == sorted(
+        (m, s) for m in MODELS for s in STEPS
+    )
+    assert (emb["perplexity"] > 1).all() and emb["effective_rank"].between(1, 6 + 1e-9).all()
+    assert emb.groupby("model")["wasserstein_h1"].apply(lambda w: w.isna().sum()).tolist() == [1, 1]
+    weights = pd.read_csv(tables / "pythia_weights.csv")
+    assert weights["step"].tolist() == STEPS and (weights["n_layers"] == 4 * 2).all()
+    comparison = pd.read_csv(tables / "pythia_comparison.csv")
+    assert {"topological", "spectral"} == set(comparison["kind"])
+    corr = pd.read_csv(tables / "pythia_correlations.csv")
+    assert len(corr) == len(MODELS) * len(comparison)
+    for name in ("pythia_weights", "pythia_rho", "pythia_features"):
+        assert (workdir / "results" / "figures" / f"{name}.png").stat().st_size > 1000
+
+
+def test_revisions_resolve_to_their_own_snapshots(pythia_run):
+    workdir, _ = pythia_run
+    commits = set()
+    for step in STEPS:
+        rev = yaml.safe_load(
+            (
+                workdir / f"results/pythia/revisions/EleutherAI--pythia-tiny-a/step{step}.json"
+            ).read_text()
+        )
+        assert rev["revision"] == f"step{step}" and rev["snapshot"].endswith(rev["commit"])
+        commits.add(rev["commit"])
+    assert len(commits) == len(STEPS)
+
+
+def test_missing_revision_fails_with_the_download_command(tmp_path):
+    hf_home = tmp_path / "hf"
+    hub_fixtures.make_tiny_neox_cache(hf_home, model_id=MODELS[0], steps=[0], seed=0)
+    train, _ = write_corpus(tmp_path, n_chars=2_000)
+    valid = tmp_path / "paragraphs.txt"
+    valid.write_text("\n".join(hub_fixtures.paragraphs()) + "\n")
+    config = tiny_config(train, valid)
+    config["pythia"] = pythia_config(MODELS[:1], [0, 99])
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    os.environ.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
+    try:
+        target = "results/pythia/revisions/EleutherAI--pythia-tiny-a/step99.json"
+        proc = run_snakemake(tmp_path, "--cores", "1", target, check=False)
+    finally:
+        os.environ.pop("HF_HOME")
+        os.environ.pop("HF_HUB_OFFLINE")
+    log = (tmp_path / "results/logs/pythia/fetch/EleutherAI--pythia-tiny-a/step99.log").read_text()
+    assert proc.returncode != 0 and not (tmp_path / target).exists()
+    assert (
+        "step99" in log
+        and "huggingface-cli download EleutherAI/pythia-tiny-a --revision step99" in log
+    )
+
+
+def test_default_config_plans_every_pythia_revision():
+    proc = run_snakemake(ROOT, "-n", "--cores", "1", "--config", "results=/tmp/topotrain-plan-only")
+    text = proc.stdout + proc.stderr
+    counts = {row.split()[0]: int(row.split()[-1]) for row in text.split("Job stats:")[-1].splitlines()
+              if row.strip() and row.split()[-1].isdigit()}  # fmt: skip
+    assert counts["pythia_weight_topology"] == 7 and counts["pythia_embedding_topology"] == 57
+    assert counts["fetch_pythia"] == 7 + 57
