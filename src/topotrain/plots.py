@@ -204,6 +204,15 @@ def figure_scaling_fits(df: pd.DataFrame, fits: pd.DataFrame, png: str, pdf: str
 # ---- Pythia branch ---------------------------------------------------------------------------
 PYTHIA_TOPOLOGICAL = ["h0_total", "h1_total", "h1_count", "h1_entropy"]
 PYTHIA_SPECTRAL = ["effective_rank", "participation_ratio", "spectral_alpha"]
+EMBEDDING_LABELS = {  # features of the embedding cloud (not summed over layers)
+    "h0_total": "H0 total persistence (embeddings)",
+    "h1_total": "H1 total persistence (embeddings)",
+    "h1_count": "number of H1 bars (embeddings)",
+    "h1_entropy": "H1 persistence entropy (embeddings)",
+    "effective_rank": "effective rank",
+    "participation_ratio": "participation ratio",
+    "spectral_alpha": "eigenspectrum decay α",
+}
 
 
 def pythia_palette(df: pd.DataFrame) -> dict[str, tuple]:
@@ -261,6 +270,7 @@ def figure_pythia_features(df: pd.DataFrame, png: str, pdf: str) -> None:
             ax = axes[row, col]
             if col < len(features) and features[col] in df:
                 _over_log_steps(ax, df, features[col], palette)
+                ax.set_ylabel(EMBEDDING_LABELS[features[col]])
             else:
                 ax.axis("off")
     axes[0, 0].legend(fontsize=7)
@@ -279,7 +289,7 @@ def figure_pythia_scatter(df: pd.DataFrame, png: str, pdf: str) -> None:
             ax.scatter(rows["perplexity"], rows[feature], s=12, color=colour, label=model)
         ax.set_xscale("log")
         ax.set_xlabel("perplexity (log)")
-        ax.set_ylabel(_label(feature))
+        ax.set_ylabel(EMBEDDING_LABELS[feature])
     for ax in list(axes.flat)[len(features) :]:
         ax.axis("off")
     axes[0, 0].legend(fontsize=7)

@@ -175,6 +175,25 @@ SECTIONS = {
         "checkpoints, the first later checkpoint where the change falls below the configured fraction "
         "of that peak (diminishing returns), and changepoints from ruptures as a second opinion.",
     ),
+    "pythia_weights": (
+        "Pythia: weight topology over training",
+        "Neural persistence (mean and std over the attention and MLP linear maps) and H0/H1 total "
+        "persistence of the weight rows at each published revision.",
+    ),
+    "pythia_kinds": (
+        "Pythia: topological vs spectral embedding features",
+        "Across the Pythia models, the best feature of each kind by mean |Spearman ρ| with "
+        "perplexity, the mean over the kind's features, and how many are significant (BH) in every model.",
+    ),
+    "pythia_comparison": (
+        "Pythia: every embedding feature",
+        "Mean and minimum |ρ| with perplexity across models, and whether significant in all of them.",
+    ),
+    "pythia_correlations": (
+        "Pythia: correlations with perplexity per model",
+        "Spearman ρ (95% bootstrap CI over revisions) and Pearson r of each embedding feature with "
+        "perplexity, per model; p_bh adjusted over the whole table.",
+    ),
     "correlations_across_seeds": (
         "Across seeds",
         "Mean ρ over seeds with a t-interval across seeds (needs at least two seeds per model).",

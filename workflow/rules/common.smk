@@ -162,6 +162,10 @@ def report_tables():
     """The Markdown tables REPORT.md is assembled from, in reading order."""
     tables = ["models", "best_feature", "correlations", "prediction", "prediction_runs"]
     tables += ["scaling", "phases", "correlations_across_seeds"]
+    if pythia_revisions("weights"):
+        tables += ["pythia_weights"]
+    if pythia_revisions("embeddings"):
+        tables += ["pythia_kinds", "pythia_comparison", "pythia_correlations"]
     md = {name: f"{RESULTS}/tables/{name}.md" for name in tables}
     csv = {
         f"{name}_csv": f"{RESULTS}/tables/{name}.csv"

@@ -1,0 +1,387 @@
+"""The Pythia branch: EleutherAI/pythia-* (GPT-NeoX) hub revisions ``step{n}`` → topology records.
+
+A revision is resolved once to its cached snapshot folder (``fetch_revision``, the only hub call);
+everything after reads that folder: the model and tokenizer (``load_model``) and the raw weight
+matrices (``revision_weight_matrices``, no model built). The hub cache is $HF_HOME/hub (or
+$HF_HUB_CACHE); HF_HUB_OFFLINE=1 resolves from the cache only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from topotrain.hub import hub_cache_dir, hub_offline
+from topotrain.spectral import covariance_spectrum, pca, spectral_summary
+from topotrain.topology.checkpoint import (
+    diagram_summaries,
+    layer_topology,
+    load_tensors,
+    select_layers,
+)
+from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
+
+PYTHIA_LAYER_PATTERNS = (
+    "gpt_neox.layers.*.attention.query_key_value.weight",
+    "gpt_neox.layers.*.attention.dense.weight",
+    "gpt_neox.layers.*.mlp.dense_h_to_4h.weight",
+    "gpt_neox.layers.*.mlp.dense_4h_to_h.weight",
+)
+ALLOW_PATTERNS = ["*.json", "*.safetensors", "*.bin", "*.txt", "tokenizer*", "*.model"]
+NUMPY_DTYPES = {
+    "F64",
+    "F32",
+    "F16",
+    "I64",
+    "I32",
+    "I16",
+    "I8",
+    "U8",
+    "BOOL",
+}  # safetensors.numpy reads
+EMBEDDING_KEYS = (
+    "n_texts", "dim", "pca_dims", "pca_variance_ratio", "n_points",
+    "h0_count", "h0_total", "h0_max", "h0_entropy",
+    "h1_count", "h1_total", "h1_max", "h1_entropy",
+    "effective_rank", "participation_ratio", "spectral_alpha",
+)  # fmt: skip  # embedding_features' record, in this order
+
+
+class PythiaError(RuntimeError):
+    """A Pythia revision cannot be resolved or loaded; the message says how to pre-download it."""
+
+
+def revision_name(step: int) -> str:
+    """The hub revision (branch) of Pythia's checkpoint after ``step`` optimiser steps: 'step{n}'."""
+    if isinstance(step, bool) or int(step) != step or step < 0:
+        raise ValueError(f"a Pythia step is an integer >= 0, got {step!r}")
+    return f"step{int(step)}"
+
+
+def model_slug(model_id: str) -> str:
+    """A filesystem-safe name for a hub id: 'EleutherAI/pythia-70m' → 'EleutherAI--pythia-70m'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", model_id.replace("/", "--"))
+
+
+def download_hint(model_id: str, step: int) -> str:
+    """How to pre-fill the cache for one revision, and which variables point at it."""
+    return (
+        f"pre-download it with `huggingface-cli download {model_id} --revision {revision_name(step)}` "
+        f"(or `hf download ...`) into $HF_HOME/hub (now {hub_cache_dir()}), then set HF_HUB_OFFLINE=1 "
+        "to resolve from the cache only"
+    )
+
+
+def snapshot_files(snapshot: str | Path) -> list[str]:
+    """Relative paths of the files in a snapshot folder (symlinks to blobs count), sorted."""
+    root = Path(snapshot)
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def weight_files(snapshot: str | Path) -> list[Path]:
+    """The snapshot's *.safetensors files, else its pytorch_model*.bin files (shards sorted)."""
+    root = Path(snapshot)
+    return sorted(root.glob("*.safetensors")) or sorted(root.glob("pytorch_model*.bin"))
+
+
+def fetch_revision(model_id: str, step: int) -> dict:
+    """Resolve ``model_id`` at revision step{n} to its cached snapshot, downloading if online.
+
+    Returns {"model", "step", "revision", "snapshot", "commit" (the snapshot folder's name), "files"}.
+    Any failure (unknown revision, offline without cache, no network) raises PythiaError at once.
+    """
+    from huggingface_hub import snapshot_download
+
+    revision = revision_name(step)
+    offline = hub_offline()
+    try:
+        snapshot = snapshot_download(
+            model_id,
+            revision=revision,
+            cache_dir=hub_cache_dir(),
+            local_files_only=offline,
+            allow_patterns=ALLOW_PATTERNS,
+        )
+    except Exception as err:  # RevisionNotFound, LocalEntryNotFound, connection errors, ...
+        mode = "offline (HF_HUB_OFFLINE=1)" if offline else "online"
+        raise PythiaError(
+            f"cannot resolve {model_id} revision {revision} ({mode}, cache {hub_cache_dir()}): "
+            f"{type(err).__name__}: {err}. To fix, {download_hint(model_id, step)}."
+        ) from err
+    files = snapshot_files(snapshot)
+    if "config.json" not in files or not weight_files(snapshot):
+        raise PythiaError(
+            f"{model_id} revision {revision}: snapshot {snapshot} lacks config.json or weights "
+            f"(has {files}). To fix, {download_hint(model_id, step)}."
+        )
+    return {
+        "model": model_id,
+        "step": int(step),
+        "revision": revision,
+        "snapshot": str(snapshot),
+        "commit": Path(snapshot).name,
+        "files": files,
+    }
+
+
+def snapshot_label(snapshot: str | Path) -> str:
+    """'org/name@step{n} (commit …)' read from a hub-cache snapshot path; the path if not in one."""
+    snap = Path(snapshot)
+    repo = snap.parent.parent
+    if snap.parent.name != "snapshots" or not repo.name.startswith("models--"):
+        return str(snap)
+    refs = repo / "refs"
+    names = [r.name for r in sorted(refs.glob("*")) if r.is_file() and r.read_text() == snap.name]
+    model = repo.name.removeprefix("models--").replace("--", "/")
+    return f"{model}@{','.join(names) or '?'} (commit {snap.name}, {snap})"
+
+
+def resolve_device(device: str) -> str:
+    """'auto' → 'cuda' when available, else 'cpu'; any other name is returned as given."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def resolve_dtype(dtype: str, device: str):
+    """torch dtype: 'auto' = float16 on CUDA, float32 elsewhere; else torch.<dtype>."""
+    import torch
+
+    if dtype == "auto":
+        return torch.float16 if str(device).startswith("cuda") else torch.float32
+    return getattr(torch, dtype)
+
+
+def load_model(
+    snapshot_or_model_id: str | Path,
+    step: int | None = None,
+    device: str = "cpu",
+    dtype: str = "auto",
+):
+    """(model, tokenizer) in eval mode from a snapshot folder, or from (model id, step) via fetch_revision.
+
+    Always loads from the resolved snapshot folder with local_files_only=True: no hub call here.
+    A missing pad token is set to eos; truncation keeps each text's first tokens (right side).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = Path(snapshot_or_model_id)
+    if not source.is_dir():
+        if step is None:
+            raise ValueError(f"{snapshot_or_model_id} is no snapshot folder: pass step to fetch it")
+        source = Path(fetch_revision(str(snapshot_or_model_id), step)["snapshot"])
+    device = resolve_device(device)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(
+            source, local_files_only=True, dtype=resolve_dtype(dtype, device)
+        )
+    except Exception as err:
+        raise PythiaError(
+            f"cannot load {snapshot_label(source)}: {type(err).__name__}: {err}"
+        ) from err
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.truncation_side = "right"
+    return model.to(device).eval(), tokenizer
+
+
+def is_heading(text: str) -> bool:
+    """WikiText section headings look like '= Title =' or '= = Sub = =' once stripped."""
+    return text.startswith("=") and text.endswith("=")
+
+
+def select_texts(
+    paragraphs: Sequence[str], n_texts: int = 200, min_chars: int = 100, seed: int = 0
+) -> list[str]:
+    """n_texts stripped paragraphs of ≥ min_chars characters, headings excluded, chosen without
+    replacement by a seeded RNG and returned in their original order."""
+    stripped = [p.strip() for p in paragraphs]
+    kept = [i for i, p in enumerate(stripped) if len(p) >= min_chars and not is_heading(p)]
+    if len(kept) < n_texts:
+        raise ValueError(
+            f"only {len(kept)} of {len(stripped)} paragraphs have >= {min_chars} characters and "
+            f"are no heading; need n_texts={n_texts}"
+        )
+    chosen = np.sort(np.random.default_rng(seed).choice(len(kept), size=n_texts, replace=False))
+    return [stripped[kept[i]] for i in chosen]
+
+
+def batch_statistics(model, input_ids, attention_mask):
+    """(pooled (b, d) float32, Σ NLL in nats, n targets) of one padded batch.
+
+    pooled = mean of the last hidden layer (after the final layer norm) over the mask's tokens;
+    targets are tokens t ≥ 1 of each text, predicted from tokens < t. Positions restart at 0 at
+    each text's first token, so left and right padding give the same result.
+    """
+    import torch.nn.functional as F
+
+    mask = attention_mask.bool()
+    if not mask.any(dim=1).all():
+        raise ValueError("a text has no tokens after tokenisation")
+    positions = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=positions,
+        output_hidden_states=True,
+    )
+    hidden = out.hidden_states[-1].float().masked_fill(~mask[..., None], 0.0)  # NaN-safe at pads
+    pooled = hidden.sum(dim=1) / mask.sum(dim=1, keepdim=True)
+    targets = mask[:, 1:] & mask[:, :-1]
+    logits = out.logits[:, :-1][targets].float()
+    nll = F.cross_entropy(logits, input_ids[:, 1:][targets], reduction="sum")
+    return pooled, float(nll), int(targets.sum())
+
+
+def embed_texts(
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    max_length: int = 128,
+    batch_size: int = 16,
+    device: str | None = None,
+) -> tuple[np.ndarray, float, int]:
+    """(E float64 (n, d), Σ NLL (nats), n_tokens) of texts, each one window of its first
+    max_length tokens; perplexity = exp(Σ NLL / n_tokens) over the windows' tokens 2..L."""
+    import torch
+
+    device = device or next(model.parameters()).device
+    pooled, nll_sum, n_tokens = [], 0.0, 0
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            batch = tokenizer(
+                list(texts[start : start + batch_size]),
+                padding=True,
+                truncation=True,
+                max_length=max_length,
+                return_tensors="pt",
+            ).to(device)
+            p, nll, n = batch_statistics(model, batch["input_ids"], batch["attention_mask"])
+            pooled.append(p.cpu().numpy())
+            nll_sum, n_tokens = nll_sum + nll, n_tokens + n
+    return np.concatenate(pooled).astype(np.float64), nll_sum, n_tokens
+
+
+def perplexity(nll_sum: float, n_tokens: int) -> float:
+    """exp(Σ NLL / n_tokens) (NLL in nats); ValueError without tokens."""
+    if n_tokens < 1:
+        raise ValueError("perplexity needs at least one predicted token")
+    return math.exp(nll_sum / n_tokens)
+
+
+def embedding_features(
+    E: np.ndarray,
+    pca_dims: int = 50,
+    maxdim: int = 1,
+    max_points: int | None = None,
+    seed: int = 0,
+    n_threads: int = 1,
+) -> tuple[dict, list[np.ndarray]]:
+    """Record (EMBEDDING_KEYS) and Rips diagrams of the embeddings E (n texts × d).
+
+    Topology: Rips H0/H1 of the top-pca_dims PCA scores (max_points rows drawn with seed if set).
+    Spectral baselines: on the full centred E, not the PCA scores. pca_variance_ratio is the
+    fraction of total variance the kept components explain.
+    """
+    if maxdim not in (0, 1):
+        raise ValueError(f"maxdim must be 0 or 1, got {maxdim}")
+    E = np.asarray(E, dtype=np.float64)
+    Z, var = pca(E, pca_dims)
+    cloud = Z if max_points is None else subsample_rows(Z, max_points, np.random.default_rng(seed))
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
+    record = {
+        "n_texts": int(E.shape[0]),
+        "dim": int(E.shape[1]),
+        "pca_dims": int(Z.shape[1]),
+        "pca_variance_ratio": float(var.sum() / covariance_spectrum(E).sum()),
+        "n_points": int(cloud.shape[0]),
+        **diagram_summaries(dgms[0], 0),
+        **diagram_summaries(dgms[1] if maxdim >= 1 else None, 1),
+        **spectral_summary(E),
+    }
+    return {key: record[key] for key in EMBEDDING_KEYS}, dgms
+
+
+def read_weight_file(path: Path) -> dict[str, np.ndarray]:
+    """The 2-D floating tensors of one safetensors or .bin file as float32 NumPy arrays.
+
+    safetensors.numpy when NumPy knows every dtype (F16/F32/F64); safe_open(framework="pt") for
+    bf16/fp8; torch.load(weights_only=True) for .bin. Unreadable → ValueError naming the file.
+    """
+    try:
+        if path.suffix == ".bin":
+            import torch
+
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            tensors = {k: v.float().numpy() for k, v in state.items() if v.is_floating_point()}
+        elif safetensors_dtypes(path) <= NUMPY_DTYPES:
+            tensors = load_tensors(path)
+        else:
+            from safetensors import safe_open
+
+            with safe_open(str(path), framework="pt") as fh:
+                tensors = {k: fh.get_tensor(k).float().numpy() for k in fh.keys()}
+    except Exception as err:  # truncated, corrupted, wrong format
+        raise ValueError(f"cannot read weights {path}: {type(err).__name__}: {err}") from err
+    return {
+        k: v.astype(np.float32) for k, v in tensors.items() if v.ndim == 2 and v.dtype.kind == "f"
+    }
+
+
+def safetensors_dtypes(path: Path) -> set[str]:
+    """The dtype names ('F32', 'BF16', …) in a safetensors header, read without loading tensors."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="np") as fh:
+        return {fh.get_slice(k).get_dtype() for k in fh.keys()}
+
+
+def revision_weight_matrices(snapshot: str | Path) -> dict[str, np.ndarray]:
+    """Every 2-D floating tensor of a snapshot's weights, float32, keyed as in the checkpoint
+    (e.g. gpt_neox.layers.0.attention.query_key_value.weight); no model is built."""
+    files = weight_files(snapshot)
+    if not files:
+        raise FileNotFoundError(
+            f"{snapshot_label(snapshot)}: no *.safetensors or pytorch_model*.bin"
+        )
+    matrices = {}
+    for path in files:
+        try:
+            matrices.update(read_weight_file(path))
+        except ValueError as err:
+            raise ValueError(f"{snapshot_label(snapshot)}: {err}") from err
+    return matrices
+
+
+def weight_topology(
+    snapshot: str | Path,
+    patterns: Sequence[str] = PYTHIA_LAYER_PATTERNS,
+    max_points: int = 200,
+    seed: int = 0,
+    maxdim: int = 1,
+    n_threads: int = 1,
+) -> list[dict]:
+    """Per-layer records (checkpoint.RECORD_KEYS: layer, rows, cols, n_points, np_*, h0_*, h1_*,
+    l2_norm) of the matrices matching patterns, via the spine's layer_topology."""
+    label = snapshot_label(snapshot)
+    try:
+        layers = select_layers(revision_weight_matrices(snapshot), patterns)
+    except ValueError as err:
+        raise ValueError(f"{label}: {err}") from err
+    records = []
+    for layer, W in layers.items():
+        try:
+            record, _ = layer_topology(
+                W.astype(np.float64), layer, max_points, seed, maxdim, n_threads
+            )
+        except ValueError as err:
+            raise ValueError(f"{label}, layer {layer}: {err}") from err
+        records.append(record)
+    return records
