@@ -6,7 +6,7 @@ CORES ?= 16
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install study test lint clean-results
+.PHONY: install study test test-slurm lint clean-results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,13 @@ install: $(BIN)/python
 study: install
 	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
 
-## Create the environment, install, and run the default test suite.
+## Create the environment, install, and run the default test suite (without the SLURM test).
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## The workflow through a real single-node SLURM cluster (root, slurm-wlm and munge installed).
+test-slurm: install
+	$(BIN)/python -m pytest -m slurm $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check src tests workflow/scripts

@@ -95,6 +95,21 @@ def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 
     return proc
 
 
+def planned_counts(workdir: Path, *args: str) -> dict[str, int]:
+    """Jobs per rule that ``snakemake -n`` would run in ``workdir``, from its job-stats table."""
+    proc = run_snakemake(workdir, "-n", "--cores", "1", *args)
+    text = proc.stdout + proc.stderr
+    if "Job stats:" not in text:
+        assert "Nothing to be done" in text, text
+        return {}
+    rows = [line.split() for line in text.split("Job stats:")[-1].splitlines()[3:]]
+    return {
+        row[0]: int(row[-1])
+        for row in rows
+        if len(row) == 2 and row[-1].isdigit() and row[0] != "total"
+    }
+
+
 @pytest.fixture
 def tiny_workdir(tmp_path: Path) -> Path:
     """A working directory holding a tiny config.yaml and its corpus."""

@@ -7,12 +7,17 @@ import os
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, run_snakemake, tiny_config, write_corpus
+from conftest import ROOT, planned_counts, run_snakemake, tiny_config, write_corpus
 
 hub_fixtures = pytest.importorskip("hub_fixtures")
 
 MODELS = ["EleutherAI/pythia-tiny-a", "EleutherAI/pythia-tiny-b"]
 STEPS = [0, 1, 2, 4]
+TARGETS = [
+    "results/tables/pythia_comparison.csv",
+    "results/tables/pythia_weights.csv",
+    *(f"results/figures/{n}.png" for n in ("pythia_weights", "pythia_rho", "pythia_features")),
+]
 
 
 def pythia_config(models, steps):
@@ -64,11 +69,7 @@ def pythia_run(tmp_path_factory):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        targets = ["results/tables/pythia_comparison.csv", "results/tables/pythia_weights.csv"]
-        targets += [
-            f"results/figures/{n}.png" for n in ("pythia_weights", "pythia_rho", "pythia_features")
-        ]
-        proc = run_snakemake(workdir, "--cores", "2", *targets)
+        proc = run_snakemake(workdir, "--cores", "2", *TARGETS)
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
@@ -134,10 +135,26 @@ def test_missing_revision_fails_with_the_download_command(tmp_path):
     )
 
 
+def test_adding_a_pythia_step_reruns_only_that_revisions_jobs(pythia_run):
+    workdir, _ = pythia_run
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    for part in ("weights", "embeddings"):
+        config["pythia"][part]["steps"] = [*STEPS, 8]
+    (workdir / "more-steps.yaml").write_text(yaml.safe_dump(config))
+    jobs = planned_counts(workdir, *TARGETS, "--configfile", str(workdir / "more-steps.yaml"))
+    assert jobs == {
+        "fetch_pythia": 2,  # step8 of both models (the weights model is one of them)
+        "pythia_weight_topology": 1,
+        "pythia_embedding_topology": 2,
+        "pythia_weight_tables": 1,
+        "pythia_embedding_tables": 1,
+        "pythia_weight_figure": 1,
+        "pythia_figures": 1,
+    }
+
+
 def test_default_config_plans_every_pythia_revision():
-    proc = run_snakemake(ROOT, "-n", "--cores", "1", "--config", "results=/tmp/topotrain-plan-only")
-    text = proc.stdout + proc.stderr
-    counts = {row.split()[0]: int(row.split()[-1]) for row in text.split("Job stats:")[-1].splitlines()
-              if row.strip() and row.split()[-1].isdigit()}  # fmt: skip
+    counts = planned_counts(ROOT, "--config", "results=/tmp/topotrain-plan-only")
     assert counts["pythia_weight_topology"] == 7 and counts["pythia_embedding_topology"] == 57
     assert counts["fetch_pythia"] == 7 + 57
+    assert counts["train_model"] == 5 and counts["weight_topology"] == 5 * 51

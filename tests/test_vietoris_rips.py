@@ -1,5 +1,8 @@
 """Vietoris–Rips persistence: H0 against minimum-spanning-tree lengths, H1 of a noisy circle."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
@@ -120,3 +123,33 @@ def test_subsample_returns_small_clouds_unchanged():
     assert subsample_rows(X, 30, np.random.default_rng(1)) is X
     with pytest.raises(ValueError):
         subsample_rows(X, 0, np.random.default_rng(1))
+
+
+@pytest.mark.parametrize("X", clouds().values(), ids=clouds().keys())
+def test_h1_equals_giotto_ph_public_wrapper_exactly(X):
+    from gph import ripser_parallel
+
+    ref = ripser_parallel(X, maxdim=1)["dgms"][1]
+    ref = ref[ref[:, 1] > ref[:, 0]].astype(np.float64)
+    h1 = vr_diagrams(X)[1]
+    np.testing.assert_array_equal(np.sort(h1, axis=0), np.sort(ref, axis=0))
+
+
+def test_without_the_direct_kernel_the_public_wrapper_gives_the_same_bars(monkeypatch):
+    import topotrain.topology.vietoris_rips as vr
+
+    X = np.random.default_rng(5).normal(size=(70, 6))
+    direct = vr_diagrams(X)[1]
+    monkeypatch.setattr(vr, "_gph_kernel", lambda: None)
+    np.testing.assert_array_equal(vr_diagrams(X)[1], direct)
+
+
+def test_rips_import_skips_scikit_learn_and_gph_imports_after_it_work():
+    code = (
+        "import sys, numpy as np; from topotrain.topology import vr_diagrams; "
+        "X = np.random.default_rng(0).normal(size=(30, 4)); h1 = vr_diagrams(X)[1]; "
+        "print('sklearn' in sys.modules); from gph import ripser_parallel; "
+        "r = ripser_parallel(X)['dgms'][1]; print(np.array_equal(np.sort(h1, 0), np.sort(r[r[:, 1] > r[:, 0]], 0)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import run_snakemake, tiny_config, write_corpus
+from conftest import planned_counts, run_snakemake, tiny_config, write_corpus
 
 from topotrain.config import n_params
 
@@ -140,17 +140,58 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     assert "## Which feature tracks loss best" in report and "## Scaling with model size" in report
 
 
-def planned_jobs(workdir, *args):
-    """Rule names that ``snakemake -n`` would run, from its job-stats table."""
-    proc = run_snakemake(workdir, "-n", "--cores", "1", *args)
-    stats = (proc.stdout + proc.stderr).split("Job stats:")[-1].splitlines()
-    rows = [line.split() for line in stats[3:] if line.strip()]
-    return {row[0] for row in rows if row[-1].isdigit() and row[0] != "total"}
+ANALYSIS_JOBS = {
+    "models_table": 1, "correlations": 1, "scaling_fits": 1, "predict_final_loss": 1,
+    "phase_transitions": 1, "training_figures": 1, "analysis_figures": 1, "report_markdown": 1,
+    "all": 1,
+}  # fmt: skip
+
+
+def plan_with_overlay(workdir, text: str) -> dict[str, int]:
+    """Jobs per rule ``snakemake -n`` plans after layering ``text`` (YAML) over config.yaml."""
+    overlay = workdir / "overlay.yaml"
+    overlay.write_text(text)
+    return planned_counts(workdir, "--configfile", str(workdir / "config.yaml"), str(overlay))
 
 
 def test_changing_an_analysis_parameter_reruns_only_analysis(tiny_run):
     workdir, _, _ = tiny_run
-    overlay = workdir / "analysis-overlay.yaml"
-    overlay.write_text("analysis:\n  bootstrap_resamples: 300\n")
-    jobs = planned_jobs(workdir, "--configfile", str(workdir / "config.yaml"), str(overlay))
-    assert jobs == {"correlations", "analysis_figures", "report_markdown", "all"}
+    jobs = plan_with_overlay(workdir, "analysis:\n  bootstrap_resamples: 300\n")
+    assert jobs == {"correlations": 1, "analysis_figures": 1, "report_markdown": 1, "all": 1}
+
+
+@pytest.mark.parametrize(
+    "overlay",
+    [
+        "topology:\n  max_points: 30\n",
+        "topology:\n  layers: ['transformer.h.*.mlp.c_fc.weight']\n",
+        "topology:\n  include_embeddings: true\n",
+    ],
+)
+def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_run, overlay):
+    workdir, _, _ = tiny_run
+    jobs = plan_with_overlay(workdir, overlay)
+    assert jobs == {"weight_topology": 2 * 5, "aggregate_features": 1, **ANALYSIS_JOBS}
+
+
+def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
+    workdir, config, _ = tiny_run
+    models = {**config["models"], "tiny-c": {"d_model": 12, "n_layer": 1, "n_head": 2}}
+    jobs = plan_with_overlay(workdir, yaml.safe_dump({"models": models}))
+    assert jobs == {
+        "train_model": 1,
+        "weight_topology": 5,
+        "aggregate_features": 1,
+        **ANALYSIS_JOBS,
+    }
+    proc = run_snakemake(workdir, "-n", "--cores", "1", "--configfile", str(workdir / "config.yaml"),
+                         str(workdir / "overlay.yaml"))  # fmt: skip
+    assert "wildcards: model=tiny-c, seed=42" in proc.stdout
+    assert "model=tiny-a" not in proc.stdout and "model=tiny-b" not in proc.stdout
+
+
+def test_adding_a_seed_trains_only_the_new_runs(tiny_run):
+    workdir, _, _ = tiny_run
+    jobs = plan_with_overlay(workdir, "seeds: [42, 7]\n")
+    assert jobs == {"train_model": 2, "weight_topology": 2 * 5, "aggregate_features": 1,
+                    **ANALYSIS_JOBS}  # fmt: skip

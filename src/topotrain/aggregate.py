@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topotrain.io import atomic_write
+from topotrain.io import Writer, atomic_write_all
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,14 @@ def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.
     """Read per-checkpoint topology JSON files into one long table; ``keys`` adds model/seed/step."""
     frames = []
     for path, key in zip(paths, keys, strict=True):
-        with open(path) as fh:
-            layers = json.load(fh)["layers"]
+        try:
+            with open(path) as fh:
+                layers = json.load(fh)["layers"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(
+                f"cannot read topology record {path} ({type(err).__name__}: {err}); delete it and "
+                "rerun so its weight_topology job writes it again"
+            ) from err
         if not layers:
             raise ValueError(f"{path}: topology record holds no layers")
         frame = pd.DataFrame(layers)
@@ -114,11 +120,12 @@ def build_tables(
     return table[front + [c for c in table.columns if c not in front]].reset_index(drop=True)
 
 
-def write_table(df: pd.DataFrame, parquet: str | Path, csv: str | Path) -> None:
-    """Write one table as parquet and CSV, each atomically."""
-    atomic_write(parquet, lambda fh: df.to_parquet(fh, index=False))
-    atomic_write(csv, lambda fh: fh.write(df.to_csv(index=False).encode()))
-    log.info("wrote %s and %s (%d rows × %d columns)", parquet, csv, len(df), df.shape[1])
+def table_writers(df: pd.DataFrame, parquet: str | Path, csv: str | Path) -> dict[str, Writer]:
+    """Writers of one table as parquet and as CSV, for ``atomic_write_all``."""
+    return {
+        str(parquet): lambda fh: df.to_parquet(fh, index=False),
+        str(csv): lambda fh: fh.write(df.to_csv(index=False).encode()),
+    }
 
 
 def aggregate_weights(
@@ -132,10 +139,18 @@ def aggregate_weights(
     """The aggregate rule: per-checkpoint records + run logs → weights and weights_layers tables.
 
     ``runs`` holds one dict per (model, seed) with keys model, seed, metrics, evals, n_params,
-    d_model, n_layer, n_head; ``out`` maps table, table_csv, layers, layers_csv to paths.
+    d_model, n_layer, n_head; ``out`` maps table, table_csv, layers, layers_csv to paths, which are
+    written all or none.
     """
     layers = read_layer_records(records, keys)
     table = build_tables(layers, {(r["model"], r["seed"]): r for r in runs}, total_steps, interval)
-    write_table(layers, out["layers"], out["layers_csv"])
-    write_table(table, out["table"], out["table_csv"])
+    writers = table_writers(layers, out["layers"], out["layers_csv"])
+    atomic_write_all({**writers, **table_writers(table, out["table"], out["table_csv"])})
+    log.info(
+        "wrote %s (%d rows), %s (%d rows) and their CSVs",
+        out["table"],
+        len(table),
+        out["layers"],
+        len(layers),
+    )
     return table

@@ -9,16 +9,41 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
+import yaml
+
 EMBEDDING_LAYERS = ("transformer.wte.weight", "transformer.wpe.weight")
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 class ConfigError(ValueError):
     """A configuration that passes the schema but cannot describe a valid study."""
 
 
-def check_config(config: dict, base_dir: str | Path = ".") -> None:
-    """Raise ConfigError for semantic problems: heads vs width, checkpoint grid, corpus files, patterns."""
-    problems = []
+def float_integers(value, schema: dict, key: str = "") -> list[str]:
+    """Problems for values the schema types ``integer`` that are floats such as 40.0.
+
+    JSON Schema counts 40.0 as an integer, so ``validate`` lets it pass; Python's range() and torch
+    do not. Walks ``properties``, ``additionalProperties`` and ``items`` of the schema.
+    """
+    if isinstance(value, float) and schema.get("type") == "integer":
+        return [f"{key}: expected an integer, got {value!r} (write it without a decimal point)"]
+    if isinstance(value, dict):
+        props, other = schema.get("properties", {}), schema.get("additionalProperties")
+        children = [(v, props.get(k, other), f"{key}.{k}" if key else k) for k, v in value.items()]
+    elif isinstance(value, list):
+        children = [(v, schema.get("items"), f"{key}[{i}]") for i, v in enumerate(value)]
+    else:
+        return []
+    return [p for v, s, k in children if isinstance(s, dict) for p in float_integers(v, s, k)]
+
+
+def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None = None) -> None:
+    """Raise ConfigError for what the schema cannot catch: floats for integers, heads vs width,
+    checkpoint grid, warm-up, corpus files, empty layer patterns.
+
+    ``schema`` (default: workflow/schemas/config.schema.yaml) tells which keys take integers.
+    """
+    problems = float_integers(config, schema or yaml.safe_load(SCHEMA.read_text()))
     for name, arch in config["models"].items():
         if arch["d_model"] % arch["n_head"]:
             problems.append(

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from topotrain.hub import hub_cache_dir, hub_offline
-from topotrain.io import atomic_write, atomic_write_text
+from topotrain.io import atomic_write_all
 
 log = logging.getLogger(__name__)
 
@@ -155,11 +155,12 @@ def load_splits(
 def prepare_corpus(
     splits: dict[str, EncodedSplit], out_train: str, out_val: str, manifest: str
 ) -> dict:
-    """Write the encoded splits as raw uint8 files plus a JSON manifest, each atomically."""
+    """Write the encoded splits as raw uint8 files plus a JSON manifest: all three or none."""
     targets = {"train": out_train, "validation": out_val}
     info = {"vocab_size": VOCAB_SIZE, "unknown_code": UNKNOWN_CODE, "splits": {}}
+    writers = {}
     for split, enc in splits.items():
-        atomic_write(targets[split], lambda fh, c=enc.codes: fh.write(c.tobytes()))
+        writers[targets[split]] = lambda fh, c=enc.codes: fh.write(c.tobytes())
         info["splits"][split] = {
             "source": enc.source,
             "sha256": enc.sha256,
@@ -177,7 +178,8 @@ def prepare_corpus(
             UNKNOWN_CODE,
             100 * share,
         )
-    atomic_write_text(manifest, json.dumps(info, indent=2) + "\n")
+    text = json.dumps(info, indent=2) + "\n"
+    atomic_write_all({**writers, manifest: lambda fh: fh.write(text.encode())})
     return info
 
 

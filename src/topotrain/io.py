@@ -2,8 +2,10 @@
 
 Each helper writes to a temporary file in the target's directory, fsyncs it, then ``os.replace``s
 it onto the target (atomic on POSIX within one file system). If anything fails the temporary file
-is removed and the error re-raised, so a target is never left half-written. Torch and safetensors
-are imported inside the functions that need them: this module loads without torch.
+is removed and the error re-raised, so a target is never left half-written. ``atomic_write_all``
+does this for a set of files (a table's CSV and Markdown): the set appears whole or not at all.
+Torch and safetensors are imported inside the functions that need them: this module loads without
+torch.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,37 +33,71 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-@contextlib.contextmanager
-def _temp_beside(path: str | os.PathLike) -> Iterator[IO[bytes]]:
-    """Yield a binary temp file beside ``path``; on clean exit fsync it and move it to ``path``."""
-    target = Path(path)
+Writer = Callable[[IO[bytes]], Any]
+
+
+def _write_temp(target: Path, writer: Writer) -> str:
+    """Call ``writer`` on a temp file beside ``target`` and fsync it; returns the temp file's name.
+
+    On error the temp file is removed; an OSError that names no file (ENOSPC from a write or
+    fsync) is re-raised naming ``target``.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     fh = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed or removed
         dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
     )
     try:
         with fh:
-            yield fh
+            writer(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(fh.name, 0o666 & ~_UMASK)  # mkstemp's 0600 → the usual permissions
-        os.replace(fh.name, target)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(fh.name)
+        if isinstance(err, OSError) and err.errno and not err.filename:
+            raise OSError(err.errno, err.strerror, str(target)) from err
         raise
-    _fsync_dir(target.parent)
+    return fh.name
 
 
-def atomic_write(path: str | os.PathLike, writer: Callable[[IO[bytes]], Any]) -> None:
+def atomic_write_all(writers: Mapping[str | os.PathLike, Writer]) -> None:
+    """Write several files, all or none: ``writer(fh)`` for each path, into a temp file beside it.
+
+    Only when every temp file is written and fsynced are they renamed onto their targets. If a
+    writer fails (an error, disk full, an interrupt) every temp file is removed and no target is
+    touched; if a rename fails, the targets already renamed are removed too.
+    """
+    temps: dict[Path, str] = {}
+    renamed: list[Path] = []
+    try:
+        for path, writer in writers.items():
+            temps[Path(path)] = _write_temp(Path(path), writer)
+        for target, temp in temps.items():
+            os.replace(temp, target)
+            renamed.append(target)
+    except BaseException:
+        for leftover in [*temps.values(), *renamed]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+        raise
+    for directory in {target.parent for target in temps}:
+        _fsync_dir(directory)
+
+
+def atomic_write(path: str | os.PathLike, writer: Writer) -> None:
     """Call ``writer(fh)`` on a binary temp file, then atomically move it onto ``path``."""
-    with _temp_beside(path) as fh:
-        writer(fh)
+    atomic_write_all({path: writer})
+
+
+def atomic_write_texts(texts: Mapping[str | os.PathLike, str], encoding: str = "utf-8") -> None:
+    """Atomically write several text files, all or none (see ``atomic_write_all``)."""
+    atomic_write_all({p: lambda fh, t=t: fh.write(t.encode(encoding)) for p, t in texts.items()})
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
     """Atomically write ``text`` to ``path``."""
-    atomic_write(path, lambda fh: fh.write(text.encode(encoding)))
+    atomic_write_texts({path: text}, encoding)
 
 
 def atomic_copy(src: str | os.PathLike, dst: str | os.PathLike) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from topotrain.io import atomic_write_text
+from topotrain.io import atomic_write_text, atomic_write_texts
 
 
 def format_cell(value, digits: int = 4) -> str:
@@ -35,10 +35,9 @@ def to_markdown(df: pd.DataFrame, digits: int = 4) -> str:
 
 
 def write_table(df: pd.DataFrame, csv: str | Path, md: str | Path, title: str = "") -> None:
-    """Write ``df`` as CSV and as a Markdown table (with an optional heading), each atomically."""
-    atomic_write_text(csv, df.to_csv(index=False))
+    """Write ``df`` as CSV and as a Markdown table (with an optional heading): both or neither."""
     heading = f"## {title}\n\n" if title else ""
-    atomic_write_text(md, heading + to_markdown(df))
+    atomic_write_texts({csv: df.to_csv(index=False), md: heading + to_markdown(df)})
 
 
 def models_table(df: pd.DataFrame) -> pd.DataFrame:

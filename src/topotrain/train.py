@@ -304,6 +304,20 @@ def _publish(state_dir: Path, out_dir: Path, cfg: TrainConfig, metrics: list, ev
     log.info("wrote %d checkpoints, metrics.csv and evals.csv to %s", len(evals), out_dir)
 
 
+def finite_weights(model: GPT) -> bool:
+    """Whether every parameter of ``model`` is finite (no NaN, no ±inf)."""
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def divergence_error(step: int, what: str, evals: list[tuple], state_dir: Path) -> RuntimeError:
+    """The error for a run whose loss or weights stop being finite at ``step``."""
+    last = f"step {evals[-1][0]} in {state_dir}" if evals else "none"
+    return RuntimeError(
+        f"training diverged at step {step} ({what}); last good state: {last}; "
+        "lower train.lr or raise train.warmup_steps"
+    )
+
+
 def train_step(
     model: GPT, optimizer: Optimizer, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
 ) -> tuple[float, float]:
@@ -352,7 +366,11 @@ def train_model(
     metrics, evals, start = _resume(state_dir, key, model, optimizer, gen)
 
     def checkpoint(step: int) -> None:
-        evals.append((step, estimate_val_loss(model, val_data, val_offsets)))
+        val_loss, finite = estimate_val_loss(model, val_data, val_offsets), finite_weights(model)
+        if not (finite and math.isfinite(val_loss)):  # never save a broken state
+            what = f"val loss {val_loss}" + ("" if finite else ", non-finite weights")
+            raise divergence_error(step, what, evals, state_dir)
+        evals.append((step, val_loss))
         save_checkpoint(model, step, state_dir / checkpoint_name(step))
         _save_resume(state_dir, key, step, model, optimizer, gen, metrics, evals)
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
@@ -369,10 +387,8 @@ def train_model(
         x, y = get_batch(train_data, offsets, T, device)
         train_loss, grad_norm = train_step(model, optimizer, x, y, lr, cfg.grad_clip)
         if not (math.isfinite(train_loss) and math.isfinite(grad_norm)):
-            raise RuntimeError(
-                f"training diverged at step {t} (train loss {train_loss}, grad norm {grad_norm}); "
-                f"last good state: step {evals[-1][0]} in {state_dir}"
-            )
+            what = f"train loss {train_loss}, grad norm {grad_norm}"
+            raise divergence_error(t, what, evals, state_dir)
         metrics.append((t, train_loss, grad_norm, lr))
         bar.set_postfix(loss=f"{train_loss:.4f}", refresh=False)
         if (t + 1) % cfg.checkpoint_interval == 0:

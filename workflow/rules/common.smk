@@ -4,6 +4,8 @@ import re
 import shutil
 import sys
 
+import yaml
+
 from snakemake.utils import validate
 
 # The package lives in src/: importable here and in every job (also in conda envs and on a
@@ -16,8 +18,10 @@ os.environ.update(
 
 from topotrain.config import check_config, checkpoint_steps, layer_patterns, n_params
 
-validate(config, schema="../schemas/config.schema.yaml")
-check_config(config)
+SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
+validate(config, schema=SCHEMA)
+with open(SCHEMA) as fh:
+    check_config(config, schema=yaml.safe_load(fh))
 
 RESULTS = config["results"].rstrip("/")
 MODELS = list(config["models"])

@@ -1,4 +1,6 @@
 # Weight topology: one job per checkpoint (neural persistence + Vietoris–Rips); never imports torch.
+# Group "topology": on a cluster, --group-components topology=N submits N checkpoints as one job
+# (profiles/slurm); local runs ignore groups.
 
 
 rule weight_topology:
@@ -9,6 +11,8 @@ rule weight_topology:
         diagrams=f"{TOPO}.npz",
     log:
         f"{RESULTS}/logs/topology/{RUN}/step_{{step}}.log",
+    group:
+        "topology"
     conda:
         "../../envs/topology.yaml"
     threads: config["topology"].get("threads", 1)

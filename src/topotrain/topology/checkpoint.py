@@ -5,10 +5,8 @@ No torch anywhere on this import path: tensors come from ``safetensors.numpy``.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
-import os
 import re
 import zlib
 from collections.abc import Sequence
@@ -16,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topotrain.io import atomic_write
+from topotrain.io import atomic_write_all
 from topotrain.topology.neural_persistence import neural_persistence
 from topotrain.topology.summaries import (
     feature_count,
@@ -144,18 +142,17 @@ def write_checkpoint_topology(
 ) -> list[dict]:
     """Write a checkpoint's records as JSON and its diagrams as npz, both or neither.
 
-    JSON: {"checkpoint", "params" (those the result depends on: not n_threads), "layers"}. Each
-    file is written to a temp file beside it and renamed; if the JSON fails the npz is removed.
+    JSON: {"checkpoint", "params" (those the result depends on: not n_threads), "layers"}. Both
+    files are written to temp files beside them and renamed only once both are complete.
     """
     params = {"patterns": list(patterns), "max_points": max_points, "seed": seed, "maxdim": maxdim}
     records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
     doc = {"checkpoint": str(ckpt_path), "params": params, "layers": records}
     text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    atomic_write(out_npz, lambda fh: np.savez(fh, **diagrams))  # a handle: no ".npz" appended
-    try:
-        atomic_write(out_json, lambda fh: fh.write(text.encode()))
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(out_npz)
-        raise
+    atomic_write_all(
+        {
+            out_npz: lambda fh: np.savez(fh, **diagrams),  # a handle: no ".npz" appended
+            out_json: lambda fh: fh.write(text.encode()),
+        }
+    )
     return records

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+
 import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import minimum_spanning_tree
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import pdist, squareform
 
 from topotrain.topology.neural_persistence import TINY
 
@@ -32,14 +37,13 @@ def subsample_rows(X: np.ndarray, max_points: int, rng: np.random.Generator) -> 
     return X[np.sort(rng.choice(X.shape[0], size=max_points, replace=False))]
 
 
-def h0_deaths(X: np.ndarray) -> np.ndarray:
-    """Finite H0 deaths of the Rips filtration of X: its Euclidean MST edge lengths, ascending.
+def h0_deaths(dist: np.ndarray, n: int) -> np.ndarray:
+    """Finite H0 deaths of the Rips filtration of n points: their MST edge lengths, ascending.
 
-    The graph is passed sparse: scipy drops stored zeros (and, for dense input, every |x| < 1e-8) as
-    missing edges. Duplicate points get TINY (order kept) and lengths are read back by index.
+    ``dist`` is the condensed float64 distance vector (scipy ``pdist``). The graph is passed sparse:
+    scipy drops stored zeros as missing edges, so duplicate points get TINY (order kept) and the
+    lengths are read back by index.
     """
-    n = X.shape[0]
-    dist = pdist(X)  # condensed: pairs (i, j), i < j, in np.triu_indices order
     i, j = np.triu_indices(n, k=1)
     graph = csr_array((np.maximum(dist, TINY), (i, j)), shape=(n, n))
     tree = minimum_spanning_tree(graph).tocoo()
@@ -58,11 +62,48 @@ def diagram(births: np.ndarray, deaths: np.ndarray) -> np.ndarray:
     return d[d[:, 1] > d[:, 0]]
 
 
-def rips_higher(X: np.ndarray, maxdim: int, n_threads: int) -> list[np.ndarray]:
-    """giotto-ph Rips diagrams H1..H``maxdim`` of the rows of X (float32 inside)."""
-    from gph import ripser_parallel  # imported here: gph pulls in scikit-learn (~2 s)
+@functools.cache
+def _gph_kernel():
+    """giotto-ph's compiled Rips module, loaded without running ``gph/__init__`` (whose Python
+    wrapper imports scikit-learn, ~2 s per job); None if its layout is not the one known here.
 
-    return ripser_parallel(X, maxdim=maxdim, n_threads=n_threads)["dgms"][1:]
+    It is registered under its own name, so a later ``import gph`` reuses it (loading a pybind11
+    module twice aborts the process).
+    """
+    name = "gph.modules.gph_ripser"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec("gph")  # locates the package without importing it
+    found = sorted(Path(spec.submodule_search_locations[0], "modules").glob("gph_ripser.*"))
+    if not found:
+        return None
+    module_spec = importlib.util.spec_from_file_location(name, found[0])
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    module_spec.loader.exec_module(module)
+    return module if hasattr(module, "rips_dm") else None
+
+
+def rips_higher(dist: np.ndarray, n: int, maxdim: int, n_threads: int) -> list[np.ndarray]:
+    """giotto-ph Rips diagrams H1..H``maxdim`` (Z/2) of n points from condensed distances.
+
+    As ``gph.ripser_parallel(X)`` does for a point cloud: float32 distances, threshold at the
+    enclosing radius min_i max_j d(i, j) (homology is trivial beyond it), dense kernel. Falls back
+    to the public ``ripser_parallel`` on a precomputed matrix if the kernel cannot be loaded.
+    """
+    kernel = _gph_kernel()
+    if kernel is None:  # another giotto-ph layout: the public wrapper (slower import)
+        from gph import ripser_parallel
+
+        dm = squareform(dist)
+        return ripser_parallel(dm, maxdim=maxdim, metric="precomputed", n_threads=n_threads)[
+            "dgms"
+        ][1:]
+    thresh = float(squareform(dist).max(axis=1).min())
+    res = kernel.rips_dm(
+        dist.astype(np.float32), np.zeros(n, np.float32), 2, maxdim, thresh, n_threads, False
+    )
+    return [np.reshape(np.array(d), (-1, 2)) for d in res.births_and_deaths_by_dim()[1:]]
 
 
 def vr_diagrams(X: np.ndarray, maxdim: int = 1, n_threads: int = 1) -> list[np.ndarray]:
@@ -75,6 +116,7 @@ def vr_diagrams(X: np.ndarray, maxdim: int = 1, n_threads: int = 1) -> list[np.n
     X = check_cloud(X)
     if maxdim < 0:
         raise ValueError(f"maxdim must be >= 0, got {maxdim}")
-    deaths = np.append(h0_deaths(X), np.inf)
-    higher = rips_higher(X, maxdim, n_threads) if maxdim > 0 else []
+    n, dist = X.shape[0], pdist(X)  # float64, pairs (i, j), i < j, in np.triu_indices order
+    deaths = np.append(h0_deaths(dist, n), np.inf)
+    higher = rips_higher(dist, n, maxdim, n_threads) if maxdim > 0 else []
     return [diagram(np.zeros_like(deaths), deaths)] + [diagram(d[:, 0], d[:, 1]) for d in higher]
