@@ -216,9 +216,11 @@ def select_texts(
 def batch_statistics(model, input_ids, attention_mask):
     """(pooled (b, d) float32, Σ NLL in nats, n targets) of one padded batch.
 
-    pooled = mean of the last hidden layer (after the final layer norm) over the mask's tokens;
-    targets are tokens t ≥ 1 of each text, predicted from tokens < t. Positions restart at 0 at
-    each text's first token, so left and right padding give the same result.
+    pooled = mean of the last hidden layer (the base model's output, after its final layer norm)
+    over the mask's tokens; targets are tokens t ≥ 1 of each text, predicted from tokens < t. The
+    output head runs on the predicting positions only (not on padding or each text's last token:
+    at vocabulary 50,304 the logits are most of the pass). Positions restart at 0 at each text's
+    first token, so left and right padding give the same result.
     """
     import torch.nn.functional as F
 
@@ -226,17 +228,14 @@ def batch_statistics(model, input_ids, attention_mask):
     if not mask.any(dim=1).all():
         raise ValueError("a text has no tokens after tokenisation")
     positions = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
-    out = model(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        position_ids=positions,
-        output_hidden_states=True,
-    )
-    hidden = out.hidden_states[-1].float().masked_fill(~mask[..., None], 0.0)  # NaN-safe at pads
-    pooled = hidden.sum(dim=1) / mask.sum(dim=1, keepdim=True)
+    hidden = model.base_model(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=positions
+    ).last_hidden_state
     targets = mask[:, 1:] & mask[:, :-1]
-    logits = out.logits[:, :-1][targets].float()
+    logits = model.get_output_embeddings()(hidden[:, :-1][targets]).float()
     nll = F.cross_entropy(logits, input_ids[:, 1:][targets], reduction="sum")
+    hidden = hidden.float().masked_fill(~mask[..., None], 0.0)  # NaN-safe at pads
+    pooled = hidden.sum(dim=1) / mask.sum(dim=1, keepdim=True)
     return pooled, float(nll), int(targets.sum())
 
 
@@ -249,15 +248,23 @@ def embed_texts(
     device: str | None = None,
 ) -> tuple[np.ndarray, float, int]:
     """(E float64 (n, d), Σ NLL (nats), n_tokens) of texts, each one window of its first
-    max_length tokens; perplexity = exp(Σ NLL / n_tokens) over the windows' tokens 2..L."""
+    max_length tokens; perplexity = exp(Σ NLL / n_tokens) over the windows' tokens 2..L.
+
+    Texts are batched by token length (longest first) to cut padding; E keeps the input order.
+    """
     import torch
 
     device = device or next(model.parameters()).device
+    lengths = [
+        len(ids)
+        for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+    ]
+    order = np.argsort(-np.asarray(lengths), kind="stable")
     pooled, nll_sum, n_tokens = [], 0.0, 0
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
             batch = tokenizer(
-                list(texts[start : start + batch_size]),
+                [texts[i] for i in order[start : start + batch_size]],
                 padding=True,
                 truncation=True,
                 max_length=max_length,
@@ -266,7 +273,9 @@ def embed_texts(
             p, nll, n = batch_statistics(model, batch["input_ids"], batch["attention_mask"])
             pooled.append(p.cpu().numpy())
             nll_sum, n_tokens = nll_sum + nll, n_tokens + n
-    return np.concatenate(pooled).astype(np.float64), nll_sum, n_tokens
+    E = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float64)
+    E[order] = np.concatenate(pooled)
+    return E, nll_sum, n_tokens
 
 
 def perplexity(nll_sum: float, n_tokens: int) -> float:
