@@ -17,6 +17,7 @@ TARGETS = [
     "results/tables/pythia_comparison.csv",
     "results/tables/pythia_weights.csv",
     *(f"results/figures/{n}.png" for n in ("pythia_weights", "pythia_rho", "pythia_features")),
+    "results/REPORT.md",  # the weight study's report, with the Pythia tables merged in
 ]
 
 
@@ -150,7 +151,20 @@ def test_adding_a_pythia_step_reruns_only_that_revisions_jobs(pythia_run):
         "pythia_embedding_tables": 1,
         "pythia_weight_figure": 1,
         "pythia_figures": 1,
+        "report_markdown": 1,
     }
+
+
+def test_pythia_tables_and_figures_join_both_reports(pythia_run):
+    workdir, _ = pythia_run
+    report = (workdir / "results" / "REPORT.md").read_text()
+    for title in ("Pythia: weight topology over training", "Pythia: topological vs spectral"):
+        assert f"## {title}" in report
+    assert "effective_rank" in report and "participation_ratio" in report
+    run_snakemake(workdir, "--report", "report.html", *TARGETS)
+    html = (workdir / "report.html").read_text(errors="replace")
+    for name in ("pythia_weights.png", "pythia_rho.png", "pythia_comparison.csv"):
+        assert name in html, name
 
 
 def test_default_config_plans_every_pythia_revision():
