@@ -55,6 +55,19 @@ def get_train_params(wildcards):
     return dict(params, seed=int(wildcards.seed))
 
 
+def get_train_priority(wildcards):
+    """Rank of the model by parameter count (largest first): the longest training starts at once
+    instead of ending the study alone on one core."""
+    sizes = sorted(
+        n_params(a["d_model"], a["n_layer"], 128, config["context"])
+        for a in config["models"].values()
+    )
+    arch = config["models"][wildcards.model]
+    return sizes.index(
+        n_params(arch["d_model"], arch["n_layer"], 128, config["context"])
+    )
+
+
 def uses_gpu():
     """Whether training jobs will run on a GPU: device cuda, or auto with an NVIDIA driver present."""
     device = config["train"].get("device", "auto")

@@ -13,6 +13,7 @@ rule train_model:
         f"{RESULTS}/logs/train/{RUN}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train/{RUN}.tsv"
+    priority: get_train_priority
     conda:
         "../../envs/train.yaml"
     threads: config["train"].get("threads", 1)
