@@ -1,0 +1,170 @@
+"""Benchmark: weight topology of one checkpoint per model size, project vs a plain reference.
+
+Project: ``checkpoint_topology`` (float64 MST for H0 and neural persistence, giotto-ph's kernel
+for H1), warm, in-process. Reference, measured in the same run on the same matrices: ripser.py
+per matrix for H0/H1 and a pure-Python union-find over the sorted edges for neural persistence.
+Both must agree: every diagram to 1e-6, NP to 1e-9. Also timed: a cold process running the
+topology job on one checkpoint (what each Snakemake job pays: interpreter, imports, compute).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+FAMILY = {  # name: (d_model, n_layer, n_head), the study's family
+    "tiny-3k": (8, 1, 1),
+    "small-7k": (16, 1, 2),
+    "med-21k": (24, 2, 2),
+    "large-46k": (32, 3, 4),
+    "xl-97k": (48, 3, 4),
+}
+
+
+def make_checkpoint(path: Path, d: int, layers: int, heads: int, seed: int = 0) -> None:
+    """A GPT of the family after a few hundred noisy updates' worth of structure: GPT-2 init plus
+    a seeded low-rank component, so rows are neither isotropic nor identical."""
+    import torch
+
+    from topotrain.model import GPT, GPTConfig
+    from topotrain.train import save_checkpoint
+
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(n_layer=layers, n_head=heads, n_embd=d))
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                u, v = torch.randn(p.shape[0], 2), torch.randn(2, p.shape[1])
+                p.add_(0.05 * u @ v / p.shape[1] ** 0.5)
+    save_checkpoint(model, 0, path)
+
+
+def union_find_np(W: np.ndarray) -> float:
+    """Reference NP: Kruskal in pure Python over edges by decreasing |w|/max|W|; Σ(1 − w)/(|V|−1)."""
+    rows, cols = W.shape
+    a = np.abs(W) / np.abs(W).max()
+    parent = list(range(rows + cols))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    total, merged = 0.0, 0
+    for k in np.argsort(-a, axis=None, kind="stable"):
+        i, j = divmod(int(k), cols)
+        ri, rj = find(i), find(rows + j)
+        if ri != rj:
+            parent[ri] = rj
+            total += 1.0 - float(a[i, j])
+            merged += 1
+    return total / merged
+
+
+def reference(path: Path, patterns, max_points: int, seed: int):
+    """Per layer: (NP, [H0, H1]) with ripser.py and the union-find, on the project's subsample."""
+    import warnings
+
+    import ripser
+
+    from topotrain.topology.checkpoint import layer_rng, load_tensors, select_layers
+    from topotrain.topology.vietoris_rips import subsample_rows
+
+    out = {}
+    for layer, W in select_layers(load_tensors(path), patterns).items():
+        W = W.astype(np.float64)
+        cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # square clouds and wide matrices are meant
+            dgms = ripser.ripser(cloud, maxdim=1)["dgms"]
+        out[layer] = (union_find_np(W), [d[d[:, 1] > d[:, 0]] for d in dgms])
+    return out
+
+
+def max_difference(records, diagrams, ref) -> float:
+    """Largest |project − reference| over NP values and sorted diagram coordinates."""
+    worst = 0.0
+    for rec in records:
+        np_ref, dgms = ref[rec["layer"]]
+        worst = max(worst, abs(rec["np_total"] - np_ref))
+        for k, d in enumerate(dgms):
+            ours, theirs = np.sort(diagrams[f"{rec['layer']}/h{k}"], 0), np.sort(d, 0)
+            if ours.shape != theirs.shape or not (np.isinf(ours) == np.isinf(theirs)).all():
+                return float("inf")
+            finite = np.isfinite(ours)
+            worst = max(worst, float(np.abs(ours[finite] - theirs[finite]).max(initial=0.0)))
+    return worst
+
+
+def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
+    """Wall time of a fresh interpreter running the topology job on one checkpoint."""
+    code = (
+        "from topotrain.jobs import topology_job; "
+        f"topology_job({str(path)!r}, {str(out / 'r.json')!r}, {str(out / 'r.npz')!r}, "
+        f"{{'patterns': {list(PATTERNS)!r}, 'max_points': 200}}, {threads})"
+    )
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
+    return time.perf_counter() - start
+
+
+PATTERNS = (
+    "transformer.h.*.attn.c_attn.weight",
+    "transformer.h.*.attn.c_proj.weight",
+    "transformer.h.*.mlp.c_fc.weight",
+    "transformer.h.*.mlp.c_proj.weight",
+)
+
+
+def time_median(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def run(repeats: int = 5, threads: int = 2, max_points: int = 200) -> list[dict]:
+    """One row per model size: ms per checkpoint (project, reference), ratio, max difference."""
+    from topotrain.topology.checkpoint import checkpoint_topology
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (d, layers, heads) in FAMILY.items():
+            path = Path(tmp) / f"{name}.safetensors"
+            make_checkpoint(path, d, layers, heads)
+            records, diagrams = checkpoint_topology(path, PATTERNS, max_points, n_threads=threads)
+            ref = reference(path, PATTERNS, max_points, 0)
+            project_s = time_median(
+                lambda p=path: checkpoint_topology(p, PATTERNS, max_points, n_threads=threads),
+                repeats,
+            )
+            reference_s = time_median(lambda p=path: reference(p, PATTERNS, max_points, 0), repeats)
+            rows.append(
+                {
+                    "benchmark": "topology",
+                    "model": name,
+                    "matrices": len(records),
+                    "threads": threads,
+                    "project_ms": 1e3 * project_s,
+                    "reference_ms": 1e3 * reference_s,
+                    "speedup": reference_s / project_s,
+                    "max_abs_difference": max_difference(records, diagrams, ref),
+                    "cold_job_s": cold_job_seconds(path, Path(tmp), threads),
+                }
+            )
+    return rows
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=1))

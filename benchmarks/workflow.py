@@ -1,0 +1,105 @@
+"""Benchmark: the tiny workflow end to end, and planning the full study's DAG.
+
+1. Wall time of ``snakemake --cores 2`` on the tiny two-model study (tests/conftest.py) up to the
+   feature table, vs a plain reference measured in the same run: the same jobs (corpus, training,
+   per-checkpoint topology, aggregate) called one after another in this process. The ratio is
+   what Snakemake's scheduling and per-job process start-up cost (with 2 cores it can be < 1).
+2. ``snakemake -n`` on the full default study (5 models × 51 checkpoints + 64 Pythia revisions,
+   404 jobs) vs ``snakemake -n`` on a one-rule Snakefile: the DAG's own planning cost.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def in_process_spine(workdir: Path, config: dict) -> float:
+    """The tiny study's spine jobs, serially in this process (imports already paid)."""
+    from topotrain import jobs
+    from topotrain.config import checkpoint_steps, layer_patterns
+
+    res, steps = workdir / "inproc", checkpoint_steps(config["train"])
+    start = time.perf_counter()
+    corpus = {k: str(res / f"{k}.bin") for k in ("train", "validation")}
+    jobs.prepare_corpus_job(config["corpus"], {**corpus, "manifest": str(res / "manifest.json")})
+    train = {k: v for k, v in config["train"].items() if k != "threads"}
+    topo = config["topology"]
+    params = {"patterns": layer_patterns(topo), "max_points": topo["max_points"]}
+    for model, arch in config["models"].items():
+        run = res / model
+        arch = dict(arch, context=config["context"])
+        jobs.train_job(model, arch, dict(train, seed=42), corpus["train"],
+                       corpus["validation"], str(run), str(res / "state" / model))  # fmt: skip
+        for s in steps:
+            ckpt = str(run / f"step_{s:05d}.safetensors")
+            jobs.topology_job(ckpt, str(run / f"{s}.json"), str(run / f"{s}.npz"), params)
+    return time.perf_counter() - start
+
+
+def tiny_workflow() -> dict:
+    from conftest import tiny_config, write_corpus
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        config = tiny_config(*write_corpus(workdir))
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+        cmd = [*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "results/features/weights.parquet"]
+        workflow_s = timed([*cmd, "--cores", "2", "--quiet", "all"], workdir)
+        reference_s = in_process_spine(workdir, config)
+        n_jobs = 1 + 2 + 2 * 5 + 1
+    return {
+        "benchmark": "tiny_workflow",
+        "jobs": n_jobs,
+        "workflow_s": workflow_s,
+        "reference_in_process_s": reference_s,
+        "ratio": workflow_s / reference_s,
+    }
+
+
+def planning() -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        corpus = workdir / "c.txt"
+        corpus.write_text("planning only\n" * 100)
+        overlay = {"corpus": {"source": "files", "train": str(corpus), "validation": str(corpus)}}
+        (workdir / "files.yaml").write_text(yaml.safe_dump(overlay))
+        full = [*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-n", "--cores", "2"]
+        full += ["--configfile", str(ROOT / "config.yaml"), str(workdir / "files.yaml")]
+        study_s = min(timed(full, workdir) for _ in range(3))
+        (workdir / "Snakefile").write_text(
+            'rule one:\n    output: "x"\n    shell: "touch {output}"\n'
+        )
+        trivial_s = min(timed([*SNAKEMAKE, "-n", "--cores", "2"], workdir) for _ in range(3))
+    return {
+        "benchmark": "planning",
+        "jobs": 404,
+        "study_dry_run_s": study_s,
+        "reference_one_rule_dry_run_s": trivial_s,
+        "ratio": study_s / trivial_s,
+    }
+
+
+def run() -> list[dict]:
+    return [tiny_workflow(), planning()]
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=1))
