@@ -23,7 +23,10 @@ sys.path.insert(0, str(HERE))
 MODULES = {"training": "training", "topology": "topology", "workflow": "workflow",
            "pythia": "pythia_embedding"}  # fmt: skip
 COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, ratio, check
-    "training": ("project_tokens_per_s", "reference_tokens_per_s", "speedup", "loss_rel_diff"),
+    "training": ("project_tokens_per_s", "reference_tokens_per_s", "speedup", "loss_rel_diff",
+                 "overhead_bound"),
+    "training_concurrency": ("two_jobs_1_thread_tokens_per_s", "one_job_2_threads_tokens_per_s",
+                             "speedup"),
     "topology": ("project_ms", "reference_ms", "speedup", "max_abs_difference", "cold_job_s"),
     "tiny_workflow": ("workflow_s", "reference_in_process_s", "ratio"),
     "planning": ("study_dry_run_s", "reference_one_rule_dry_run_s", "ratio"),

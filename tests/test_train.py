@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -106,6 +107,24 @@ def test_config_rejects_interval_not_dividing_steps():
         TrainConfig(steps=0)
     with pytest.raises(ValueError, match="device"):
         TrainConfig(device="tpu")
+    with pytest.raises(ValueError, match="compile must be auto, true or false"):
+        TrainConfig(compile="maybe")
+
+
+def test_compile_setting_takes_yaml_booleans():
+    assert TrainConfig(compile=True).compile == "true"
+    assert TrainConfig(compile=False).compile == "false"
+    assert TrainConfig().compile == "auto"
+
+
+def test_auto_compiles_only_long_runs_on_cuda(monkeypatch):
+    probed = []
+    monkeypatch.setattr(train, "compile_error", lambda device: probed.append(device.type))
+    cpu, cuda, long = torch.device("cpu"), torch.device("cuda"), replace(CFG, steps=5000)
+    assert not train.use_compile(long, cpu) and not train.use_compile(CFG, cuda)
+    assert not train.use_compile(replace(long, compile="false"), cuda) and probed == []
+    assert train.use_compile(long, cuda) and train.use_compile(replace(CFG, compile="true"), cpu)
+    assert probed == ["cuda", "cpu"]
 
 
 def test_auto_device_is_cuda_only_when_available(monkeypatch):
@@ -114,6 +133,11 @@ def test_auto_device_is_cuda_only_when_available(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert train.resolve_device("auto").type == "cuda"
     assert train.resolve_device("cpu").type == "cpu"
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_cpu_runs_keep_freed_memory_on_glibc():
+    assert train.keep_freed_memory()
 
 
 def test_tokens_outside_vocabulary_are_rejected(tmp_path, corpus):
@@ -172,17 +196,17 @@ def test_same_seed_gives_bit_identical_outputs(tmp_path, corpus, reference):
 
 
 def interrupt_at(monkeypatch, step: int, value: float | None = None) -> None:
-    """Make train_step raise at training step ``step`` (or return ``value`` as the loss)."""
+    """Make train_step raise at training step ``step`` (or report ``value`` as the loss)."""
     real, calls = train.train_step, []
 
     def patched(*args):
         calls.append(1)
-        loss, norm = real(*args)
+        stats = real(*args)
         if len(calls) == step + 1:
             if value is None:
                 raise RuntimeError("simulated crash")
-            return value, norm
-        return loss, norm
+            return torch.stack([torch.tensor(value), stats[1]])
+        return stats
 
     monkeypatch.setattr(train, "train_step", patched)
 
@@ -253,3 +277,73 @@ def test_sigkilled_run_resumes_to_identical_outputs(tmp_path, corpus, reference,
     with caplog.at_level(logging.INFO, logger="topotrain.train"):
         assert_same_outputs(run(tmp_path, corpus), reference)
     assert "resuming from step" in caplog.text
+
+
+COMPILED = replace(CFG, compile="true")
+
+
+@pytest.fixture
+def compiled_runs():
+    """Compiled runs switch on deterministic algorithms for the process: switch them back after."""
+    state = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    yield
+    torch.use_deterministic_algorithms(state, warn_only=warn_only)
+
+
+def test_compiled_run_is_deterministic_resumes_identically_and_matches_eager(
+    tmp_path, corpus, reference, compiled_runs
+):
+    compiled = run(tmp_path / "a", corpus, COMPILED)
+    assert_same_outputs(run(tmp_path / "b", corpus, COMPILED), compiled)
+    with pytest.MonkeyPatch.context() as mp:
+        interrupt_at(mp, 25)
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            run(tmp_path / "c", corpus, COMPILED)
+    assert_same_outputs(run(tmp_path / "c", corpus, COMPILED), compiled)
+    for name in ("metrics.csv", "evals.csv"):
+        ours, eager = pd.read_csv(compiled / name), pd.read_csv(reference / name)
+        assert np.allclose(ours.to_numpy(), eager.to_numpy(), rtol=1e-4, atol=0), name
+
+
+def test_compiled_run_with_two_threads_is_bit_identical(tmp_path, corpus, compiled_runs):
+    """Large enough for inductor to parallelise the embedding gradient (atomic adds if allowed)."""
+    model = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32)
+    cfg = replace(COMPILED, steps=10, batch_size=16, threads=2)
+    outs = [tmp_path / str(i) for i in range(3)]
+    for out in outs:
+        train_model(model, cfg, *corpus, out, tmp_path / "state", progress=False)
+    for out in outs[1:]:
+        assert_same_outputs(out, outs[0])
+
+
+NO_COMPILER = """
+import torch
+from topotrain.model import compile_error
+print(compile_error(torch.device("cpu")))
+"""
+
+
+def test_compile_error_names_a_missing_compiler(tmp_path):
+    env = dict(os.environ, CXX=str(tmp_path / "no-such-c++"), TORCHINDUCTOR_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_COMPILER], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() not in ("", "None")
+
+
+def test_without_compiler_compiled_run_falls_back_to_eager_and_fresh_state(
+    tmp_path, corpus, reference, caplog, compiled_runs
+):
+    with pytest.MonkeyPatch.context() as mp:  # a state left by a compiled run ...
+        interrupt_at(mp, 25)
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            run(tmp_path, corpus, COMPILED)
+    with pytest.MonkeyPatch.context() as mp, caplog.at_level(logging.INFO, "topotrain.train"):
+        mp.setattr(train, "compile_error", lambda device: "no C++ compiler")
+        outputs = run(tmp_path, corpus, COMPILED)  # ... is not continued eagerly
+    fallback = "torch.compile is not usable on cpu (no C++ compiler): training in eager mode"
+    assert fallback in caplog.text
+    assert "starting fresh" in caplog.text and "resuming" not in caplog.text
+    assert_same_outputs(outputs, reference)

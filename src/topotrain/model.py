@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -131,3 +132,33 @@ class GPT(nn.Module):
             return logits, None
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
         return logits, loss
+
+
+def compile_error(device: torch.device) -> str | None:
+    """Why ``torch.compile`` cannot build kernels on ``device`` (inductor needs a C++ compiler on
+    CPU, Triton on CUDA), found by compiling a probe; None when it can."""
+    try:
+        torch.compile(lambda t: torch.relu(t) + 1, dynamic=False)(torch.ones(8, device=device))
+    except Exception as err:  # any failure means: run eagerly
+        lines = str(err).strip().splitlines()
+        return lines[0] if lines else type(err).__name__
+    return None
+
+
+def compile_model(model: GPT, device: torch.device) -> Callable:
+    """``model`` through ``torch.compile`` with static shapes, so each input shape and grad mode
+    gets its own graph whatever the order of first calls (a resumed run compiles the same kernels).
+
+    CPU: deterministic algorithms (inductor then never accumulates gradients with atomic adds, so
+    runs with several threads stay bit-identical). CUDA: CUDA graphs ("reduce-overhead").
+    """
+    if device.type != "cuda":
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        return torch.compile(model, dynamic=False)
+    compiled = torch.compile(model, mode="reduce-overhead", dynamic=False)
+
+    def forward(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs are not read
+        return compiled(*args)
+
+    return forward

@@ -8,12 +8,20 @@ Resumable: ``state_dir`` holds the checkpoints written so far and, after each on
 (model, optimizer, every RNG state, the step and all metric rows). A restarted run continues from
 it and ends bit-identical (on CPU) to an uninterrupted run. Only when training has finished are
 the checkpoints and CSVs copied into ``out_dir``; then the state is removed.
+
+Speed (benchmarks/training.py): the training tokens live on the model's device, AdamW is the
+fused kernel, the losses and gradient norms of one checkpoint interval are fetched from the device
+at once, and on CPU freed memory is kept for the next step rather than returned to the OS. With
+``compile`` the model runs through ``torch.compile`` (static shapes; CUDA graphs on CUDA); whether
+it does is part of the run's fingerprint, so a resumed run keeps the same numerics.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import ctypes
+import ctypes.util
 import hashlib
 import io
 import json
@@ -21,6 +29,7 @@ import logging
 import math
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,15 +39,19 @@ from torch.optim import Optimizer
 from tqdm import tqdm
 
 from topotrain.io import atomic_copy, atomic_save_safetensors, atomic_torch_save, atomic_write_text
-from topotrain.model import GPT, GPTConfig
+from topotrain.model import GPT, GPTConfig, compile_error, compile_model
 
 log = logging.getLogger(__name__)
 
 RESUME = "resume.pt"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: fused AdamW, compile in the fingerprint
 METRIC_COLUMNS = ("step", "train_loss", "grad_norm", "lr")
 EVAL_COLUMNS = ("step", "val_loss")
 BETAS = (0.9, 0.95)  # AdamW betas, as nanoGPT / GPT-3
+COMPILE_CHOICES = ("auto", "true", "false")
+AUTO_COMPILE_DEVICES = ("cuda",)  # on CPU compiling did not pay (benchmarks/training.py)
+AUTO_COMPILE_MIN_STEPS = 1000  # shorter runs do not earn back the compile time
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 
 
 @dataclass(frozen=True)
@@ -58,8 +71,13 @@ class TrainConfig:
     device: str = "auto"
     threads: int = 1
     min_lr_ratio: float = 0.1  # cosine decays to min_lr_ratio·lr at `steps`
+    compile: str = "auto"  # torch.compile the model: auto, true or false (see use_compile)
 
     def __post_init__(self) -> None:
+        if isinstance(self.compile, bool):  # YAML true/false
+            object.__setattr__(self, "compile", str(self.compile).lower())
+        if self.compile not in COMPILE_CHOICES:
+            raise ValueError(f"compile must be auto, true or false, got {self.compile!r}")
         positive = ("steps", "batch_size", "checkpoint_interval", "eval_batches", "eval_batch_size")
         for name in (*positive, "threads", "lr", "grad_clip"):
             if getattr(self, name) <= 0:
@@ -98,6 +116,20 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def use_compile(cfg: TrainConfig, device: torch.device) -> bool:
+    """Whether to ``torch.compile`` the model: ``true``, or ``auto`` on AUTO_COMPILE_DEVICES for runs
+    of at least AUTO_COMPILE_MIN_STEPS updates, and only where it works (else eager, logged)."""
+    auto = device.type in AUTO_COMPILE_DEVICES and cfg.steps >= AUTO_COMPILE_MIN_STEPS
+    if cfg.compile == "false" or (cfg.compile == "auto" and not auto):
+        return False
+    error = compile_error(device)
+    if error:
+        log.warning("torch.compile is not usable on %s (%s): training in eager mode", device, error)
+        return False
+    log.info("compiling the model with torch.compile on %s", device)
+    return True
+
+
 def checkpoint_name(step: int) -> str:
     """File name of the checkpoint after ``step`` updates."""
     return f"step_{step:05d}.safetensors"
@@ -120,14 +152,21 @@ def sample_offsets(
     return torch.randint(n_tokens - block_size, shape, generator=gen)
 
 
+def device_tokens(data: np.ndarray, device: torch.device) -> torch.Tensor:
+    """The whole token file as a uint8 tensor on ``device`` (batches are then gathered there)."""
+    return torch.from_numpy(np.array(data, dtype=np.uint8)).to(device)
+
+
 def get_batch(
-    data: np.ndarray, offsets: torch.Tensor, block_size: int, device: torch.device
+    tokens: torch.Tensor, offsets: torch.Tensor, block_size: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs x = data[i : i+T] and targets y = data[i+1 : i+T+1] for each offset i, as int64."""
-    window = torch.from_numpy(
-        np.asarray(data[offsets.numpy()[:, None] + np.arange(block_size + 1)])
-    )
-    window = window.to(device=device, dtype=torch.int64)
+    """Inputs x = tokens[i : i+T] and targets y = tokens[i+1 : i+T+1] for each offset i, as int64
+    on the tokens' device; the offsets (drawn on the CPU) are copied there without a host sync."""
+    if tokens.device.type == "cuda":
+        offsets = offsets.pin_memory()
+    offsets = offsets.to(tokens.device, non_blocking=True)
+    span = torch.arange(block_size + 1, device=tokens.device)
+    window = tokens[offsets[:, None] + span].long()
     return window[:, :-1], window[:, 1:]
 
 
@@ -138,12 +177,12 @@ def eval_offsets(n_tokens: int, block_size: int, cfg: TrainConfig) -> torch.Tens
 
 
 @torch.no_grad()
-def estimate_val_loss(model: GPT, data: np.ndarray, offsets: torch.Tensor) -> float:
-    """Mean cross-entropy (nats/token) over all windows in ``offsets`` (rows are batches)."""
-    device = next(model.parameters()).device
+def estimate_val_loss(model: GPT, tokens: torch.Tensor, offsets: torch.Tensor) -> float:
+    """Mean cross-entropy (nats/token) over all windows in ``offsets`` (rows are batches); eager,
+    one host sync."""
     was_training = model.training
     model.eval()
-    losses = [model(*get_batch(data, row, model.config.block_size, device))[1] for row in offsets]
+    losses = [model(*get_batch(tokens, row, model.config.block_size))[1] for row in offsets]
     model.train(was_training)
     return torch.stack(losses).mean().item()
 
@@ -183,19 +222,36 @@ def write_csv(path: str | Path, columns: tuple[str, ...], rows: list[tuple]) -> 
 
 
 def run_fingerprint(
-    model_cfg: GPTConfig, cfg: TrainConfig, device: torch.device, *data_files: str | Path
+    model_cfg: GPTConfig,
+    cfg: TrainConfig,
+    device: torch.device,
+    compiled: bool,
+    *data_files: str | Path,
 ) -> str:
-    """sha256 over everything a run's result depends on: both configs, device, data bytes."""
+    """sha256 over everything a run's result depends on: both configs, device, whether the model
+    is compiled, data bytes."""
     files = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in data_files]
     key = {"version": STATE_VERSION, "model": asdict(model_cfg), "train": asdict(cfg)}
-    key.update(device=device.type, data=files)
+    key.update(device=device.type, compiled=compiled, data=files)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
-def _build(
-    model_cfg: GPTConfig, cfg: TrainConfig, device: torch.device
-) -> tuple[GPT, torch.optim.AdamW, torch.Generator]:
-    """Seed every RNG, build the model and AdamW (decay on matrices only), and the batch RNG."""
+@dataclass
+class Run:
+    """What training updates: the model, the function that runs it (compiled or the model itself),
+    AdamW, the batch RNG and the training tokens on the model's device."""
+
+    model: GPT
+    forward: Callable
+    optimizer: Optimizer
+    gen: torch.Generator
+    tokens: torch.Tensor
+
+
+def build_run(
+    model_cfg: GPTConfig, cfg: TrainConfig, device: torch.device, data: np.ndarray, compiled: bool
+) -> Run:
+    """Seed every RNG; build the model, fused AdamW (decay on matrices only) and the batch RNG."""
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -205,8 +261,10 @@ def _build(
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
     ]
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=BETAS)
-    return model, optimizer, torch.Generator().manual_seed(cfg.seed)
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=BETAS, fused=True)
+    forward = compile_model(model, device) if compiled else model
+    gen = torch.Generator().manual_seed(cfg.seed)
+    return Run(model, forward, optimizer, gen, device_tokens(data, device))
 
 
 def _rng_states() -> dict:
@@ -319,31 +377,68 @@ def divergence_error(step: int, what: str, evals: list[tuple], state_dir: Path) 
 
 
 def train_step(
-    model: GPT, optimizer: Optimizer, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
-) -> tuple[float, float]:
-    """One AdamW update at ``lr``; returns (train loss, gradient norm before clipping)."""
-    for group in optimizer.param_groups:
+    run: Run, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
+) -> torch.Tensor:
+    """One AdamW update at ``lr``; returns [train loss, gradient norm before clipping] on the
+    device, without a host sync."""
+    for group in run.optimizer.param_groups:
         group["lr"] = lr
-    _, loss = model(x, y)
-    optimizer.zero_grad(set_to_none=True)
+    run.optimizer.zero_grad(set_to_none=True)
+    _, loss = run.forward(x, y)
     loss.backward()
-    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)  # the pre-clip norm
-    optimizer.step()
-    loss_value, norm_value = torch.stack([loss.detach(), norm]).tolist()  # one device sync
-    return loss_value, norm_value
+    norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), grad_clip)  # the pre-clip norm
+    run.optimizer.step()
+    return torch.stack([loss.detach(), norm])
+
+
+def train_steps(run: Run, cfg: TrainConfig, start: int, stop: int) -> list[tuple]:
+    """Updates ``start`` … ``stop`` − 1; their metric rows (step, train loss, grad norm, lr), fetched
+    from the device with one sync."""
+    T, lrs = run.model.config.block_size, [lr_at(t, cfg) for t in range(start, stop)]
+    stats = []
+    for lr in lrs:
+        offsets = sample_offsets(len(run.tokens), T, (cfg.batch_size,), run.gen)
+        stats.append(train_step(run, *get_batch(run.tokens, offsets, T), lr, cfg.grad_clip))
+    values = torch.stack(stats).tolist()
+    return [(t, *v, lr) for t, v, lr in zip(range(start, stop), values, lrs, strict=True)]
 
 
 def _progress_bar(start: int, total: int, enabled: bool) -> tqdm:
     """A tqdm bar on stderr; redrawn rarely when stderr is a log file."""
     interval = 1.0 if sys.stderr.isatty() else 30.0
     return tqdm(
-        range(start, total),
-        initial=start,
-        total=total,
-        file=sys.stderr,
-        mininterval=interval,
-        disable=not enabled,
+        initial=start, total=total, file=sys.stderr, mininterval=interval, disable=not enabled
     )
+
+
+def keep_freed_memory() -> bool:
+    """glibc: serve allocations up to 32 MiB from the heap and keep freed pages, so each CPU step
+    reuses memory instead of page-faulting in ~10⁴ fresh zeroed pages. Whether it applied."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        mmap_ok = libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
+        return bool(mmap_ok and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30))
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
+def setup_device(cfg: TrainConfig) -> torch.device:
+    """Resolve the device and set the thread count; on CPU keep freed memory, on CUDA use TF32."""
+    torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device)
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")  # TF32 (inductor reads this setting)
+    else:
+        keep_freed_memory()
+    return device
+
+
+def _check_finite(rows: list[tuple], evals: list[tuple], state_dir: Path) -> None:
+    """Raise divergence_error at the first metric row with a non-finite loss or gradient norm."""
+    for t, train_loss, grad_norm, _ in rows:
+        if not (math.isfinite(train_loss) and math.isfinite(grad_norm)):
+            what = f"train loss {train_loss}, grad norm {grad_norm}"
+            raise divergence_error(t, what, evals, state_dir)
 
 
 def train_model(
@@ -356,23 +451,24 @@ def train_model(
     progress: bool = True,
 ) -> None:
     """Train with AdamW + warmup/cosine LR + grad clipping; checkpoints, metrics.csv, evals.csv."""
-    torch.set_num_threads(cfg.threads)
-    device, T = resolve_device(cfg.device), model_cfg.block_size
+    device, T = setup_device(cfg), model_cfg.block_size
     train_data, val_data = load_tokens(train_bin, model_cfg), load_tokens(val_bin, model_cfg)
-    val_offsets = eval_offsets(len(val_data), T, cfg)
+    val_tokens, val_offsets = device_tokens(val_data, device), eval_offsets(len(val_data), T, cfg)
     state_dir, out_dir = Path(state_dir), Path(out_dir)
-    key = run_fingerprint(model_cfg, cfg, device, train_bin, val_bin)
-    model, optimizer, gen = _build(model_cfg, cfg, device)
-    metrics, evals, start = _resume(state_dir, key, model, optimizer, gen)
+    compiled = use_compile(cfg, device)
+    key = run_fingerprint(model_cfg, cfg, device, compiled, train_bin, val_bin)
+    run = build_run(model_cfg, cfg, device, train_data, compiled)
+    metrics, evals, start = _resume(state_dir, key, run.model, run.optimizer, run.gen)
 
     def checkpoint(step: int) -> None:
-        val_loss, finite = estimate_val_loss(model, val_data, val_offsets), finite_weights(model)
+        val_loss = estimate_val_loss(run.model, val_tokens, val_offsets)
+        finite = finite_weights(run.model)
         if not (finite and math.isfinite(val_loss)):  # never save a broken state
             what = f"val loss {val_loss}" + ("" if finite else ", non-finite weights")
             raise divergence_error(step, what, evals, state_dir)
         evals.append((step, val_loss))
-        save_checkpoint(model, step, state_dir / checkpoint_name(step))
-        _save_resume(state_dir, key, step, model, optimizer, gen, metrics, evals)
+        save_checkpoint(run.model, step, state_dir / checkpoint_name(step))
+        _save_resume(state_dir, key, step, run.model, run.optimizer, run.gen, metrics, evals)
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
         log.info(
             "step %d/%d: val loss %.4f, mean train loss %.4f", step, cfg.steps, evals[-1][1], recent
@@ -381,17 +477,12 @@ def train_model(
     if start == 0:
         checkpoint(0)
     bar = _progress_bar(start, cfg.steps, progress)
-    for t in bar:
-        lr = lr_at(t, cfg)
-        offsets = sample_offsets(len(train_data), T, (cfg.batch_size,), gen)
-        x, y = get_batch(train_data, offsets, T, device)
-        train_loss, grad_norm = train_step(model, optimizer, x, y, lr, cfg.grad_clip)
-        if not (math.isfinite(train_loss) and math.isfinite(grad_norm)):
-            what = f"train loss {train_loss}, grad norm {grad_norm}"
-            raise divergence_error(t, what, evals, state_dir)
-        metrics.append((t, train_loss, grad_norm, lr))
-        bar.set_postfix(loss=f"{train_loss:.4f}", refresh=False)
-        if (t + 1) % cfg.checkpoint_interval == 0:
-            checkpoint(t + 1)
+    for t in range(start, cfg.steps, cfg.checkpoint_interval):  # one host sync per interval
+        rows = train_steps(run, cfg, t, t + cfg.checkpoint_interval)
+        _check_finite(rows, evals, state_dir)
+        metrics.extend(rows)
+        bar.update(len(rows))
+        bar.set_postfix(loss=f"{rows[-1][1]:.4f}", refresh=False)
+        checkpoint(t + cfg.checkpoint_interval)
     bar.close()
     _publish(state_dir, out_dir, cfg, metrics, evals)
