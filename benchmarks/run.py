@@ -23,8 +23,8 @@ sys.path.insert(0, str(HERE))
 MODULES = {"training": "training", "topology": "topology", "workflow": "workflow",
            "pythia": "pythia_embedding"}  # fmt: skip
 COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, ratio, check
-    "training": ("project_tokens_per_s", "reference_tokens_per_s", "speedup", "loss_rel_diff",
-                 "overhead_bound"),
+    "training": ("threads", "project_tokens_per_s", "reference_tokens_per_s", "speedup",
+                 "loss_rel_diff", "overhead_bound"),
     "training_concurrency": ("two_jobs_1_thread_tokens_per_s", "one_job_2_threads_tokens_per_s",
                              "speedup"),
     "topology": ("project_ms", "reference_ms", "speedup", "max_abs_difference", "cold_job_s"),
