@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -35,6 +36,14 @@ def write_corpus(directory: Path, n_chars: int = 20_000, seed: int = 0) -> tuple
         path.write_text(text + "\n", encoding="utf-8")
         paths.append(path)
     return paths[0], paths[1]
+
+
+def write_random_tokens(directory: Path) -> tuple[Path, Path]:
+    """Random character codes, seeded: train.bin (3000 tokens) and val.bin (800) in ``directory``."""
+    rng = np.random.default_rng(0)
+    rng.integers(0, 128, 3000, dtype=np.uint8).tofile(directory / "train.bin")
+    rng.integers(0, 128, 800, dtype=np.uint8).tofile(directory / "val.bin")
+    return directory / "train.bin", directory / "val.bin"
 
 
 def tiny_config(train: Path, valid: Path) -> dict:

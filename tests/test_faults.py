@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SNAKEMAKE, run_snakemake, tiny_config, write_corpus
+from conftest import ROOT, SNAKEMAKE, run_snakemake, tiny_config, write_corpus, write_random_tokens
 from safetensors.numpy import load_file, save
 from snakemake.utils import validate
 
@@ -186,11 +186,8 @@ TRAIN = {
 
 @pytest.fixture(scope="module")
 def tokens(tmp_path_factory) -> tuple[str, str]:
-    root = tmp_path_factory.mktemp("tokens")
-    rng = np.random.default_rng(0)
-    rng.integers(0, 128, 3000, dtype=np.uint8).tofile(root / "train.bin")
-    rng.integers(0, 128, 800, dtype=np.uint8).tofile(root / "val.bin")
-    return str(root / "train.bin"), str(root / "val.bin")
+    train, val = write_random_tokens(tmp_path_factory.mktemp("tokens"))
+    return str(train), str(val)
 
 
 def run_train_job(root: Path, tokens) -> Path:

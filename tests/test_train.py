@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import write_random_tokens
 from safetensors import safe_open
 from torch.nn import functional as F
 
@@ -44,11 +45,7 @@ STEPS = range(0, CFG.steps + 1, CFG.checkpoint_interval)
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> tuple[Path, Path]:
     """Random character codes: 3000 training and 800 validation tokens."""
-    root = tmp_path_factory.mktemp("corpus")
-    rng = np.random.default_rng(0)
-    rng.integers(0, 128, 3000, dtype=np.uint8).tofile(root / "train.bin")
-    rng.integers(0, 128, 800, dtype=np.uint8).tofile(root / "val.bin")
-    return root / "train.bin", root / "val.bin"
+    return write_random_tokens(tmp_path_factory.mktemp("corpus"))
 
 
 def run(root: Path, corpus, cfg: TrainConfig = CFG, **kw) -> Path:
