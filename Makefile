@@ -15,9 +15,9 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install -e ".[test]"
 
-## Create the environment, install, and run the whole study.
+## Create the environment, install, and run the whole study (a failed job's log is printed).
 study: install
-	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --show-failed-logs $(SNAKEMAKE_ARGS)
 
 ## Create the environment, install, and run the default test suite (without the SLURM test).
 test: install

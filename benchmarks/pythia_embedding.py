@@ -58,7 +58,7 @@ def run(n_revisions: int = 2, n_texts: int = 200, max_length: int = 128, threads
     import hub_fixtures
     import torch
 
-    from topotrain.pythia import (
+    from topotrain.sources.pythia import (
         embed_texts,
         embedding_features,
         fetch_revision,

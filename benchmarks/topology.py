@@ -17,26 +17,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+from study import study_models
 
-FAMILY = {  # name: (d_model, n_layer, n_head), the study's family
-    "tiny-3k": (8, 1, 1),
-    "small-7k": (16, 1, 2),
-    "med-21k": (24, 2, 2),
-    "large-46k": (32, 3, 4),
-    "xl-97k": (48, 3, 4),
-}
+from topotrain.config import GPT_LAYERS
 
 
-def make_checkpoint(path: Path, d: int, layers: int, heads: int, seed: int = 0) -> None:
+def make_checkpoint(path: Path, config, seed: int = 0) -> None:
     """A GPT of the family after a few hundred noisy updates' worth of structure: GPT-2 init plus
     a seeded low-rank component, so rows are neither isotropic nor identical."""
     import torch
 
-    from topotrain.model import GPT, GPTConfig
-    from topotrain.train import save_checkpoint
+    from topotrain.training.model import GPT
+    from topotrain.training.run_state import save_checkpoint
 
     torch.manual_seed(seed)
-    model = GPT(GPTConfig(n_layer=layers, n_head=heads, n_embd=d))
+    model = GPT(config)
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() == 2:
@@ -74,7 +69,8 @@ def reference(path: Path, patterns, max_points: int, seed: int):
 
     import ripser
 
-    from topotrain.topology.checkpoint import layer_rng, load_tensors, select_layers
+    from topotrain.topology.checkpoint import load_tensors
+    from topotrain.topology.layers import layer_rng, select_layers
     from topotrain.topology.vietoris_rips import subsample_rows
 
     out = {}
@@ -115,12 +111,7 @@ def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
     return time.perf_counter() - start
 
 
-PATTERNS = (
-    "transformer.h.*.attn.c_attn.weight",
-    "transformer.h.*.attn.c_proj.weight",
-    "transformer.h.*.mlp.c_fc.weight",
-    "transformer.h.*.mlp.c_proj.weight",
-)
+PATTERNS = GPT_LAYERS
 
 
 def time_median(fn, repeats: int) -> float:
@@ -138,9 +129,10 @@ def run(repeats: int = 5, threads: int = 2, max_points: int = 200) -> list[dict]
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (d, layers, heads) in FAMILY.items():
+        for name, config in study_models().items():
+            print(f"topology: {name} ...", file=sys.stderr, flush=True)
             path = Path(tmp) / f"{name}.safetensors"
-            make_checkpoint(path, d, layers, heads)
+            make_checkpoint(path, config)
             records, diagrams = checkpoint_topology(path, PATTERNS, max_points, n_threads=threads)
             ref = reference(path, PATTERNS, max_points, 0)
             project_s = time_median(

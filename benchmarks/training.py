@@ -1,7 +1,7 @@
 """Benchmark: training throughput of the project's path against a plain eager PyTorch loop.
 
-For each model of the study (vocabulary 128, context 128, batch 64, the schedule of a 5,000-step
-run) it times ``topotrain.train.train_steps`` set up as ``train_model`` sets it up
+For each model of the study (config.yaml's ``models:`` and ``context:``, the corpus vocabulary,
+batch 64, the schedule of a 5,000-step run) it times ``topotrain.training.train.train_steps`` set up as ``train_model`` sets it up
 (``setup_device`` + ``build_run``: batches gathered on the device, fused AdamW, one host sync per
 chunk, freed CPU memory kept, ``torch.compile`` where ``train.compile`` asks for it) against a
 nanoGPT-style reference: the same GPT class in eager mode, default ``torch.optim.AdamW``,
@@ -38,14 +38,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from study import study_models
 
-from topotrain.model import GPT, GPTConfig
-from topotrain.train import (
+from topotrain.devices import resolve_device
+from topotrain.training.model import GPT, GPTConfig
+from topotrain.training.train import (
     BETAS,
     TrainConfig,
     build_run,
     lr_at,
-    resolve_device,
     setup_device,
     train_steps,
     use_compile,
@@ -54,23 +55,19 @@ from topotrain.train import (
 ROOT = Path(__file__).resolve().parents[1]
 WIKITEXT_TEST = ROOT.parent / "shared" / "data" / "wikitext-2" / "test.txt"
 OUT = ROOT / "benchmarks" / "results" / "training.json"
-MODELS = {  # config.yaml: d_model, n_layer, n_head
-    "tiny-3k": (8, 1, 1),
-    "small-7k": (16, 1, 2),
-    "med-21k": (24, 2, 2),
-    "large-46k": (32, 3, 4),
-    "xl-97k": (48, 3, 4),
-}
 RUN_STEPS = 5000
 LOSS_TOLERANCE = 0.01  # relative
 LOOPS = ("project", "reference")
 KERNELS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_scaled_dot_product_flash_attention")
 
 
+MODELS = study_models()
+
+
 def corpus() -> np.ndarray:
     """WikiText-2's test split encoded as in the study (where it is absent: this repository's
     README, repeated to a million characters)."""
-    from topotrain.corpus import encode_text
+    from topotrain.sources.corpus import encode_text
 
     if WIKITEXT_TEST.is_file():
         return encode_text(WIKITEXT_TEST.read_text(encoding="utf-8"))[0]
@@ -100,7 +97,8 @@ class Reference:
     def __init__(self, model_cfg: GPTConfig, cfg: TrainConfig, data: np.ndarray):
         torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
-        self.device, self.cfg, self.compiled = resolve_device(cfg.device), cfg, False
+        self.device = torch.device(resolve_device(cfg.device))
+        self.cfg, self.compiled = cfg, False
         self.model = GPT(model_cfg).to(self.device)
         params = list(self.model.parameters())
         groups = [
@@ -196,8 +194,7 @@ def time_both(model_cfg: GPTConfig, cfg: TrainConfig, steps: int, warmup: int) -
 def measure(name: str, threads: int, device: str, compile: str, steps: int, warmup: int) -> dict:
     """One result row. tokens/s = batch·context / seconds per update; compile time = first update
     − a steady one; amortised: over a 5,000-step run that pays the compile once."""
-    d, n_layer, n_head = MODELS[name]
-    model_cfg = GPTConfig(n_layer=n_layer, n_head=n_head, n_embd=d)
+    model_cfg = MODELS[name]
     cfg = TrainConfig(steps=RUN_STEPS, device=device, threads=threads, compile=compile)
     m = time_both(model_cfg, cfg, steps, warmup)
     tokens, project_s, reference_s = (
@@ -212,7 +209,7 @@ def measure(name: str, threads: int, device: str, compile: str, steps: int, warm
         "benchmark": "training",  # benchmarks/run.py's table
         "model": name,
         "params": GPT(model_cfg).num_params(),
-        "device": resolve_device(device).type,
+        "device": resolve_device(device),
         "threads": threads,
         "compiled": m["compiled"],
         "compile_s": round(compile_s, 2),
@@ -244,7 +241,7 @@ def run(
     two or more cores, a training_concurrency row for the largest model asked for."""
     chosen = models or list(MODELS)
     rows = [measure(name, n, device, compile, steps, warmup) for n in threads for name in chosen]
-    if resolve_device(device).type == "cpu" and len(os.sched_getaffinity(0)) >= 2:
+    if resolve_device(device) == "cpu" and len(os.sched_getaffinity(0)) >= 2:
         rows.append(concurrency(chosen[-1], steps))
     return rows
 
@@ -253,8 +250,7 @@ def concurrency(name: str, steps: int = 60, warmup: int = 5) -> dict:
     """Two models on a 2-core CPU: two 1-thread jobs at once (what ``snakemake --cores 2`` does with
     ``train.threads: 1``) against one 2-thread job after the other; both the project's path on
     model ``name``. Returns the tokens/s of the machine either way and their ratio."""
-    d, n_layer, n_head = MODELS[name]
-    model_cfg = GPTConfig(n_layer=n_layer, n_head=n_head, n_embd=d)
+    model_cfg = MODELS[name]
     ctx, links = mp.get_context("spawn"), []
     for threads in (1, 1, 2):
         cfg = TrainConfig(steps=RUN_STEPS, device="cpu", threads=threads, compile="false")
@@ -327,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100, help="timed updates per model")
     parser.add_argument("--models", nargs="+", choices=list(MODELS))
     args = parser.parse_args(argv)
-    threads = args.threads or ([1] if resolve_device(args.device).type == "cuda" else [1, 2])
+    threads = args.threads or ([1] if resolve_device(args.device) == "cuda" else [1, 2])
     rows = run(args.models, tuple(threads), args.device, args.compile, args.steps)
     print(report(rows))
     meta = {"torch": torch.__version__, "python": platform.python_version(), "argv": sys.argv}

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
+from topotrain.config import GPT_LAYERS
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
@@ -71,12 +73,7 @@ def tiny_config(train: Path, valid: Path) -> dict:
             "threads": 1,
         },
         "topology": {
-            "layers": [
-                "transformer.h.*.attn.c_attn.weight",
-                "transformer.h.*.attn.c_proj.weight",
-                "transformer.h.*.mlp.c_fc.weight",
-                "transformer.h.*.mlp.c_proj.weight",
-            ],
+            "layers": list(GPT_LAYERS),
             "include_embeddings": False,
             "max_points": 40,
             "seed": 0,

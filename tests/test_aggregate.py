@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.aggregate import aggregate_weights, checkpoint_features, interval_means
+from topotrain.analysis.aggregate import aggregate_weights, checkpoint_features, interval_means
 
 
 def test_interval_means_average_the_steps_before_each_checkpoint():

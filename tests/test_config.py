@@ -98,3 +98,12 @@ def test_embeddings_are_appended_to_layer_patterns_once():
     ]
     topo = {"layers": ["transformer.w*.weight"], "include_embeddings": True}
     assert layer_patterns(topo) == ["transformer.w*.weight"]
+
+
+def test_config_yaml_layer_patterns_are_the_code_defaults():
+    """config.yaml spells out the spine's and Pythia's layer patterns; the code's defaults
+    (topotrain.config) must say the same, or a default run and a configured one would differ."""
+    from topotrain.config import GPT_LAYERS, GPT_NEOX_LAYERS
+
+    assert DEFAULT["topology"]["layers"] == list(GPT_LAYERS)
+    assert DEFAULT["pythia"]["weights"]["layers"] == list(GPT_NEOX_LAYERS)

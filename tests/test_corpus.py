@@ -9,12 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from topotrain.corpus import (
+from topotrain.sources.corpus import (
     UNKNOWN_CODE,
     CorpusError,
     decode,
     encode_text,
-    load_codes,
     load_splits,
     prepare_corpus,
     validation_paragraphs,
@@ -46,8 +45,8 @@ def test_files_source_writes_codes_and_manifest_with_sha256(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     info = prepare_corpus(splits, out / "t.bin", out / "v.bin", out / "manifest.json")
-    assert decode(load_codes(out / "t.bin")) == "hello world\n" * 10
-    assert load_codes(out / "v.bin").size == len("café au lait\n")
+    assert decode(np.fromfile(out / "t.bin", dtype=np.uint8)) == "hello world\n" * 10
+    assert np.fromfile(out / "v.bin", dtype=np.uint8).size == len("café au lait\n")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest == info
     assert manifest["splits"]["train"]["sha256"] == hashlib.sha256(train.read_bytes()).hexdigest()

@@ -30,13 +30,13 @@ from conftest import ROOT, SNAKEMAKE, run_snakemake, tiny_config, write_corpus, 
 from safetensors.numpy import load_file, save
 from snakemake.utils import validate
 
-import topotrain.train as train
-from topotrain.aggregate import aggregate_weights
+import topotrain.training.train as train
+from topotrain.analysis.aggregate import aggregate_weights
 from topotrain.config import ConfigError, check_config
-from topotrain.corpus import CorpusError, load_splits, prepare_corpus
 from topotrain.jobs import prepare_corpus_job, topology_job, train_job
-from topotrain.pythia import PythiaError, fetch_revision
-from topotrain.report import write_table
+from topotrain.report.markdown import write_table
+from topotrain.sources.corpus import CorpusError, load_splits, prepare_corpus
+from topotrain.sources.pythia import PythiaError, fetch_revision
 from topotrain.topology.checkpoint import load_tensors, write_checkpoint_topology
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
@@ -272,7 +272,7 @@ def test_empty_corpus_file_fails_the_corpus_job_naming_it(tmp_path):
 @pytest.mark.parametrize(
     "written, wrong, message",
     [
-        ("  lr: 0.01\n", "  lr: 1e-2\n", "'1e-2' is not of type 'number'"),  # YAML 1.1: a string
+        ("  lr: 0.01\n", "  lr: fast\n", "'fast' is not of type 'number'"),  # no number in it
         ("  steps: 40\n", "  steps: 40.0\n", "train.steps: expected an integer, got 40.0"),
         ("  steps: 40\n", "  steps: 100000\n", "100000 is greater than the maximum of 99999"),
     ],

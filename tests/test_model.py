@@ -10,7 +10,7 @@ import torch
 from torch.nn import functional as F
 
 from topotrain.config import n_params
-from topotrain.model import GPT, CausalSelfAttention, GPTConfig
+from topotrain.training.model import GPT, CausalSelfAttention, GPTConfig
 
 # The study's model family (config.yaml) and its required sizes.
 FAMILY = {
@@ -42,7 +42,7 @@ def test_head_is_tied_to_token_embedding_and_counted_once():
 
 
 def test_init_logs_parameter_count(caplog):
-    with caplog.at_level(logging.INFO, logger="topotrain.model"):
+    with caplog.at_level(logging.INFO, logger="topotrain.training.model"):
         make(8, 1, 1)
     assert "2936 parameters" in caplog.text
 

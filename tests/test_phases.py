@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.phases import changepoints, phase_table, phase_transitions, total_steps
+from topotrain.analysis.phases import changepoints, phase_table, phase_transitions, total_steps
 
 STEPS = np.arange(0, 5001, 100)
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from scipy.stats import wilcoxon
 
-from topotrain import predict
-from topotrain.predict import (
+from topotrain.analysis import predict
+from topotrain.analysis.predict import (
     METHODS,
     fit_np_trajectory,
     predict_final_loss,

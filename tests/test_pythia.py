@@ -13,22 +13,22 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 from scipy.special import logsumexp
 
-from topotrain.pythia import (
+from topotrain.config import GPT_NEOX_LAYERS
+from topotrain.sources.pythia import (
     EMBEDDING_KEYS,
-    PYTHIA_LAYER_PATTERNS,
     PythiaError,
     embed_texts,
     embedding_features,
     fetch_revision,
     load_model,
-    model_slug,
     perplexity,
     revision_name,
     revision_weight_matrices,
     select_texts,
     weight_topology,
 )
-from topotrain.topology.checkpoint import checkpoint_topology, layer_rng
+from topotrain.topology.checkpoint import checkpoint_topology
+from topotrain.topology.layers import layer_rng
 from topotrain.topology.neural_persistence import neural_persistence
 from topotrain.topology.summaries import feature_count, total_persistence
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
@@ -71,9 +71,8 @@ def texts():
     return select_texts(paragraphs(), n_texts=24, seed=1)
 
 
-def test_revision_and_slug_names():
+def test_revision_names():
     assert revision_name(143000) == "step143000"
-    assert model_slug("EleutherAI/pythia-70m") == "EleutherAI--pythia-70m"
     with pytest.raises(ValueError):
         revision_name(-1)
 
@@ -222,7 +221,7 @@ def test_revision_weight_matrices_are_the_four_linear_maps_per_layer(cache, load
     shapes = {"query_key_value": (3 * H, H), "dense": (H, H)}
     shapes |= {"dense_h_to_4h": (4 * H, H), "dense_4h_to_h": (H, 4 * H)}
     for layer in range(2):
-        for pattern in PYTHIA_LAYER_PATTERNS:
+        for pattern in GPT_NEOX_LAYERS:
             name = pattern.replace("*", str(layer))
             assert matrices[name].shape == shapes[name.split(".")[-2]]
             assert matrices[name].dtype == np.float32
@@ -235,7 +234,7 @@ def test_weight_topology_matches_checkpoint_level_functions(cache):
     home, commits = cache
     snapshot = snapshot_path(home, commits[1])
     records = weight_topology(snapshot, max_points=20, seed=4)
-    expected = {p.replace("*", str(i)) for p in PYTHIA_LAYER_PATTERNS for i in range(2)}
+    expected = {p.replace("*", str(i)) for p in GPT_NEOX_LAYERS for i in range(2)}
     assert {r["layer"] for r in records} == expected and len(records) == 8
     name = "gpt_neox.layers.1.mlp.dense_h_to_4h.weight"
     record = next(r for r in records if r["layer"] == name)
@@ -245,7 +244,7 @@ def test_weight_topology_matches_checkpoint_level_functions(cache):
     assert record["np_total"] == pytest.approx(neural_persistence(W)["np_total"])
     assert record["h0_total"] == pytest.approx(total_persistence(dgms[0]))
     assert record["h1_count"] == feature_count(dgms[1])
-    spine, _ = checkpoint_topology(snapshot / "model.safetensors", PYTHIA_LAYER_PATTERNS, 20, 4)
+    spine, _ = checkpoint_topology(snapshot / "model.safetensors", GPT_NEOX_LAYERS, 20, 4)
     assert spine == records
 
 
@@ -297,3 +296,21 @@ def test_select_texts_errors_naming_how_many_qualify():
     lines += ["short"] * 5 + ["y" * 120] * 3
     with pytest.raises(ValueError, match=r"only 3 of 9 paragraphs.*n_texts=4"):
         select_texts(lines, n_texts=4)
+
+
+def test_non_finite_pythia_weights_name_revision_and_layer(tmp_path):
+    """The spine's finiteness check covers Pythia: a NaN or inf weight stops the revision's
+    weight topology with the revision and the layer named, as for a spine checkpoint."""
+    from safetensors.numpy import load_file, save_file
+
+    commits = make_tiny_neox_cache(tmp_path, MODEL, steps=(3,))
+    snapshot = snapshot_path(tmp_path, commits[3])
+    tensors = load_file(snapshot / "model.safetensors")
+    name = "gpt_neox.layers.1.attention.dense.weight"
+    tensors[name][0, 0], tensors[name][2, 5] = np.nan, np.inf
+    (snapshot / "model.safetensors").unlink()  # a symlink into the blob store
+    save_file(tensors, snapshot / "model.safetensors")
+    with pytest.raises(ValueError, match=rf"pythia-tiny@step3 .*, layer {name}: 2 NaN/inf weights"):
+        weight_topology(snapshot, max_points=20)
+    other = ["gpt_neox.layers.0.attention.dense.weight"]  # the bad layer not selected: no error
+    assert len(weight_topology(snapshot, other, max_points=20)) == 1

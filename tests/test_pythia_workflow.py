@@ -9,6 +9,8 @@ import pytest
 import yaml
 from conftest import ROOT, planned_counts, run_snakemake, tiny_config, write_corpus
 
+from topotrain.config import GPT_NEOX_LAYERS
+
 hub_fixtures = pytest.importorskip("hub_fixtures")
 
 MODELS = ["EleutherAI/pythia-tiny-a", "EleutherAI/pythia-tiny-b"]
@@ -27,12 +29,7 @@ def pythia_config(models, steps):
         "weights": {
             "models": models[:1],
             "steps": steps,
-            "layers": [
-                "gpt_neox.layers.*.attention.query_key_value.weight",
-                "gpt_neox.layers.*.attention.dense.weight",
-                "gpt_neox.layers.*.mlp.dense_h_to_4h.weight",
-                "gpt_neox.layers.*.mlp.dense_4h_to_h.weight",
-            ],
+            "layers": list(GPT_NEOX_LAYERS),
             "max_points": 40,
             "seed": 0,
         },
@@ -50,7 +47,6 @@ def pythia_config(models, steps):
             "device": "cpu",
         },  # fmt: skip
         "bootstrap_resamples": 200,
-        "downloads": 2,
     }
 
 
@@ -124,7 +120,8 @@ def test_missing_revision_fails_with_the_download_command(tmp_path):
     os.environ.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
     try:
         target = "results/pythia/revisions/EleutherAI--pythia-tiny-a/step99.json"
-        proc = run_snakemake(tmp_path, "--cores", "1", target, check=False)
+        # --no-hooks skips the preflight (tests/test_preflight.py), so the fetch job's own error shows
+        proc = run_snakemake(tmp_path, "--cores", "1", "--no-hooks", target, check=False)
     finally:
         os.environ.pop("HF_HOME")
         os.environ.pop("HF_HUB_OFFLINE")

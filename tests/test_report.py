@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain import plots
-from topotrain.report import (
+from topotrain.report import plots
+from topotrain.report.markdown import (
     assemble_report,
     findings,
     format_cell,

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain import scaling
-from topotrain.scaling import SCALING_COLUMNS, fit_power_law, scaling_table
+from topotrain.analysis import scaling
+from topotrain.analysis.scaling import SCALING_COLUMNS, fit_power_law, scaling_table
 
 N = np.array([2936, 7408, 20640, 46368, 97200], dtype=float)  # the study's family
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from topotrain.spectral import (
+from topotrain.topology.spectral import (
     covariance_spectrum,
     effective_rank,
     participation_ratio,

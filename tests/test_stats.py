@@ -5,10 +5,9 @@ import pandas as pd
 import pytest
 from scipy.stats import t as student_t
 
-from topotrain.stats import (
+from topotrain.analysis.stats import (
     BASELINES,
     FEATURES,
-    LABELS,
     across_seeds,
     benjamini_hochberg,
     best_feature,
@@ -172,5 +171,7 @@ def test_one_seed_gives_no_interval_but_a_note():
     assert seeds["note"].str.contains("needs two").all()
 
 
-def test_every_feature_has_a_label():
+def test_every_correlated_feature_has_one_figure_label():
+    from topotrain.report.plots import LABELS
+
     assert set(ALL) <= set(LABELS)

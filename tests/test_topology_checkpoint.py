@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
+from topotrain.config import GPT_LAYERS
 from topotrain.topology import (
     feature_count,
     max_persistence,
@@ -18,12 +19,8 @@ from topotrain.topology import (
     total_persistence,
     vr_diagrams,
 )
-from topotrain.topology.checkpoint import (
-    DEFAULT_PATTERNS,
-    checkpoint_topology,
-    select_layers,
-    write_checkpoint_topology,
-)
+from topotrain.topology.checkpoint import checkpoint_topology, write_checkpoint_topology
+from topotrain.topology.layers import select_layers
 
 C_ATTN = "transformer.h.0.attn.c_attn.weight"
 KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2"]
@@ -64,7 +61,7 @@ def assert_record_matches(got, expected):
 
 def test_records_match_direct_computation_and_skip_embeddings_and_biases(tmp_path):
     tensors = fake_checkpoint(tmp_path / "c.safetensors")
-    records, diagrams = checkpoint_topology(tmp_path / "c.safetensors", DEFAULT_PATTERNS)
+    records, diagrams = checkpoint_topology(tmp_path / "c.safetensors", GPT_LAYERS)
     assert [r["layer"] for r in records] == sorted(
         n for n in tensors if ".h.0." in n and "weight" in n
     )
@@ -141,7 +138,7 @@ def test_nan_weights_name_checkpoint_and_layer(tmp_path):
     with pytest.raises(
         ValueError, match=r"c.safetensors, layer transformer.h.0.mlp.c_fc.weight: 1 NaN"
     ):
-        checkpoint_topology(path, DEFAULT_PATTERNS)
+        checkpoint_topology(path, GPT_LAYERS)
 
 
 def test_no_matching_layer_lists_the_available_names(tmp_path):

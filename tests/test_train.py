@@ -22,9 +22,11 @@ from conftest import write_random_tokens
 from safetensors import safe_open
 from torch.nn import functional as F
 
-import topotrain.train as train
-from topotrain.model import GPTConfig
-from topotrain.train import TrainConfig, load_checkpoint, lr_at, train_model
+import topotrain.training.train as train
+from topotrain.devices import resolve_device, wants_gpu
+from topotrain.training.model import GPTConfig
+from topotrain.training.run_state import load_checkpoint
+from topotrain.training.train import TrainConfig, lr_at, train_model
 
 MODEL = GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=16)
 CFG = TrainConfig(
@@ -124,12 +126,22 @@ def test_auto_compiles_only_long_runs_on_cuda(monkeypatch):
     assert probed == ["cuda", "cpu"]
 
 
-def test_auto_device_is_cuda_only_when_available(monkeypatch):
+def test_auto_device_is_cuda_only_when_torch_sees_a_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert train.resolve_device("auto").type == "cpu"
+    assert resolve_device("auto") == "cpu"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert train.resolve_device("auto").type == "cuda"
-    assert train.resolve_device("cpu").type == "cpu"
+    assert resolve_device("auto") == "cuda"
+    assert resolve_device("cpu") == "cpu" and resolve_device("cuda") == "cuda"
+
+
+def test_gpu_is_requested_for_cuda_or_auto_with_an_nvidia_driver(monkeypatch):
+    def which(found: str | None):
+        monkeypatch.setattr("topotrain.devices.shutil.which", lambda name: found)
+
+    which("/usr/bin/nvidia-smi")
+    assert wants_gpu("auto") and wants_gpu("cuda") and not wants_gpu("cpu")
+    which(None)
+    assert not wants_gpu("auto") and wants_gpu("cuda") and not wants_gpu("cpu")
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
@@ -214,7 +226,7 @@ def test_run_resumes_after_exception_to_identical_outputs(tmp_path, corpus, refe
         with pytest.raises(RuntimeError, match="simulated crash"):
             run(tmp_path, corpus)
     assert not (tmp_path / "out").exists()
-    with caplog.at_level(logging.INFO, logger="topotrain.train"):
+    with caplog.at_level(logging.INFO, logger="topotrain.training"):
         assert_same_outputs(run(tmp_path, corpus), reference)
     assert "resuming from step 20" in caplog.text
 
@@ -225,7 +237,7 @@ def test_changed_config_discards_old_state(tmp_path, corpus, caplog):
         interrupt_at(mp, 25)
         with pytest.raises(RuntimeError):
             run(tmp_path / "a", corpus)
-    with caplog.at_level(logging.WARNING, logger="topotrain.train"):
+    with caplog.at_level(logging.WARNING, logger="topotrain.training"):
         resumed = run(tmp_path / "a", corpus, other)
     assert "starting fresh" in caplog.text
     assert_same_outputs(resumed, run(tmp_path / "fresh", corpus, other))
@@ -248,8 +260,8 @@ def test_divergence_names_step_and_keeps_last_good_state(tmp_path, corpus, monke
 
 KILLABLE = """
 import json, sys, time
-import topotrain.train as tr
-from topotrain.model import GPTConfig
+import topotrain.training.train as tr
+from topotrain.training.model import GPTConfig
 real = tr.train_step
 def slow(*args):
     time.sleep(0.03)
@@ -271,7 +283,7 @@ def test_sigkilled_run_resumes_to_identical_outputs(tmp_path, corpus, reference,
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL
     assert not (out / "metrics.csv").exists() and (state / "resume.pt").exists()
-    with caplog.at_level(logging.INFO, logger="topotrain.train"):
+    with caplog.at_level(logging.INFO, logger="topotrain.training"):
         assert_same_outputs(run(tmp_path, corpus), reference)
     assert "resuming from step" in caplog.text
 
@@ -316,7 +328,7 @@ def test_compiled_run_with_two_threads_is_bit_identical(tmp_path, corpus, compil
 
 NO_COMPILER = """
 import torch
-from topotrain.model import compile_error
+from topotrain.training.model import compile_error
 print(compile_error(torch.device("cpu")))
 """
 
@@ -337,7 +349,7 @@ def test_without_compiler_compiled_run_falls_back_to_eager_and_fresh_state(
         interrupt_at(mp, 25)
         with pytest.raises(RuntimeError, match="simulated crash"):
             run(tmp_path, corpus, COMPILED)
-    with pytest.MonkeyPatch.context() as mp, caplog.at_level(logging.INFO, "topotrain.train"):
+    with pytest.MonkeyPatch.context() as mp, caplog.at_level(logging.INFO, "topotrain.training"):
         mp.setattr(train, "compile_error", lambda device: "no C++ compiler")
         outputs = run(tmp_path, corpus, COMPILED)  # ... is not continued eagerly
     fallback = "torch.compile is not usable on cpu (no C++ compiler): training in eager mode"

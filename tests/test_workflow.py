@@ -94,6 +94,15 @@ def test_second_run_has_nothing_to_do(tiny_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_a_knob_given_on_the_command_line_at_its_file_value_reruns_nothing(tiny_run):
+    """--config puts its keys first and as strings; coerced and reordered, the rule params equal
+    the file's, so Snakemake's params trigger sees no change."""
+    workdir, config, _ = tiny_run
+    steps, lr = config["train"]["steps"], config["train"]["lr"]
+    given = f"train={{lr: {lr}, steps: {steps}}}"
+    assert planned_counts(workdir, "--config", given, "seeds=[42]") == {}
+
+
 @pytest.mark.parametrize(
     "section, key, value, message",
     [

@@ -1,11 +1,27 @@
-"""Hugging Face hub settings read at call time (huggingface_hub reads them once, at import)."""
+"""Hugging Face hub settings read at call time (huggingface_hub reads them once, at import), the
+download commands the error messages print, and the preflight that checks, before any job runs,
+whether the hub or the cache can serve what a run reads from the hub.
+
+No heavy imports here: the workflow imports this module while parsing the Snakefile.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 TRUE = {"1", "true", "yes", "on"}
+# the corpus dataset and configuration when config.yaml names none
+HF_DATASET = "Salesforce/wikitext"
+HF_CONFIG = "wikitext-2-raw-v1"
+SPLIT_FILES = {"train": "train-*.parquet", "validation": "validation-*.parquet"}  # per corpus split
+PROBE_TIMEOUT_S = 3.0  # the preflight's one request to the hub
+LOCAL_FILES = "workflow/configs/local-files.yaml"
+
+
+class HubUnavailable(RuntimeError):
+    """Neither the hub nor the HF cache can serve what a run needs; the message says how to fix it."""
 
 
 def hub_cache_dir() -> Path:
@@ -19,3 +35,193 @@ def hub_cache_dir() -> Path:
 def hub_offline() -> bool:
     """Whether HF_HUB_OFFLINE asks to resolve from the cache only."""
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUE
+
+
+def hub_endpoint() -> str:
+    """The hub's base URL: $HF_ENDPOINT, else huggingface_hub's endpoint (https://huggingface.co)."""
+    from huggingface_hub import constants
+
+    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+
+
+def revision_name(step: int) -> str:
+    """The hub revision (branch) of Pythia's checkpoint after ``step`` optimiser steps: 'step{n}'."""
+    if isinstance(step, bool) or int(step) != step or step < 0:
+        raise ValueError(f"a Pythia step is an integer >= 0, got {step!r}")
+    return f"step{int(step)}"
+
+
+def dataset_download_command(dataset: str, config: str) -> str:
+    """The shell command that fills the HF cache with one configuration of a hub dataset."""
+    return f"huggingface-cli download {dataset} --repo-type dataset --include '{config}/*'"
+
+
+def revision_download_command(model_id: str, revision: str) -> str:
+    """The shell command that fills the HF cache with one revision of a hub model."""
+    return f"huggingface-cli download {model_id} --revision {revision}"
+
+
+@dataclass(frozen=True)
+class HubNeeds:
+    """What a run reads from the hub: the corpus (dataset id, configuration) and Pythia (model, step)."""
+
+    dataset: tuple[str, str] | None = None
+    revisions: tuple[tuple[str, int], ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.dataset is not None or bool(self.revisions)
+
+
+def hub_needs(config: dict) -> HubNeeds:
+    """The corpus dataset if ``corpus.source: huggingface``; every (model, step) of ``pythia.weights``
+    and ``pythia.embeddings`` if ``pythia.enabled`` (each pair once, in config order)."""
+    corpus = config["corpus"]
+    dataset = None
+    if corpus["source"] == "huggingface":
+        dataset = (corpus.get("dataset") or HF_DATASET, corpus.get("config") or HF_CONFIG)
+    pythia = config.get("pythia") or {}
+    revisions: list[tuple[str, int]] = []
+    if pythia.get("enabled", False):
+        for part in ("weights", "embeddings"):
+            section = pythia.get(part) or {}
+            pairs = [
+                (m, int(s)) for m in section.get("models", []) for s in section.get("steps", [])
+            ]
+            revisions += [p for p in pairs if p not in revisions]
+    return HubNeeds(dataset, tuple(revisions))
+
+
+def cached_snapshot(repo_id: str, revision: str, repo_type: str = "model") -> Path | None:
+    """The cache's snapshot folder of repo_id at revision (refs/<revision> → snapshots/<commit>), or None."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    repo = hub_cache_dir() / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+    ref = repo / "refs" / revision
+    if not ref.is_file():
+        return None
+    snapshot = repo / "snapshots" / ref.read_text().strip()
+    return snapshot if snapshot.is_dir() else None
+
+
+def dataset_cached(dataset: str, config: str) -> bool:
+    """Whether the cache's main snapshot of the dataset holds ``config``'s train and validation parquet
+    files (those ``sources.corpus.hf_split_files`` reads)."""
+    snapshot = cached_snapshot(dataset, "main", repo_type="dataset")
+    return snapshot is not None and all(
+        any((snapshot / config).glob(pattern)) for pattern in SPLIT_FILES.values()
+    )
+
+
+def revision_cached(model_id: str, step: int) -> bool:
+    """Whether the cache holds revision step{n} with config.json and weights (*.safetensors or
+    pytorch_model*.bin), as ``sources.pythia.fetch_revision`` requires."""
+    snapshot = cached_snapshot(model_id, revision_name(step))
+    return (
+        snapshot is not None
+        and (snapshot / "config.json").is_file()
+        and any([*snapshot.glob("*.safetensors"), *snapshot.glob("pytorch_model*.bin")])
+    )
+
+
+def missing_from_cache(needs: HubNeeds) -> HubNeeds:
+    """The part of ``needs`` the HF cache cannot serve (reads the cache only, no network)."""
+    dataset = needs.dataset if needs.dataset and not dataset_cached(*needs.dataset) else None
+    revisions = tuple(r for r in needs.revisions if not revision_cached(*r))
+    return HubNeeds(dataset, revisions)
+
+
+def probe_hub(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """One HEAD request to the hub: None if any HTTP answer came within ``timeout`` seconds, else why not."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout)
+    except urllib.error.HTTPError:
+        return None  # a server answered, even if with an error status: the hub is reachable
+    except (OSError, ValueError) as err:  # URLError (refused, DNS), timeout, malformed URL
+        return f"{type(err).__name__}: {getattr(err, 'reason', err)}"
+    return None
+
+
+def preflight_problems(config: dict, needs: HubNeeds | None = None) -> list[str]:
+    """What stops the run from getting its hub inputs (empty = OK): why the hub cannot be asked, then
+    each missing item. ``needs`` defaults to ``hub_needs(config)``. Asks the hub (one request) only
+    if something is not cached and HF_HUB_OFFLINE is not set."""
+    needs = hub_needs(config) if needs is None else needs
+    if not needs:
+        return []  # nothing comes from the hub: nothing to check
+    missing = missing_from_cache(needs)
+    if not missing:
+        return []
+    if hub_offline():
+        problems = ["HF_HUB_OFFLINE is set, so the hub is not asked"]
+    else:
+        endpoint = hub_endpoint()
+        reason = probe_hub(endpoint)
+        if reason is None:
+            return []  # the jobs download what is missing
+        problems = [f"the hub {endpoint} is unreachable ({reason})"]
+    where = f"not in the HF cache {hub_cache_dir()}"
+    if missing.dataset:
+        problems.append(f"{where}: dataset {missing.dataset[0]} ({missing.dataset[1]})")
+    for model, steps in revisions_by_model(missing.revisions).items():
+        problems.append(f"{where}: {model} {summarise([revision_name(s) for s in steps])}")
+    return problems
+
+
+def revisions_by_model(revisions: tuple[tuple[str, int], ...]) -> dict[str, list[int]]:
+    """{model: [steps]} of (model, step) pairs, in order."""
+    out: dict[str, list[int]] = {}
+    for model, step in revisions:
+        out.setdefault(model, []).append(step)
+    return out
+
+
+def summarise(names: list[str], first: int = 4) -> str:
+    """'a, b, c' or, for more than ``first`` + 1 names, 'a, b, c, d, … z (26 revisions)'."""
+    if len(names) <= first + 1:
+        return ", ".join(names)
+    return f"{', '.join(names[:first])}, … {names[-1]} ({len(names)} revisions)"
+
+
+def download_commands(missing: HubNeeds, loop_from: int = 3) -> list[str]:
+    """Commands that pre-download what is missing: one per item, or a shell loop per model once
+    ``loop_from`` or more of its revisions are missing."""
+    commands = [dataset_download_command(*missing.dataset)] if missing.dataset else []
+    for model, steps in revisions_by_model(missing.revisions).items():
+        names = [revision_name(s) for s in steps]
+        if len(names) < loop_from:
+            commands += [revision_download_command(model, n) for n in names]
+        else:
+            loop = f"for rev in {' '.join(names)}; do"
+            commands.append(f"{loop} {revision_download_command(model, '$rev')}; done")
+    return commands
+
+
+def preflight_message(problems: list[str], missing: HubNeeds) -> str:
+    """The error a run stops with: the problems, then the three ways out (download, files, no Pythia)."""
+    lines = [
+        "Preflight: the Hugging Face hub and its cache cannot serve this run; no job was started."
+    ]
+    lines += [f"  - {p}" for p in problems]
+    lines += [
+        "Fix it in one of these ways, then run again:",
+        "  1. pre-download on a machine with network into the same cache (HF_HOME or HF_HUB_CACHE;",
+        "     with huggingface_hub >= 1.0 the command is `hf download`, same arguments):",
+        *[f"       {c}" for c in download_commands(missing)],
+        "     and set HF_HUB_OFFLINE=1 where the run has no network.",
+        f"  2. train on the plain-text WikiText-2 copies, without Pythia: --configfile {LOCAL_FILES}",
+        f'     (make study SNAKEMAKE_ARGS="--configfile {LOCAL_FILES}")',
+    ]
+    if missing.revisions:
+        lines.append("  3. skip only the Pythia branch: --config pythia='{enabled: false}'")
+    return "\n".join(lines)
+
+
+def check_hub(config: dict, needs: HubNeeds | None = None) -> None:
+    """Raise HubUnavailable with ``preflight_message`` if ``preflight_problems`` finds any."""
+    needs = hub_needs(config) if needs is None else needs
+    problems = preflight_problems(config, needs)
+    if problems:
+        raise HubUnavailable(preflight_message(problems, missing_from_cache(needs)))

@@ -12,16 +12,37 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
+def _read_json(path: str) -> dict:
+    import json
+
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def _write_json(path: str, doc: dict) -> None:
+    import json
+
+    from topotrain.io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+
+
+def _hub_corpus(corpus: dict) -> dict:
+    """The hub dataset and config of a corpus config, with the defaults of topotrain.hub."""
+    from topotrain.hub import HF_CONFIG, HF_DATASET
+
+    return dict(dataset=corpus.get("dataset", HF_DATASET), config=corpus.get("config", HF_CONFIG))
+
+
 def prepare_corpus_job(corpus: dict, out: dict[str, str]) -> None:
     """Load the configured corpus, encode it and write train/validation codes + manifest."""
-    from topotrain.corpus import load_splits, prepare_corpus
+    from topotrain.sources.corpus import load_splits, prepare_corpus
 
     splits = load_splits(
         corpus["source"],
         train=corpus.get("train"),
         validation=corpus.get("validation"),
-        dataset=corpus.get("dataset", "Salesforce/wikitext"),
-        config=corpus.get("config", "wikitext-2-raw-v1"),
+        **_hub_corpus(corpus),
     )
     prepare_corpus(splits, out["train"], out["validation"], out["manifest"])
 
@@ -37,12 +58,12 @@ def train_job(
     threads: int = 1,
 ) -> None:
     """Train one (model, seed) run; errors are re-raised with the model's name in front."""
-    from topotrain.model import GPTConfig
-    from topotrain.train import TrainConfig, train_model
+    from topotrain.training.model import GPTConfig
+    from topotrain.training.train import TrainConfig, train_model
 
     model_cfg = GPTConfig(
-        vocab_size=arch.get("vocab_size", 128),
-        block_size=arch.get("context", 128),
+        vocab_size=arch["vocab_size"],
+        block_size=arch["context"],
         n_layer=arch["n_layer"],
         n_head=arch["n_head"],
         n_embd=arch["d_model"],
@@ -75,7 +96,7 @@ def topology_job(
 
 def aggregate_job(records: list[str], params: dict, out: dict[str, str]) -> None:
     """Join every checkpoint's features with the training logs into the feature tables."""
-    from topotrain.aggregate import aggregate_weights
+    from topotrain.analysis.aggregate import aggregate_weights
 
     for path in out.values():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +111,7 @@ def aggregate_job(records: list[str], params: dict, out: dict[str, str]) -> None
 
 
 def _tables(out: dict[str, str], name: str, df, title: str) -> None:
-    from topotrain.report import write_table
+    from topotrain.report.markdown import write_table
 
     write_table(df, out[f"{name}_csv"], out[f"{name}_md"], title)
 
@@ -99,7 +120,7 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Spearman ρ of every feature with validation loss, bootstrap CIs, corrections, best feature."""
     import pandas as pd
 
-    from topotrain.stats import across_seeds, best_feature, correlation_table
+    from topotrain.analysis.stats import across_seeds, best_feature, correlation_table
 
     df = pd.read_parquet(table)
     corr = correlation_table(df, n_resamples=params["n_resamples"], seed=params["seed"])
@@ -112,7 +133,7 @@ def scaling_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Power-law fits of final-checkpoint values against parameter count."""
     import pandas as pd
 
-    from topotrain.scaling import scaling_table
+    from topotrain.analysis.scaling import scaling_table
 
     fits = scaling_table(pd.read_parquet(table), features=tuple(params["features"]))
     _tables(out, "scaling", fits, "Scaling of final values with model size")
@@ -122,7 +143,7 @@ def prediction_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Final-loss prediction from early training: per-run errors and the MAE summary."""
     import pandas as pd
 
-    from topotrain.predict import predict_final_loss, prediction_summary
+    from topotrain.analysis.predict import predict_final_loss, prediction_summary
 
     pred = predict_final_loss(pd.read_parquet(table), fractions=tuple(params["fractions"]))
     _tables(out, "runs", pred, "Final-loss predictions per run")
@@ -133,7 +154,7 @@ def phases_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Phase transitions of NP (peak |ΔNP|, diminishing returns) and changepoints."""
     import pandas as pd
 
-    from topotrain.phases import phase_table
+    from topotrain.analysis.phases import phase_table
 
     phases = phase_table(
         pd.read_parquet(table), threshold=params["threshold"], n_bkps=params["n_bkps"]
@@ -145,7 +166,7 @@ def models_job(table: str, out: dict[str, str]) -> None:
     """The models table: architecture, parameters, final losses."""
     import pandas as pd
 
-    from topotrain.report import models_table
+    from topotrain.report.markdown import models_table
 
     _tables(out, "models", models_table(pd.read_parquet(table)), "Models")
 
@@ -154,7 +175,7 @@ def training_figures_job(table: str, out: dict[str, str]) -> None:
     """Overview, loss curves, NP evolution and H0/H1 evolution figures."""
     import pandas as pd
 
-    from topotrain import plots
+    from topotrain.report import plots
 
     df = pd.read_parquet(table)
     plots.figure_overview(df, out["overview_png"], out["overview_pdf"])
@@ -171,7 +192,7 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     """Correlation heatmap, prediction MAE and scaling-fit figures."""
     import pandas as pd
 
-    from topotrain import plots
+    from topotrain.report import plots
 
     corr = pd.read_csv(inputs["correlations"])
     plots.figure_correlation_heatmap(
@@ -189,7 +210,7 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
 
 def report_job(tables: dict[str, str], out: str) -> None:
     """Assemble REPORT.md: findings from the CSV tables, then every Markdown table explained."""
-    from topotrain.report import SECTIONS, assemble_report, findings
+    from topotrain.report.markdown import SECTIONS, assemble_report, findings
 
     preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
     sections = [(SECTIONS[k][0], SECTIONS[k][1], p) for k, p in tables.items() if k in SECTIONS]
@@ -198,98 +219,62 @@ def report_job(tables: dict[str, str], out: str) -> None:
 
 def pythia_texts_job(corpus: dict, params: dict, out: str) -> None:
     """Choose the validation paragraphs the Pythia embeddings are computed on."""
-    import json
-
-    from topotrain.corpus import validation_paragraphs
-    from topotrain.io import atomic_write_text
-    from topotrain.pythia import select_texts
+    from topotrain.sources.corpus import validation_paragraphs
+    from topotrain.sources.pythia import select_texts
 
     paragraphs = validation_paragraphs(
-        corpus["source"],
-        validation=corpus.get("validation"),
-        dataset=corpus.get("dataset", "Salesforce/wikitext"),
-        config=corpus.get("config", "wikitext-2-raw-v1"),
+        corpus["source"], validation=corpus.get("validation"), **_hub_corpus(corpus)
     )
     texts = select_texts(paragraphs, params["n_texts"], params["min_chars"], params["seed"])
-    atomic_write_text(out, json.dumps({"params": params, "texts": texts}, indent=1) + "\n")
+    _write_json(out, {"params": params, "texts": texts})
     log.info("selected %d of %d validation paragraphs", len(texts), len(paragraphs))
 
 
 def fetch_pythia_job(model: str, step: int, out: str) -> None:
     """Resolve (download, or find in the offline cache) one Pythia revision; record where it is."""
-    import json
-
-    from topotrain.io import atomic_write_text
-    from topotrain.pythia import fetch_revision
+    from topotrain.sources.pythia import fetch_revision
 
     info = fetch_revision(model, step)
-    atomic_write_text(out, json.dumps(info, indent=1) + "\n")
+    _write_json(out, info)
     log.info("%s step %d → %s", model, step, info["snapshot"])
-
-
-def _revision(path: str) -> dict:
-    import json
-
-    with open(path) as fh:
-        return json.load(fh)
 
 
 def pythia_weights_job(revision: str, params: dict, out: str) -> None:
     """Neural persistence and VR of one revision's linear maps → JSON record."""
-    import json
+    from topotrain.sources.pythia import weight_record
 
-    from topotrain.io import atomic_write_text
-    from topotrain.pythia import weight_topology
-
-    rev = _revision(revision)
-    layers = weight_topology(
-        rev["snapshot"], params["layers"], params["max_points"], params["seed"]
-    )
-    doc = {"model": rev["model"], "step": rev["step"], "commit": rev["commit"], "layers": layers}
-    atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
+    _write_json(out, weight_record(_read_json(revision), params))
 
 
 def pythia_embeddings_job(revision: str, texts: str, params: dict, out: dict[str, str]) -> None:
     """Embeddings of the validation texts at one revision → topological + spectral features, perplexity."""
-    import io
     import json
-    import math
-    import time
 
     import numpy as np
     import torch
 
-    from topotrain.io import atomic_write, atomic_write_text
-    from topotrain.pythia import embed_texts, embedding_features, load_model
+    from topotrain.io import atomic_write_all
+    from topotrain.sources.pythia import embedding_record
 
     torch.set_num_threads(params.get("threads", 1))
-    rev = _revision(revision)
-    start = time.perf_counter()
-    model, tokenizer = load_model(rev["snapshot"], device=params["device"], dtype=params["dtype"])
-    E, nll, n_tokens = embed_texts(
-        model, tokenizer, _revision(texts)["texts"], params["max_length"], params["batch_size"]
+    doc, diagrams = embedding_record(_read_json(revision), _read_json(texts)["texts"], params)
+    text = json.dumps(doc, indent=1) + "\n"
+    atomic_write_all(
+        {
+            out["diagrams"]: lambda fh: np.savez(
+                fh, **{f"h{k}": d for k, d in enumerate(diagrams)}
+            ),
+            out["record"]: lambda fh: fh.write(text.encode()),
+        }
     )
-    features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"])
-    features = {**features, "perplexity": math.exp(nll / n_tokens), "n_tokens": n_tokens}
-    buf = io.BytesIO()
-    np.savez(buf, **{f"h{k}": d for k, d in enumerate(diagrams)})
-    atomic_write(out["diagrams"], lambda fh: fh.write(buf.getvalue()))
-    doc = {
-        "model": rev["model"],
-        "step": rev["step"],
-        "commit": rev["commit"],
-        "features": features,
-    }
-    doc["seconds"] = time.perf_counter() - start
-    atomic_write_text(out["record"], json.dumps(doc, indent=1) + "\n")
-    log.info("%s step %d: perplexity %.2f in %.1f s", rev["model"], rev["step"],
-             features["perplexity"], doc["seconds"])  # fmt: skip
+    log.info("%s step %d: perplexity %.2f in %.1f s", doc["model"], doc["step"],
+             doc["features"]["perplexity"], doc["seconds"])  # fmt: skip
 
 
 def pythia_weight_tables_job(records: list[str], out: dict[str, str]) -> None:
     """The Pythia weight-topology table over revisions."""
-    from topotrain import pythia_analysis as pa
-    from topotrain.report import write_table
+    from topotrain.analysis import pythia as pa
+    from topotrain.report.markdown import write_table
 
     table = pa.weights_table(pa.read_records(records))
     write_table(table, out["weights_csv"], out["weights_md"], "Pythia weight topology")
@@ -297,8 +282,8 @@ def pythia_weight_tables_job(records: list[str], out: dict[str, str]) -> None:
 
 def pythia_embedding_tables_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     """Embedding features, their correlations with perplexity, and topological vs spectral."""
-    from topotrain import pythia_analysis as pa
-    from topotrain.report import write_table
+    from topotrain.analysis import pythia as pa
+    from topotrain.report.markdown import write_table
 
     emb = pa.embeddings_table(pa.read_records(inputs["records"]), inputs["diagrams"])
     write_table(emb, out["embeddings_csv"], out["embeddings_md"], "Pythia embedding features")
@@ -313,7 +298,7 @@ def pythia_weight_figure_job(table: str, out: dict[str, str]) -> None:
     """NP and H0 total of Pythia's weights over training steps."""
     import pandas as pd
 
-    from topotrain import plots
+    from topotrain.report import plots
 
     plots.figure_pythia_weights(
         pd.read_csv(table), out["pythia_weights_png"], out["pythia_weights_pdf"]
@@ -324,12 +309,14 @@ def pythia_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     """Perplexity curves, features over log-step, scatter, |ρ| bars, Wasserstein rate of change."""
     import pandas as pd
 
-    from topotrain import plots
+    from topotrain.report import plots
 
     emb = pd.read_csv(inputs["embeddings"])
     corr = pd.read_csv(inputs["correlations"])
-    for name in ("perplexity", "features", "scatter", "wasserstein"):
-        getattr(plots, f"figure_pythia_{name}")(
-            emb, out[f"pythia_{name}_png"], out[f"pythia_{name}_pdf"]
-        )
+    plots.figure_pythia_perplexity(emb, out["pythia_perplexity_png"], out["pythia_perplexity_pdf"])
+    plots.figure_pythia_features(emb, out["pythia_features_png"], out["pythia_features_pdf"])
+    plots.figure_pythia_scatter(emb, out["pythia_scatter_png"], out["pythia_scatter_pdf"])
+    plots.figure_pythia_wasserstein(
+        emb, out["pythia_wasserstein_png"], out["pythia_wasserstein_pdf"]
+    )
     plots.figure_pythia_rho(corr, out["pythia_rho_png"], out["pythia_rho_pdf"])

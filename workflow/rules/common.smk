@@ -1,7 +1,6 @@
 # Config validation and every helper that computes paths or parameters from config.
 import os
 import re
-import shutil
 import sys
 
 import yaml
@@ -16,12 +15,25 @@ os.environ.update(
     PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
 )
 
-from topotrain.config import check_config, checkpoint_steps, layer_patterns, n_params
+from topotrain.config import (
+    check_config,
+    checkpoint_steps,
+    coerce_config,
+    layer_patterns,
+    n_params,
+    order_like_schema,
+)
+from topotrain.devices import wants_gpu
+from topotrain.sources.corpus import VOCAB_SIZE
 
 SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
-validate(config, schema=SCHEMA)
 with open(SCHEMA) as fh:
-    check_config(config, schema=yaml.safe_load(fh))
+    CONFIG_SCHEMA = yaml.safe_load(fh)
+# In place (rules read this dict): --config gives nested values as strings, and puts its keys first.
+coerce_config(config, CONFIG_SCHEMA)
+order_like_schema(config, CONFIG_SCHEMA)
+validate(config, schema=SCHEMA)
+check_config(config, schema=CONFIG_SCHEMA)
 
 RESULTS = config["results"].rstrip("/")
 MODELS = list(config["models"])
@@ -46,7 +58,12 @@ def step_tag(step):
 
 def get_model_arch(wildcards):
     arch = config["models"][wildcards.model]
-    return dict(arch, vocab_size=128, context=config["context"])
+    return dict(arch, vocab_size=VOCAB_SIZE, context=config["context"])
+
+
+def model_params(arch):
+    """Parameter count of one architecture of config["models"] (tied head)."""
+    return n_params(arch["d_model"], arch["n_layer"], VOCAB_SIZE, config["context"])
 
 
 def get_train_params(wildcards):
@@ -58,22 +75,13 @@ def get_train_params(wildcards):
 def get_train_priority(wildcards):
     """Rank of the model by parameter count (largest first): the longest training starts at once
     instead of ending the study alone on one core."""
-    sizes = sorted(
-        n_params(a["d_model"], a["n_layer"], 128, config["context"])
-        for a in config["models"].values()
-    )
-    arch = config["models"][wildcards.model]
-    return sizes.index(
-        n_params(arch["d_model"], arch["n_layer"], 128, config["context"])
-    )
+    sizes = sorted(model_params(a) for a in config["models"].values())
+    return sizes.index(model_params(config["models"][wildcards.model]))
 
 
 def uses_gpu():
-    """Whether training jobs will run on a GPU: device cuda, or auto with an NVIDIA driver present."""
-    device = config["train"].get("device", "auto")
-    return device == "cuda" or (
-        device == "auto" and shutil.which("nvidia-smi") is not None
-    )
+    """Whether training jobs will run on a GPU (topotrain.devices.wants_gpu of train.device)."""
+    return wants_gpu(config["train"].get("device", "auto"))
 
 
 def get_topology_params(wildcards):
@@ -112,9 +120,7 @@ def get_runs():
                     seed=s,
                     metrics=f"{base}/metrics.csv",
                     evals=f"{base}/evals.csv",
-                    n_params=n_params(
-                        arch["d_model"], arch["n_layer"], 128, config["context"]
-                    ),
+                    n_params=model_params(arch),
                     d_model=arch["d_model"],
                     n_layer=arch["n_layer"],
                     n_head=arch["n_head"],
@@ -225,12 +231,8 @@ def pythia_paths(kind, suffix):
 
 
 def pythia_device_gpu():
-    """GPU request of an embedding job (same rule as training's device)."""
-    device = PYTHIA.get("embeddings", {}).get("device", "auto")
-    return int(
-        device == "cuda"
-        or (device == "auto" and shutil.which("nvidia-smi") is not None)
-    )
+    """GPU request of an embedding job (topotrain.devices.wants_gpu of its device)."""
+    return int(wants_gpu(PYTHIA.get("embeddings", {}).get("device", "auto")))
 
 
 def get_pythia_outputs():
@@ -254,3 +256,52 @@ PYTHIA_FIGURES = {
     "pythia_wasserstein": "Pythia",
 }
 FIGURES_ALL = {**FIGURES, **PYTHIA_FIGURES, "pythia_weights": "Pythia"}
+
+
+# ---- Preflight: can the hub or the HF cache serve the jobs about to run? -------------------
+# Runs in `onstart`, not at parse time: Snakemake 9 parses this file before it picks the executor
+# (DAGApi.__post_init__ → WorkflowApi._workflow in snakemake/api.py), so while parsing
+# `workflow.dryrun` (executor_plugin.common_settings.dryrun_exec) is always False. Workflow.execute
+# (snakemake/workflow.py) builds the DAG, returns early if there is nothing to do, and calls
+# onstart before the scheduler starts the first job, only `if not self.dryrun and not
+# self.execution_settings.no_hooks`. --lint, --report, --unlock and --list-* never call execute; jobs
+# that re-run the Snakefile (cluster and group jobs) are spawned with --no-hooks
+# (snakemake/spawn_jobs.py). Belt and braces: `workflow.is_main_process` (exec_mode is
+# ExecMode.DEFAULT, not SUBPROCESS or REMOTE) and not `workflow.touch` (--touch runs no job).
+from snakemake.logging import logger
+
+from topotrain.hub import HubNeeds, HubUnavailable, check_hub, hub_needs
+
+HUB_CORPUS_RULES = {"prepare_corpus", "pythia_texts"}  # read the corpus dataset
+HUB_REVISION_RULES = {
+    "fetch_pythia",
+    "pythia_weight_topology",
+    "pythia_embedding_topology",
+}
+
+
+def get_hub_needs(jobs):
+    """What the given jobs read from the hub: the corpus dataset if a corpus job is among them, and
+    the Pythia revisions of their revision jobs (hub_needs(config) narrowed to the jobs).
+    """
+    needs = hub_needs(config)
+    names = {job.rule.name for job in jobs}
+    revisions = {
+        (model_id(job.wildcards), int(job.wildcards.rev))
+        for job in jobs
+        if job.rule.name in HUB_REVISION_RULES
+    }
+    return HubNeeds(
+        dataset=needs.dataset if names & HUB_CORPUS_RULES else None,
+        revisions=tuple(r for r in needs.revisions if r in revisions),
+    )
+
+
+onstart:
+    if workflow.is_main_process and not workflow.touch:
+        try:
+            check_hub(config, get_hub_needs(list(workflow.dag.needrun_jobs())))
+        except HubUnavailable as err:
+            # the message alone, without a traceback or a line number
+            logger.error(str(err))
+            sys.exit(1)

@@ -18,20 +18,6 @@ FEATURES = [
     "h0_entropy_mean", "h1_entropy_mean", "h0_max", "h1_max",
 ]  # fmt: skip
 BASELINES = ["grad_norm", "l2_norm_mean"]
-LABELS = {
-    "h0_total": "H0 total persistence",
-    "h1_total": "H1 total persistence",
-    "np_mean": "neural persistence (mean over layers)",
-    "h0_count": "number of H0 bars",
-    "h1_count": "number of H1 bars",
-    "h0_entropy_mean": "H0 persistence entropy (mean over layers)",
-    "h1_entropy_mean": "H1 persistence entropy (mean over layers)",
-    "h0_max": "longest H0 bar",
-    "h1_max": "longest H1 bar",
-    "grad_norm": "gradient norm (baseline)",
-    "l2_norm_mean": "weight L2 norm, mean over layers (baseline)",
-    "val_loss": "validation loss (nats/char)",
-}
 ALPHA = 0.05
 CORRELATION_COLUMNS = [
     "model", "seed", "n_params", "feature", "kind", "rho", "p", "ci_low", "ci_high", "n",

@@ -61,8 +61,8 @@ def last_finite(values: np.ndarray) -> float:
     return float(finite[-1]) if finite.size else float("nan")
 
 
-def power_law(u: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
-    """L(u) = a·u^(−b) + c."""
+def decay_power_law(u: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+    """Loss decay over training time: L(u) = a·u^(−b) + c (b > 0)."""
     return a * u ** (-b) + c
 
 
@@ -82,12 +82,12 @@ def predict_loss_only(t: np.ndarray, loss: np.ndarray, total: float) -> Predicti
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)
             (a, b, c), _ = curve_fit(
-                power_law, u, yk, p0=p0, bounds=([1e-12, 1e-6, 0.0], [np.inf, B_MAX, np.inf]),
+                decay_power_law, u, yk, p0=p0, bounds=([1e-12, 1e-6, 0.0], [np.inf, B_MAX, np.inf]),
                 maxfev=MAXFEV, ftol=1e-14, xtol=1e-14, gtol=1e-14,
             )  # fmt: skip
     except (RuntimeError, ValueError) as err:
         return Prediction(float(yk[-1]), True, f"power-law fit failed ({err}); last loss")
-    value = float(power_law(total / tk[-1], a, b, c))
+    value = float(decay_power_law(total / tk[-1], a, b, c))
     if not np.isfinite(value):
         return Prediction(float(yk[-1]), True, "non-finite extrapolation; last loss")
     return Prediction(value, False, f"a·t^-b+c with b={b:.3g}, c={c:.4g}")

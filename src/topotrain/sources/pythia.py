@@ -9,40 +9,21 @@ $HF_HUB_CACHE); HF_HUB_OFFLINE=1 resolves from the cache only.
 from __future__ import annotations
 
 import math
-import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from topotrain.hub import hub_cache_dir, hub_offline
-from topotrain.spectral import covariance_spectrum, pca, spectral_summary
-from topotrain.topology.checkpoint import (
-    diagram_summaries,
-    layer_topology,
-    load_tensors,
-    select_layers,
-)
+from topotrain.config import GPT_NEOX_LAYERS
+from topotrain.devices import resolve_device
+from topotrain.hub import hub_cache_dir, hub_offline, revision_download_command, revision_name
+from topotrain.sources.weights import weight_files, weight_matrices
+from topotrain.topology.layers import diagram_summaries, layer_records
+from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
-PYTHIA_LAYER_PATTERNS = (
-    "gpt_neox.layers.*.attention.query_key_value.weight",
-    "gpt_neox.layers.*.attention.dense.weight",
-    "gpt_neox.layers.*.mlp.dense_h_to_4h.weight",
-    "gpt_neox.layers.*.mlp.dense_4h_to_h.weight",
-)
 ALLOW_PATTERNS = ["*.json", "*.safetensors", "*.bin", "*.txt", "tokenizer*", "*.model"]
-NUMPY_DTYPES = {
-    "F64",
-    "F32",
-    "F16",
-    "I64",
-    "I32",
-    "I16",
-    "I8",
-    "U8",
-    "BOOL",
-}  # safetensors.numpy reads
 EMBEDDING_KEYS = (
     "n_texts", "dim", "pca_dims", "pca_variance_ratio", "n_points",
     "h0_count", "h0_total", "h0_max", "h0_entropy",
@@ -55,22 +36,10 @@ class PythiaError(RuntimeError):
     """A Pythia revision cannot be resolved or loaded; the message says how to pre-download it."""
 
 
-def revision_name(step: int) -> str:
-    """The hub revision (branch) of Pythia's checkpoint after ``step`` optimiser steps: 'step{n}'."""
-    if isinstance(step, bool) or int(step) != step or step < 0:
-        raise ValueError(f"a Pythia step is an integer >= 0, got {step!r}")
-    return f"step{int(step)}"
-
-
-def model_slug(model_id: str) -> str:
-    """A filesystem-safe name for a hub id: 'EleutherAI/pythia-70m' → 'EleutherAI--pythia-70m'."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", model_id.replace("/", "--"))
-
-
 def download_hint(model_id: str, step: int) -> str:
     """How to pre-fill the cache for one revision, and which variables point at it."""
     return (
-        f"pre-download it with `huggingface-cli download {model_id} --revision {revision_name(step)}` "
+        f"pre-download it with `{revision_download_command(model_id, revision_name(step))}` "
         f"(or `hf download ...`) into $HF_HOME/hub (now {hub_cache_dir()}), then set HF_HUB_OFFLINE=1 "
         "to resolve from the cache only"
     )
@@ -80,12 +49,6 @@ def snapshot_files(snapshot: str | Path) -> list[str]:
     """Relative paths of the files in a snapshot folder (symlinks to blobs count), sorted."""
     root = Path(snapshot)
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-
-
-def weight_files(snapshot: str | Path) -> list[Path]:
-    """The snapshot's *.safetensors files, else its pytorch_model*.bin files (shards sorted)."""
-    root = Path(snapshot)
-    return sorted(root.glob("*.safetensors")) or sorted(root.glob("pytorch_model*.bin"))
 
 
 def fetch_revision(model_id: str, step: int) -> dict:
@@ -138,15 +101,6 @@ def snapshot_label(snapshot: str | Path) -> str:
     names = [r.name for r in sorted(refs.glob("*")) if r.is_file() and r.read_text() == snap.name]
     model = repo.name.removeprefix("models--").replace("--", "/")
     return f"{model}@{','.join(names) or '?'} (commit {snap.name}, {snap})"
-
-
-def resolve_device(device: str) -> str:
-    """'auto' → 'cuda' when available, else 'cpu'; any other name is returned as given."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 def resolve_dtype(dtype: str, device: str):
@@ -318,79 +272,54 @@ def embedding_features(
     return {key: record[key] for key in EMBEDDING_KEYS}, dgms
 
 
-def read_weight_file(path: Path) -> dict[str, np.ndarray]:
-    """The 2-D floating tensors of one safetensors or .bin file as float32 NumPy arrays.
-
-    safetensors.numpy when NumPy knows every dtype (F16/F32/F64); safe_open(framework="pt") for
-    bf16/fp8; torch.load(weights_only=True) for .bin. Unreadable → ValueError naming the file.
-    """
-    try:
-        if path.suffix == ".bin":
-            import torch
-
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            tensors = {k: v.float().numpy() for k, v in state.items() if v.is_floating_point()}
-        elif safetensors_dtypes(path) <= NUMPY_DTYPES:
-            tensors = load_tensors(path)
-        else:
-            from safetensors import safe_open
-
-            with safe_open(str(path), framework="pt") as fh:
-                tensors = {k: fh.get_tensor(k).float().numpy() for k in fh.keys()}
-    except Exception as err:  # truncated, corrupted, wrong format
-        raise ValueError(f"cannot read weights {path}: {type(err).__name__}: {err}") from err
-    return {
-        k: v.astype(np.float32) for k, v in tensors.items() if v.ndim == 2 and v.dtype.kind == "f"
-    }
-
-
-def safetensors_dtypes(path: Path) -> set[str]:
-    """The dtype names ('F32', 'BF16', …) in a safetensors header, read without loading tensors."""
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="np") as fh:
-        return {fh.get_slice(k).get_dtype() for k in fh.keys()}
-
-
 def revision_weight_matrices(snapshot: str | Path) -> dict[str, np.ndarray]:
     """Every 2-D floating tensor of a snapshot's weights, float32, keyed as in the checkpoint
     (e.g. gpt_neox.layers.0.attention.query_key_value.weight); no model is built."""
-    files = weight_files(snapshot)
-    if not files:
-        raise FileNotFoundError(
-            f"{snapshot_label(snapshot)}: no *.safetensors or pytorch_model*.bin"
-        )
-    matrices = {}
-    for path in files:
-        try:
-            matrices.update(read_weight_file(path))
-        except ValueError as err:
-            raise ValueError(f"{snapshot_label(snapshot)}: {err}") from err
-    return matrices
+    return weight_matrices(snapshot, snapshot_label(snapshot))
 
 
 def weight_topology(
-    snapshot: str | Path,
-    patterns: Sequence[str] = PYTHIA_LAYER_PATTERNS,
-    max_points: int = 200,
-    seed: int = 0,
-    maxdim: int = 1,
-    n_threads: int = 1,
+    snapshot: str | Path, patterns: Sequence[str] = GPT_NEOX_LAYERS, *args, **options
 ) -> list[dict]:
-    """Per-layer records (checkpoint.RECORD_KEYS: layer, rows, cols, n_points, np_*, h0_*, h1_*,
-    l2_norm) of the matrices matching patterns, via the spine's layer_topology."""
-    label = snapshot_label(snapshot)
-    try:
-        layers = select_layers(revision_weight_matrices(snapshot), patterns)
-    except ValueError as err:
-        raise ValueError(f"{label}: {err}") from err
-    records = []
-    for layer, W in layers.items():
-        try:
-            record, _ = layer_topology(
-                W.astype(np.float64), layer, max_points, seed, maxdim, n_threads
-            )
-        except ValueError as err:
-            raise ValueError(f"{label}, layer {layer}: {err}") from err
-        records.append(record)
+    """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns: the
+    spine's per-layer loop ``layers.layer_records`` (max_points, seed, maxdim, n_threads as there;
+    NaN/inf refused); errors name the revision and the layer."""
+    options["source"] = snapshot_label(snapshot)
+    records, _ = layer_records(revision_weight_matrices(snapshot), patterns, *args, **options)
     return records
+
+
+def revision_doc(revision: dict, **fields) -> dict:
+    """A per-revision record: the revision's model, step and commit (from fetch_revision), then fields."""
+    return {
+        "model": revision["model"],
+        "step": revision["step"],
+        "commit": revision["commit"],
+        **fields,
+    }
+
+
+def weight_record(revision: dict, params: dict) -> dict:
+    """The weight-topology record of one fetched revision: per-layer records under "layers"."""
+    layers = weight_topology(
+        revision["snapshot"], params["layers"], params["max_points"], params["seed"]
+    )
+    return revision_doc(revision, layers=layers)
+
+
+def embedding_record(
+    revision: dict, texts: Sequence[str], params: dict
+) -> tuple[dict, list[np.ndarray]]:
+    """The embedding record of one fetched revision — features (EMBEDDING_KEYS, perplexity,
+    n_tokens) and wall-clock seconds — and the Rips diagrams of its embedding cloud."""
+    start = time.perf_counter()
+    model, tokenizer = load_model(
+        revision["snapshot"], device=params["device"], dtype=params["dtype"]
+    )
+    E, nll, n_tokens = embed_texts(
+        model, tokenizer, texts, params["max_length"], params["batch_size"]
+    )
+    features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"])
+    features = {**features, "perplexity": perplexity(nll, n_tokens), "n_tokens": n_tokens}
+    doc = revision_doc(revision, features=features, seconds=time.perf_counter() - start)
+    return doc, diagrams

@@ -5,8 +5,6 @@ One colour per model, ordered by parameter count (viridis, small = dark), the sa
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -17,12 +15,22 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-LABELS = {
+from topotrain.io import atomic_write  # noqa: E402
+
+LABELS = {  # every column of the feature table a figure or heatmap shows
     "val_loss": "validation loss (nats/char)",
     "train_loss": "train loss (nats/char)",
     "np_mean": "neural persistence (mean over layers)",
     "h0_total": "H0 total persistence (sum over layers)",
     "h1_total": "H1 total persistence (sum over layers)",
+    "h0_count": "number of H0 bars",
+    "h1_count": "number of H1 bars",
+    "h0_entropy_mean": "H0 persistence entropy (mean over layers)",
+    "h1_entropy_mean": "H1 persistence entropy (mean over layers)",
+    "h0_max": "longest H0 bar",
+    "h1_max": "longest H1 bar",
+    "grad_norm": "gradient norm (baseline)",
+    "l2_norm_mean": "weight L2 norm, mean over layers (baseline)",
     "step": "training step",
     "n_params": "parameters N",
 }
@@ -41,18 +49,12 @@ def model_palette(df: pd.DataFrame) -> dict[str, tuple]:
 
 
 def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path | None = None) -> None:
-    """Save PNG (and PDF) atomically: temp file in the target directory, then rename."""
+    """Save PNG (and PDF) atomically (io.atomic_write); the format follows each path's suffix."""
     for path in filter(None, (png, pdf)):
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-        os.close(fd)
-        try:
-            fig.savefig(tmp, dpi=150, bbox_inches="tight")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        fmt = Path(path).suffix.lstrip(".")
+        atomic_write(
+            path, lambda fh, fmt=fmt: fig.savefig(fh, format=fmt, dpi=150, bbox_inches="tight")
+        )
     plt.close(fig)
 
 

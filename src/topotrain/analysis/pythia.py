@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from topotrain.stats import benjamini_hochberg, spearman_ci
+from topotrain.analysis.stats import benjamini_hochberg, spearman_ci
 
 TOPOLOGICAL = [
     "h0_total", "h1_total", "h0_count", "h1_count", "h0_entropy", "h1_entropy", "h0_max", "h1_max",

@@ -4,10 +4,9 @@ Step convention: "step s" is the number of optimizer updates done. The checkpoin
 holds the weights after s updates (s = 0, interval, …, steps). Row t of ``metrics.csv`` is the
 forward/backward pass of the model with t updates done, and the learning rate of the update t → t+1.
 
-Resumable: ``state_dir`` holds the checkpoints written so far and, after each one, ``resume.pt``
-(model, optimizer, every RNG state, the step and all metric rows). A restarted run continues from
-it and ends bit-identical (on CPU) to an uninterrupted run. Only when training has finished are
-the checkpoints and CSVs copied into ``out_dir``; then the state is removed.
+Resumable: checkpoints and the resume file go to ``state_dir`` and reach ``out_dir`` only once
+training has finished; a restarted run ends bit-identical (on CPU) to an uninterrupted one
+(protocol: ``topotrain.training.run_state``).
 
 Speed (benchmarks/training.py): the training tokens live on the model's device, AdamW is the
 fused kernel, the losses and gradient norms of one checkpoint interval are fetched from the device
@@ -18,13 +17,8 @@ it does is part of the run's fingerprint, so a resumed run keeps the same numeri
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import ctypes
 import ctypes.util
-import hashlib
-import io
-import json
 import logging
 import math
 import random
@@ -38,15 +32,19 @@ import torch
 from torch.optim import Optimizer
 from tqdm import tqdm
 
-from topotrain.io import atomic_copy, atomic_save_safetensors, atomic_torch_save, atomic_write_text
-from topotrain.model import GPT, GPTConfig, compile_error, compile_model
+from topotrain.devices import DEVICES, resolve_device
+from topotrain.training.model import GPT, GPTConfig, compile_error, compile_model
+from topotrain.training.run_state import (
+    checkpoint_name,
+    load_resume,
+    publish,
+    run_fingerprint,
+    save_checkpoint,
+    save_resume,
+)
 
 log = logging.getLogger(__name__)
 
-RESUME = "resume.pt"
-STATE_VERSION = 2  # 2: fused AdamW, compile in the fingerprint
-METRIC_COLUMNS = ("step", "train_loss", "grad_norm", "lr")
-EVAL_COLUMNS = ("step", "val_loss")
 BETAS = (0.9, 0.95)  # AdamW betas, as nanoGPT / GPT-3
 COMPILE_CHOICES = ("auto", "true", "false")
 AUTO_COMPILE_DEVICES = ("cuda",)  # on CPU compiling did not pay (benchmarks/training.py)
@@ -95,7 +93,7 @@ class TrainConfig:
                 f"need weight_decay >= 0 and 0 <= min_lr_ratio <= 1, got {self.weight_decay}, "
                 f"{self.min_lr_ratio}"
             )
-        if self.device not in ("auto", "cpu", "cuda"):
+        if self.device not in DEVICES:
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
 
 
@@ -107,13 +105,6 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     lr_min = cfg.min_lr_ratio * cfg.lr
     progress = (step - cfg.warmup_steps) / (cfg.steps - cfg.warmup_steps)
     return lr_min + 0.5 * (cfg.lr - lr_min) * (1.0 + math.cos(math.pi * progress))
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` → CUDA when available, else CPU; ``cpu``/``cuda`` as given."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
 
 
 def use_compile(cfg: TrainConfig, device: torch.device) -> bool:
@@ -128,11 +119,6 @@ def use_compile(cfg: TrainConfig, device: torch.device) -> bool:
         return False
     log.info("compiling the model with torch.compile on %s", device)
     return True
-
-
-def checkpoint_name(step: int) -> str:
-    """File name of the checkpoint after ``step`` updates."""
-    return f"step_{step:05d}.safetensors"
 
 
 def load_tokens(path: str | Path, model_cfg: GPTConfig) -> np.memmap:
@@ -187,55 +173,6 @@ def estimate_val_loss(model: GPT, tokens: torch.Tensor, offsets: torch.Tensor) -
     return torch.stack(losses).mean().item()
 
 
-def save_checkpoint(model: GPT, step: int, path: str | Path) -> None:
-    """Float32 weights without the tied ``lm_head.weight``; metadata: step and GPTConfig JSON."""
-    tensors = {
-        name: t.detach().to("cpu", torch.float32).contiguous()
-        for name, t in model.state_dict().items()
-        if name != "lm_head.weight"
-    }
-    meta = {"step": str(step), "model": json.dumps(asdict(model.config))}
-    atomic_save_safetensors(tensors, path, metadata=meta)
-
-
-def load_checkpoint(path: str | Path) -> tuple[GPT, int]:
-    """Rebuild the model stored by ``save_checkpoint``; returns (model, step)."""
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as fh:
-        meta = fh.metadata()
-        tensors = {name: fh.get_tensor(name) for name in fh.keys()}
-    model = GPT(GPTConfig(**json.loads(meta["model"])))
-    missing, unexpected = model.load_state_dict(tensors, strict=False)
-    if missing != ["lm_head.weight"] or unexpected:
-        raise ValueError(f"{path}: missing {missing}, unexpected {unexpected}")
-    return model, int(meta["step"])
-
-
-def write_csv(path: str | Path, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """Atomically write rows as CSV (floats in shortest round-trip form)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(rows)
-    atomic_write_text(path, buf.getvalue())
-
-
-def run_fingerprint(
-    model_cfg: GPTConfig,
-    cfg: TrainConfig,
-    device: torch.device,
-    compiled: bool,
-    *data_files: str | Path,
-) -> str:
-    """sha256 over everything a run's result depends on: both configs, device, whether the model
-    is compiled, data bytes."""
-    files = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in data_files]
-    key = {"version": STATE_VERSION, "model": asdict(model_cfg), "train": asdict(cfg)}
-    key.update(device=device.type, compiled=compiled, data=files)
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
-
-
 @dataclass
 class Run:
     """What training updates: the model, the function that runs it (compiled or the model itself),
@@ -265,101 +202,6 @@ def build_run(
     forward = compile_model(model, device) if compiled else model
     gen = torch.Generator().manual_seed(cfg.seed)
     return Run(model, forward, optimizer, gen, device_tokens(data, device))
-
-
-def _rng_states() -> dict:
-    name, key, *rest = np.random.get_state()
-    return {
-        "python": random.getstate(),
-        "numpy": (name, torch.from_numpy(key.astype(np.int64)), *rest),
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-    }
-
-
-def _set_rng_states(states: dict) -> None:
-    random.setstate(states["python"])
-    name, key, *rest = states["numpy"]
-    np.random.set_state((name, key.numpy().astype(np.uint32), *rest))
-    torch.set_rng_state(states["torch"])
-    if states["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
-
-
-def _clear_state(state_dir: Path, temp_only: bool = False) -> None:
-    """Remove our files from ``state_dir``: leftover temp files, and unless temp_only the state."""
-    patterns = [".*.tmp"] if temp_only else [".*.tmp", RESUME, "step_*.safetensors"]
-    for pattern in patterns:
-        for path in state_dir.glob(pattern):
-            path.unlink(missing_ok=True)
-
-
-def _save_resume(
-    state_dir: Path,
-    key: str,
-    step: int,
-    model: GPT,
-    optimizer: Optimizer,
-    gen: torch.Generator,
-    metrics: list[tuple],
-    evals: list[tuple],
-) -> None:
-    """Atomically write ``resume.pt``: everything needed to continue after ``step`` updates."""
-    state = {
-        "fingerprint": key,
-        "step": step,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "batch_rng": gen.get_state(),
-        "rng": _rng_states(),
-        "metrics": metrics,
-        "evals": evals,
-    }
-    atomic_torch_save(state, state_dir / RESUME)
-
-
-def _resume(
-    state_dir: Path, key: str, model: GPT, optimizer: Optimizer, gen: torch.Generator
-) -> tuple[list[tuple], list[tuple], int]:
-    """Restore a run from ``state_dir`` if its state belongs to this run; else clear it.
-
-    Returns (metric rows, eval rows, step reached); ([], [], 0) for a fresh start.
-    """
-    _clear_state(state_dir, temp_only=True)
-    path = state_dir / RESUME
-    if not path.is_file():
-        return [], [], 0
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        steps = [row[0] for row in state["evals"]]
-        usable = state["fingerprint"] == key and all(
-            (state_dir / checkpoint_name(s)).is_file() for s in steps
-        )
-    except Exception as err:  # an unreadable state is as good as none
-        log.warning("cannot read %s (%s)", path, err)
-        usable = False
-    if not usable:
-        log.warning("%s belongs to another configuration or is incomplete: starting fresh", path)
-        _clear_state(state_dir)
-        return [], [], 0
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    gen.set_state(state["batch_rng"])
-    _set_rng_states(state["rng"])
-    log.info("resuming from step %d (%s)", state["step"], path)
-    return [tuple(r) for r in state["metrics"]], [tuple(r) for r in state["evals"]], state["step"]
-
-
-def _publish(state_dir: Path, out_dir: Path, cfg: TrainConfig, metrics: list, evals: list) -> None:
-    """Copy every checkpoint and write the CSVs into ``out_dir`` atomically; then drop the state."""
-    for step in range(0, cfg.steps + 1, cfg.checkpoint_interval):
-        atomic_copy(state_dir / checkpoint_name(step), out_dir / checkpoint_name(step))
-    write_csv(out_dir / "metrics.csv", METRIC_COLUMNS, metrics)
-    write_csv(out_dir / "evals.csv", EVAL_COLUMNS, evals)
-    _clear_state(state_dir)
-    with contextlib.suppress(OSError):
-        state_dir.rmdir()  # only if nothing else lives there
-    log.info("wrote %d checkpoints, metrics.csv and evals.csv to %s", len(evals), out_dir)
 
 
 def finite_weights(model: GPT) -> bool:
@@ -425,7 +267,7 @@ def keep_freed_memory() -> bool:
 def setup_device(cfg: TrainConfig) -> torch.device:
     """Resolve the device and set the thread count; on CPU keep freed memory, on CUDA use TF32."""
     torch.set_num_threads(cfg.threads)
-    device = resolve_device(cfg.device)
+    device = torch.device(resolve_device(cfg.device))
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")  # TF32 (inductor reads this setting)
     else:
@@ -450,17 +292,19 @@ def train_model(
     state_dir: str | Path,
     progress: bool = True,
 ) -> None:
-    """Train with AdamW + warmup/cosine LR + grad clipping; checkpoints, metrics.csv, evals.csv."""
+    """Train with AdamW + warmup/cosine LR + grad clipping, the state kept in ``state_dir``; once
+    finished, the checkpoints, metrics.csv and evals.csv are published to ``out_dir``."""
     device, T = setup_device(cfg), model_cfg.block_size
     train_data, val_data = load_tokens(train_bin, model_cfg), load_tokens(val_bin, model_cfg)
     val_tokens, val_offsets = device_tokens(val_data, device), eval_offsets(len(val_data), T, cfg)
     state_dir, out_dir = Path(state_dir), Path(out_dir)
     compiled = use_compile(cfg, device)
-    key = run_fingerprint(model_cfg, cfg, device, compiled, train_bin, val_bin)
+    key = run_fingerprint(model_cfg, asdict(cfg), device, compiled, train_bin, val_bin)
     run = build_run(model_cfg, cfg, device, train_data, compiled)
-    metrics, evals, start = _resume(state_dir, key, run.model, run.optimizer, run.gen)
+    metrics, evals, start = load_resume(state_dir, key, run.model, run.optimizer, run.gen)
 
     def checkpoint(step: int) -> None:
+        """Evaluate, refuse a non-finite state, save checkpoint + resume file, log."""
         val_loss = estimate_val_loss(run.model, val_tokens, val_offsets)
         finite = finite_weights(run.model)
         if not (finite and math.isfinite(val_loss)):  # never save a broken state
@@ -468,7 +312,7 @@ def train_model(
             raise divergence_error(step, what, evals, state_dir)
         evals.append((step, val_loss))
         save_checkpoint(run.model, step, state_dir / checkpoint_name(step))
-        _save_resume(state_dir, key, step, run.model, run.optimizer, run.gen, metrics, evals)
+        save_resume(state_dir, key, step, run.model, run.optimizer, run.gen, metrics, evals)
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
         log.info(
             "step %d/%d: val loss %.4f, mean train loss %.4f", step, cfg.steps, evals[-1][1], recent
@@ -478,11 +322,11 @@ def train_model(
         checkpoint(0)
     bar = _progress_bar(start, cfg.steps, progress)
     for t in range(start, cfg.steps, cfg.checkpoint_interval):  # one host sync per interval
-        rows = train_steps(run, cfg, t, t + cfg.checkpoint_interval)
+        rows = train_steps(run, cfg, t, t + cfg.checkpoint_interval)  # batch → … → optimizer step
         _check_finite(rows, evals, state_dir)
         metrics.extend(rows)
         bar.update(len(rows))
         bar.set_postfix(loss=f"{rows[-1][1]:.4f}", refresh=False)
         checkpoint(t + cfg.checkpoint_interval)
     bar.close()
-    _publish(state_dir, out_dir, cfg, metrics, evals)
+    publish(state_dir, out_dir, range(0, cfg.steps + 1, cfg.checkpoint_interval), metrics, evals)

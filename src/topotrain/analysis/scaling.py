@@ -19,8 +19,8 @@ SCALING_COLUMNS = [
 ]  # fmt: skip
 
 
-def power_law(n: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
-    """f(N) = a·N^b + c."""
+def size_power_law(n: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+    """Scaling with model size: f(N) = a·N^b + c (b of either sign)."""
     return a * np.power(n, b) + c
 
 
@@ -84,7 +84,7 @@ def fit_offset_power_law(n: np.ndarray, y: np.ndarray, slope: float) -> dict:
         with warnings.catch_warnings():  # an exact fit has no covariance: not a failure
             warnings.simplefilter("ignore", OptimizeWarning)
             (a, b, c), _, _, msg, ier = curve_fit(
-                power_law, u, y, p0=initial_guess(u, y, slope), bounds=bounds,
+                size_power_law, u, y, p0=initial_guess(u, y, slope), bounds=bounds,
                 max_nfev=MAXFEV, full_output=True, ftol=1e-12, xtol=1e-12, gtol=1e-12,
             )  # fmt: skip
     except (RuntimeError, ValueError) as err:
@@ -93,7 +93,7 @@ def fit_offset_power_law(n: np.ndarray, y: np.ndarray, slope: float) -> dict:
         return _failed(f"did not converge: {msg}")
     if np.isclose(abs(b), B_BOUND):
         return _failed(f"exponent ran to the bound |b| = {B_BOUND}: not identified")
-    resid = y - power_law(u, a, b, c)
+    resid = y - size_power_law(u, a, b, c)
     r2 = 1 - (resid**2).sum() / ((y - y.mean()) ** 2).sum()
     return {"a": a * scale ** (-b), "b": b, "c": c, "r2": r2, "converged": True, "message": ""}
 

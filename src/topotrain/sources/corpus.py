@@ -16,15 +16,19 @@ from pathlib import Path
 
 import numpy as np
 
-from topotrain.hub import hub_cache_dir, hub_offline
+from topotrain.hub import (
+    HF_CONFIG,
+    HF_DATASET,
+    dataset_download_command,
+    hub_cache_dir,
+    hub_offline,
+)
 from topotrain.io import atomic_write_all
 
 log = logging.getLogger(__name__)
 
 VOCAB_SIZE = 128
 UNKNOWN_CODE = 0x1A  # ASCII SUBSTITUTE: stands for every non-ASCII character
-HF_DATASET = "Salesforce/wikitext"
-HF_CONFIG = "wikitext-2-raw-v1"
 SPLITS = ("train", "validation")
 
 
@@ -79,8 +83,8 @@ def read_text_file(path: str | os.PathLike) -> tuple[str, str]:
 def download_hint(dataset: str, config: str) -> str:
     """The command a user runs on a networked machine to fill the HF cache, or the files alternative."""
     return (
-        f"pre-download it with `huggingface-cli download {dataset} --repo-type dataset "
-        f"--include '{config}/*'` on a machine with network (same HF_HOME), or set "
+        f"pre-download it with `{dataset_download_command(dataset, config)}` "
+        "on a machine with network (same HF_HOME), or set "
         "corpus.source: files with corpus.train / corpus.validation pointing at plain text files"
     )
 
@@ -181,11 +185,6 @@ def prepare_corpus(
     text = json.dumps(info, indent=2) + "\n"
     atomic_write_all({**writers, manifest: lambda fh: fh.write(text.encode())})
     return info
-
-
-def load_codes(path: str | os.PathLike) -> np.memmap:
-    """Memory-map an encoded split written by prepare_corpus."""
-    return np.memmap(path, dtype=np.uint8, mode="r")
 
 
 def validation_paragraphs(

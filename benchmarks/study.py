@@ -1,0 +1,28 @@
+"""The study's model family, read from the repository's config.yaml (benchmarks copy nothing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+CONFIG = Path(__file__).resolve().parents[1] / "config.yaml"
+
+
+def study_models(path: Path = CONFIG) -> dict:
+    """name → GPTConfig of the study's family: ``models:`` (d_model, n_layer, n_head) and
+    ``context:`` of the config file, vocabulary ``VOCAB_SIZE``."""
+    from topotrain.sources.corpus import VOCAB_SIZE
+    from topotrain.training.model import GPTConfig
+
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {
+        name: GPTConfig(
+            n_layer=arch["n_layer"],
+            n_head=arch["n_head"],
+            n_embd=arch["d_model"],
+            vocab_size=VOCAB_SIZE,
+            block_size=config["context"],
+        )
+        for name, arch in config["models"].items()
+    }

@@ -1,0 +1,29 @@
+"""What ``device: auto`` means, in one place. Parses no torch: the Snakefile imports it.
+
+Two questions, one function each:
+- the workflow asks, before any job runs, *will this job get a GPU?* (``wants_gpu``: the host has an
+  NVIDIA driver), to request ``gpu=1`` from a scheduler;
+- a job asks, once it runs, *which device do I use?* (``resolve_device``: CUDA when torch sees it).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def wants_gpu(device: str) -> bool:
+    """Whether a job configured with ``device`` should request a GPU: ``cuda``, or ``auto`` on a
+    host with ``nvidia-smi`` on its PATH."""
+    return device == "cuda" or (device == "auto" and shutil.which("nvidia-smi") is not None)
+
+
+def resolve_device(device: str) -> str:
+    """The torch device name of a running job: ``auto`` → ``cuda`` when torch sees a GPU, else
+    ``cpu``; any other name as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

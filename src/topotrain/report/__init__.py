@@ -1,0 +1,1 @@
+"""Report stage: figures (``plots``) and Markdown tables and REPORT.md (``markdown``)."""

@@ -1,0 +1,2 @@
+"""Input branches: the character corpus (``corpus``), checkpoint weight files (``weights``) and
+EleutherAI Pythia hub revisions (``pythia``)."""

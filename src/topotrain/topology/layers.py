@@ -1,0 +1,120 @@
+"""The per-layer loop: named weight matrices → one topology record (and Rips diagrams) per layer.
+
+Every input branch calls ``layer_records``: the spine's checkpoints (``topology.checkpoint``),
+Pythia revisions (``sources.pythia``) and any later source. It selects the matrices by fnmatch
+pattern, refuses NaN/inf weights, and computes neural persistence and Vietoris–Rips persistence of
+each. No torch here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from topotrain.topology.neural_persistence import neural_persistence
+from topotrain.topology.summaries import (
+    feature_count,
+    max_persistence,
+    persistence_entropy,
+    total_persistence,
+)
+from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
+
+RECORD_KEYS = (
+    "layer", "rows", "cols", "n_points", "np_total", "np_p2",
+    "h0_count", "h0_total", "h0_max", "h0_entropy",
+    "h1_count", "h1_total", "h1_max", "h1_entropy",
+    "l2_norm",
+)  # fmt: skip  # one record per layer, in this order (README: `weights_layers` columns)
+
+
+def natural_key(name: str) -> list:
+    """Sort key that orders digit runs numerically: h.2 before h.10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def select_layers(
+    tensors: Mapping[str, np.ndarray], patterns: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """The 2-D tensors whose names match any fnmatch pattern (case-sensitive), in natural name order."""
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    names = sorted((n for n, t in tensors.items() if t.ndim == 2), key=natural_key)
+    chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    if not chosen:
+        raise ValueError(f"no 2-D tensor matches {patterns}; available: {names}")
+    return {n: tensors[n] for n in chosen}
+
+
+def layer_rng(seed: int, layer: str) -> np.random.Generator:
+    """RNG for a layer's subsample, seeded by (seed, crc32(name)): every checkpoint picks the same rows."""
+    return np.random.default_rng([seed, zlib.crc32(layer.encode())])
+
+
+def diagram_summaries(d: np.ndarray | None, dim: int) -> dict:
+    """h{dim}_count/_total/_max/_entropy of one diagram; None for each when it was not computed."""
+    funcs = {
+        "count": feature_count,
+        "total": total_persistence,
+        "max": max_persistence,
+        "entropy": persistence_entropy,
+    }
+    return {f"h{dim}_{k}": (None if d is None else f(d)) for k, f in funcs.items()}
+
+
+def layer_topology(
+    W: np.ndarray, layer: str, max_points: int, seed: int, maxdim: int, n_threads: int
+) -> tuple[dict, list[np.ndarray]]:
+    """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix."""
+    cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
+    record = {
+        "layer": layer,
+        "rows": int(W.shape[0]),
+        "cols": int(W.shape[1]),
+        "n_points": int(cloud.shape[0]),
+        **neural_persistence(W),
+        **diagram_summaries(dgms[0], 0),
+        **diagram_summaries(dgms[1] if maxdim >= 1 else None, 1),
+        "l2_norm": float(np.linalg.norm(W)),  # Frobenius norm: the non-topological baseline
+    }
+    return {key: record[key] for key in RECORD_KEYS}, dgms
+
+
+def layer_records(
+    matrices: Mapping[str, np.ndarray],
+    patterns: Sequence[str],
+    max_points: int = 200,
+    seed: int = 0,
+    maxdim: int = 1,
+    n_threads: int = 1,
+    source: str = "weights",
+) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Per-layer records (RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of the matrices that
+    match ``patterns``, in natural name order.
+
+    maxdim is 0 or 1; with 0 the h1_* fields are None and no ``/h1`` diagram is returned. Errors
+    (no match, NaN/inf weights, degenerate layer) are ValueErrors naming ``source`` and the layer.
+    """
+    if maxdim not in (0, 1):
+        raise ValueError(f"maxdim must be 0 or 1, got {maxdim}")
+    try:
+        chosen = select_layers(matrices, patterns)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from err
+    records, diagrams = [], {}
+    for layer, W in chosen.items():
+        W = np.asarray(W, dtype=np.float64)
+        if not np.isfinite(W).all():
+            bad = int((~np.isfinite(W)).sum())
+            raise ValueError(f"{source}, layer {layer}: {bad} NaN/inf weights")
+        try:
+            record, dgms = layer_topology(W, layer, max_points, seed, maxdim, n_threads)
+        except ValueError as err:
+            raise ValueError(f"{source}, layer {layer}: {err}") from err
+        records.append(record)
+        diagrams.update({f"{layer}/h{k}": d for k, d in enumerate(dgms)})
+    return records, diagrams

@@ -1,0 +1,68 @@
+"""The package's layering: imports run one way, entry → stages and branches → topology → helpers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "topotrain"
+LEVEL = {  # lower levels never import higher ones; a package may import itself
+    "jobs": 0,
+    "training": 1,
+    "sources": 1,
+    "analysis": 1,
+    "report": 1,
+    "topology": 2,
+    "config": 3,
+    "devices": 3,
+    "hub": 3,
+    "io": 3,
+    "logs": 3,
+}
+MAX_LINES = 400
+
+
+def unit(module: str) -> str:
+    """The top-level unit of a dotted module name: topotrain.topology.layers → topology."""
+    return module.split(".")[1] if module.count(".") else "__init__"
+
+
+def imported_units(path: Path) -> set[str]:
+    """The topotrain units a source file imports (module level and inside functions)."""
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("topotrain"):
+            if node.module == "topotrain":
+                names |= {alias.name for alias in node.names}
+            else:
+                names.add(unit(node.module))
+        elif isinstance(node, ast.Import):
+            names |= {unit(a.name) for a in node.names if a.name.startswith("topotrain.")}
+    return names
+
+
+SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
+
+
+def own_unit(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_every_unit_has_a_level():
+    assert {own_unit(p) for p in SOURCES} == set(LEVEL)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_run_one_way(path):
+    me = own_unit(path)
+    upward = {u for u in imported_units(path) - {me} if LEVEL[u] <= LEVEL[me]}
+    assert not upward, f"{path.relative_to(PACKAGE)} ({me}, level {LEVEL[me]}) imports {upward}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_source_file_is_over_400_lines(path):
+    assert len(path.read_text().splitlines()) <= MAX_LINES
