@@ -44,6 +44,14 @@ def layer_rows(step, values):
             "h0_entropy": v,
             "h1_entropy": 2 * v,
             "l2_norm": 1.0 + v,
+            "h0_count_scalefree": i + 1,
+            "h0_total_scalefree": v * 4,
+            "h0_max_scalefree": v / 4,
+            "h0_entropy_scalefree": v,
+            "h1_count_scalefree": 1,
+            "h1_total_scalefree": v / 2,
+            "h1_max_scalefree": v / 5,
+            "h1_entropy_scalefree": 2 * v,
         }
         for i, v in enumerate(values)
     ]
@@ -58,6 +66,30 @@ def test_checkpoint_features_mean_std_sum_and_max_over_layers():
     assert row["h0_max"] == pytest.approx(2.7) and row["h1_max"] == pytest.approx(0.9)
     assert row["h1_entropy_mean"] == pytest.approx(1.0)
     assert row["l2_norm_mean"] == pytest.approx(1.5)
+
+
+def test_scalefree_and_mean_bar_columns_equal_hand_sums():
+    row = checkpoint_features(pd.DataFrame(layer_rows(0, [0.2, 0.4, 0.9]))).iloc[0]
+    expected = {  # layers l0, l1, l2 with v = 0.2, 0.4, 0.9; h0 counts 1, 2, 3
+        "h0_count_scalefree": 6,
+        "h0_total_scalefree": 0.8 + 1.6 + 3.6,
+        "h0_max_scalefree": 0.9 / 4,
+        "h0_entropy_scalefree_mean": (0.2 + 0.4 + 0.9) / 3,
+        "h1_count_scalefree": 3,
+        "h1_total_scalefree": (0.2 + 0.4 + 0.9) / 2,
+        "h1_max_scalefree": 0.9 / 5,
+        "h1_entropy_scalefree_mean": 2 * (0.2 + 0.4 + 0.9) / 3,
+        "h0_mean_bar": (2 + 4 + 9) / 6,
+        "h0_mean_bar_scalefree": (0.8 + 1.6 + 3.6) / 6,
+    }
+    assert {k: row[k] for k in expected} == pytest.approx(expected, rel=1e-12)
+    assert "h0_entropy_scalefree" not in row  # renamed to _mean, as h0_entropy is
+
+
+def test_mean_bar_is_zero_without_finite_bars():
+    layers = pd.DataFrame(layer_rows(0, [0.0, 0.0])).assign(h0_count=0, h0_count_scalefree=0)
+    row = checkpoint_features(layers).iloc[0]
+    assert row["h0_mean_bar"] == 0.0 and row["h0_mean_bar_scalefree"] == 0.0
 
 
 def test_aggregate_weights_joins_records_and_logs(tmp_path):
@@ -96,3 +128,22 @@ def test_aggregate_weights_joins_records_and_logs(tmp_path):
     assert (table["n_params"] == 99).all()
     assert pd.read_parquet(out["table"]).equals(table)
     assert len(pd.read_parquet(out["layers"])) == 4
+
+
+def test_records_from_an_older_version_are_reported_not_silently_dropped(caplog):
+    """A layer table without the scale-free keys (records written before they existed) still
+    aggregates, and the log names the missing columns and the command that recomputes them."""
+    import logging
+
+    from topotrain.analysis.aggregate import SCALEFREE
+
+    layers = pd.DataFrame(
+        {"model": "m", "seed": 0, "step": 0, "layer": ["a", "b"], "np_total": [0.5, 0.7],
+         "np_p2": [0.1, 0.2], "h0_count": [3, 4], "h0_total": [1.0, 2.0], "h0_max": [0.5, 0.9],
+         "h0_entropy": [1.0, 1.2], "h1_count": [0, 1], "h1_total": [0.0, 0.1], "h1_max": [0.0, 0.1],
+         "h1_entropy": [0.0, 0.0], "l2_norm": [1.0, 3.0]}
+    )  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="topotrain.analysis.aggregate"):
+        out = checkpoint_features(layers)
+    assert out["h0_total"].iloc[0] == 3.0 and f"h0_total{SCALEFREE}" not in out
+    assert f"h0_total{SCALEFREE}" in caplog.text and "--forcerun weight_topology" in caplog.text

@@ -125,6 +125,7 @@ def test_one_row_identical_rows_and_zeros_give_documented_records(tmp_path):
         "mlp.c_fc": (4 * D, {"np_total": 0.0, "np_p2": 0.0}, 0.0),
     }
     vr_zero = {f"h{k}_{s}": 0 for k in (0, 1) for s in ("count", "total", "max", "entropy")}
+    vr_zero |= {f"{key}_scalefree": 0 for key in vr_zero}  # RMS 0 (all zeros) included
     with np.load(out / "step_00010.npz") as npz:
         for name, (rows, np_values, norm) in expected.items():
             record = records[f"{BLOCK}.{name}.weight"]

@@ -1,4 +1,4 @@
-"""Final-loss predictors: exact on their own models, leave-one-model-out honesty, summaries."""
+"""Final-loss predictors: exact on their own models, placebos, honest learned CV, summaries."""
 
 import numpy as np
 import pandas as pd
@@ -12,8 +12,9 @@ from topotrain.analysis.predict import (
     predict_final_loss,
     predict_loss_only,
     predict_topology_only,
-    prediction_summary,
 )
+from topotrain.analysis.predict_learned import forward_chaining
+from topotrain.analysis.predict_summary import flag_beats_placebos, prediction_summary
 
 STEPS = np.arange(0, 5001, 100)
 
@@ -234,3 +235,137 @@ def test_wilcoxon_matches_scipy_and_notes_when_n_is_too_small(n):
     assert row["wilcoxon_stat"] == ref.statistic
     assert row["wilcoxon_p"] == pytest.approx(2 * 0.5**n)  # exact p when all signs agree
     assert ("cannot reach p<0.05" in row["wilcoxon_note"]) == (n < 6)
+
+
+def test_step_placebo_is_the_linear_extrapolation_of_the_recent_loss_slope():
+    df = synthetic_study(4, seed=3)
+    pred = predict_final_loss(df, [0.2, 0.5])
+    for (model, _, fraction), row in rows(pred, "topology_only[step]").iterrows():
+        run = df[(df["model"] == model) & (df["frac"] <= fraction + 1e-9) & (df["step"] > 0)]
+        t, loss = run["step"].to_numpy(float), run["val_loss"].to_numpy(float)
+        recent = t >= t[-1] / 2
+        slope = np.polyfit(t[recent], loss[recent], 1)[0]
+        expected = max(loss[-1] + slope * (df["step"].max() - t[-1]), 0.0)
+        assert row["predicted"] == pytest.approx(expected, rel=1e-6)
+        assert not row["fallback"]
+    lo, placebo = rows(pred, "loss_only"), rows(pred, "topology_only[step]")
+    np.testing.assert_allclose(
+        rows(pred, "combined[step]")["predicted"], (lo["predicted"] + placebo["predicted"]) / 2
+    )
+
+
+def test_l2_placebo_runs_the_topology_predictor_on_the_l2_norm_series():
+    df = synthetic_study(3, seed=4)
+    df["l2_norm_mean"] = 2.0 + 0.001 * df["step"] ** 0.7  # a non-constant pacing series
+    pred = predict_final_loss(df, [0.3])
+    for (model, _, fraction), row in rows(pred, "topology_only[l2_norm_mean]").iterrows():
+        run = df[(df["model"] == model) & (df["frac"] <= fraction + 1e-9)]
+        t = run["step"].to_numpy(float)
+        args = (run["l2_norm_mean"].to_numpy(float), run["val_loss"].to_numpy(float), 1000.0)
+        assert row["predicted"] == predict_topology_only(t, *args).value
+
+
+def test_missing_placebo_column_gives_nan_rows_with_a_note():
+    pred = predict_final_loss(synthetic_study(3).drop(columns="l2_norm_mean"), [0.3])
+    for method in ("topology_only[l2_norm_mean]", "combined[l2_norm_mean]"):
+        assert rows(pred, method)["predicted"].isna().all()
+    assert rows(pred, "topology_only[l2_norm_mean]")["note"].str.contains("no l2_norm_mean").all()
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.5])
+def test_last_loss_is_the_last_observed_val_loss_and_the_mean_baseline_averages_it(fraction):
+    df = synthetic_study(3, seed=5)
+    pred = predict_final_loss(df, [fraction])
+    last = rows(pred, "last_loss")
+    seen = df[df["frac"] <= fraction].sort_values("step").groupby("model")["val_loss"].last()
+    got = last.reset_index().set_index("model")["predicted"]
+    pd.testing.assert_series_equal(got.sort_index(), seen, check_names=False)
+    assert not last["fallback"].any()
+    mean = rows(pred, "mean_loss_only_last")["predicted"]
+    np.testing.assert_allclose(mean, (rows(pred, "loss_only")["predicted"] + last["predicted"]) / 2)
+
+
+def test_forward_chaining_never_uses_a_larger_models_final_loss():
+    df = synthetic_study(6, seed=6)
+    order = df.groupby("model")["n_params"].first().sort_values().index
+    before = rows(predict_final_loss(df, [0.3]), "learned_forward").reset_index("seed")
+    final = df["step"] == df["step"].max()
+    for altered_model in (order[-1], order[3]):  # the largest, and one in the middle
+        altered = df.copy()
+        altered.loc[final & (df["model"] == altered_model), "val_loss"] += 5.0
+        after = rows(predict_final_loss(altered, [0.3]), "learned_forward").reset_index("seed")
+        smaller_or_same = [m for m in order[: list(order).index(altered_model) + 1]]
+        larger = [m for m in order if m not in smaller_or_same]
+        same = before.loc[smaller_or_same, "predicted"]
+        pd.testing.assert_series_equal(after.loc[smaller_or_same, "predicted"], same)
+        if larger:  # the altered final loss does train the larger models' predictors
+            assert not np.allclose(after.loc[larger, "predicted"], before.loc[larger, "predicted"])
+
+
+def test_forward_chaining_predicts_nothing_until_enough_smaller_models():
+    pred = rows(predict_final_loss(synthetic_study(5, seed=7), [0.3]), "learned_forward")
+    pred = pred.sort_values("n_params")
+    assert pred["predicted"].isna().tolist() == [True, True, False, False, False]
+    assert pred["note"].iloc[:2].str.contains("needs >= 2 smaller models").all()
+    assert pred["note"].iloc[2:].str.contains("smaller models").all()
+
+
+def test_forward_chaining_trains_on_strictly_smaller_models_only():
+    x = np.array([[0.0], [1.0], [2.0], [3.0], [3.0]])
+    y = np.array([0.0, 1.0, 2.0, 30.0, 31.0])  # the tied-size models must not train each other
+    models = np.array(["a", "b", "c", "d", "e"])
+    pred, notes = forward_chaining(x, y, models, np.array([1, 2, 3, 4, 4]), alpha=1e-10)
+    assert np.isnan(pred[:2]).all()
+    np.testing.assert_allclose(pred[2:], [2.0, 3.0, 3.0], atol=1e-6)
+    assert "3 runs of 3 smaller models" in notes[3] and "3 runs of 3 smaller" in notes[4]
+
+
+def test_prediction_copes_with_two_models():
+    pred = predict_final_loss(synthetic_study(2), [0.3])
+    summary = prediction_summary(pred)
+    assert set(summary["method"]) == set(METHODS)
+    assert rows(pred, "learned_forward")["predicted"].isna().all()
+    assert summary["spearman_rho"].isna().all() and (summary["spearman_n"] <= 2).all()
+
+
+def test_summary_spearman_across_sizes_uses_means_over_seeds_and_the_exact_p():
+    out = []
+    for i, (pred_a, pred_b) in enumerate(
+        [(1.0, 1.2), (2.0, 2.2), (3.0, 3.2), (5.0, 5.2), (4.0, 4.2)]
+    ):
+        for seed, predicted in enumerate((pred_a, pred_b)):
+            out.append({"model": f"m{i}", "seed": seed, "fraction": 0.3, "method": "loss_only",
+                        "predicted": predicted, "actual": float(i), "abs_error": 0.1})  # fmt: skip
+    row = prediction_summary(pd.DataFrame(out)).iloc[0]
+    assert row["spearman_rho"] == pytest.approx(0.9) and row["spearman_n"] == 5
+    assert row["spearman_p_exact"] == pytest.approx(10 / 120)
+
+
+@pytest.mark.parametrize(
+    "maes, topo, comb",
+    [
+        ({"topology_only": 0.1, "topology_only[step]": 0.2, "topology_only[l2_norm_mean]": 0.3,
+          "combined": 0.15, "combined[step]": 0.12, "combined[l2_norm_mean]": 0.3}, True, False),
+        ({"topology_only": 0.25, "topology_only[step]": 0.3, "topology_only[l2_norm_mean]": 0.3,
+          "combined": 0.1, "combined[step]": 0.2, "combined[l2_norm_mean]": 0.2}, False, True),
+        ({"topology_only": 0.1, "topology_only[step]": 0.2, "combined": 0.1}, False, False),
+    ],
+)  # fmt: skip
+def test_beats_placebos_needs_lower_mae_than_both_placebos_and_loss_only(maes, topo, comb):
+    maes = {"loss_only": 0.2, "last_loss": 0.01, **maes}
+    summary = pd.DataFrame({"fraction": 0.3, "method": list(maes), "mae": list(maes.values())})
+    flags = flag_beats_placebos(summary).set_index("method")["beats_placebos"]
+    assert flags["topology_only"] is topo and flags["combined"] is comb
+    assert pd.isna(flags["loss_only"]) and pd.isna(flags["last_loss"])
+
+
+def test_report_findings_and_figure_read_the_new_summary(tmp_path):
+    from topotrain.report.markdown import prediction_findings
+    from topotrain.report.plots import figure_prediction_mae
+
+    prediction_summary(predict_final_loss(synthetic_study(4), [0.3])).to_csv(tmp_path / "p.csv")
+    summary = pd.read_csv(tmp_path / "p.csv")
+    (line,) = prediction_findings(summary)
+    assert "Beats its placebos (step, L2 norm) and loss-only: topology_only " in line
+    figure_prediction_mae(summary, tmp_path / "m.png", tmp_path / "m.pdf")
+    assert (tmp_path / "m.png").stat().st_size > 0

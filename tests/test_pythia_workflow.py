@@ -148,6 +148,7 @@ def test_adding_a_pythia_step_reruns_only_that_revisions_jobs(pythia_run):
         "pythia_embedding_tables": 1,
         "pythia_weight_figure": 1,
         "pythia_figures": 1,
+        "replication": 1,  # reads pythia_weights.csv (Table 8)
         "report_markdown": 1,
     }
 
@@ -168,4 +169,4 @@ def test_default_config_plans_every_pythia_revision():
     counts = planned_counts(ROOT, "--config", "results=/tmp/topotrain-plan-only")
     assert counts["pythia_weight_topology"] == 7 and counts["pythia_embedding_topology"] == 57
     assert counts["fetch_pythia"] == 7 + 57
-    assert counts["train_model"] == 5 and counts["weight_topology"] == 5 * 51
+    assert counts["train_model"] == 5 * 3 and counts["weight_topology"] == 5 * 3 * 51  # 3 seeds

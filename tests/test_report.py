@@ -81,6 +81,18 @@ def test_report_sections_are_assembled_in_order(tmp_path):
     assert pd.read_csv(tmp_path / "t2.csv")["v"].tolist() == [2.5]
 
 
+def test_lead_sections_come_before_the_preface(tmp_path):
+    write_table(pd.DataFrame({"k": [1]}), tmp_path / "t1.csv", tmp_path / "t1.md")
+    write_table(pd.DataFrame({"v": [2]}), tmp_path / "t2.csv", tmp_path / "t2.md")
+    sections = [("First", "one", tmp_path / "t1.md"), ("Second", "two", tmp_path / "t2.md")]
+    for lead, order in ((0, ["Findings", "First", "Second"]), (1, ["First", "Findings", "Second"])):
+        assemble_report(sections, tmp_path / "R.md", "## Findings\n\nfound\n", lead=lead)
+        heads = [
+            ln[3:] for ln in (tmp_path / "R.md").read_text().splitlines() if ln.startswith("## ")
+        ]
+        assert heads == order
+
+
 def test_palette_orders_models_by_size():
     df = synthetic_table(models=(("big", 900), ("small", 10), ("mid", 90)))
     assert list(plots.model_palette(df)) == ["small", "mid", "big"]

@@ -13,6 +13,8 @@ from topotrain.analysis.stats import (
     best_feature,
     bonferroni,
     correlation_table,
+    seed_agreement,
+    seed_interval,
     spearman_ci,
     spearman_rows,
 )
@@ -152,16 +154,31 @@ def test_best_feature_reports_features_tied_with_the_winner():
     assert best["best_baseline"] == "l2_norm_mean" and best["best_baseline_rho"] == best["rho"]
 
 
-def test_across_seeds_gives_a_t_interval_matching_the_formula():
+def test_across_seeds_gives_a_fisher_z_interval_matching_the_formula():
     corr = correlation_table(feature_table(n_models=1, seeds=(1, 2, 3)), n_resamples=50)
     seeds = across_seeds(corr).set_index("feature")
     rho = corr.loc[corr["feature"] == "h1_total", "rho"].to_numpy()
-    half = student_t.ppf(0.975, 2) * rho.std(ddof=1) / np.sqrt(3)
+    z = 0.5 * np.log((1 + rho) / (1 - rho))  # Fisher's z, written out
+    half = student_t.ppf(0.975, 2) * z.std(ddof=1) / np.sqrt(3)
     row = seeds.loc["h1_total"]
     assert row["n_seeds"] == 3 and row["rho_mean"] == pytest.approx(rho.mean())
     assert (row["rho_low"], row["rho_high"]) == pytest.approx(
-        (rho.mean() - half, rho.mean() + half)
+        (np.tanh(z.mean() - half), np.tanh(z.mean() + half))
     )
+
+
+def test_seed_interval_stays_inside_minus_one_one_where_a_t_interval_on_rho_does_not():
+    """The issue's case: three seeds of very different ρ, whose raw t-interval ran to [−2.28, 1.35]."""
+    rho = np.array([-0.95, 0.6, -0.4])
+    t_half = student_t.ppf(0.975, 2) * rho.std(ddof=1) / np.sqrt(3)
+    assert rho.mean() - t_half < -1 and rho.mean() + t_half > 1  # the old interval
+    out = seed_interval(rho)
+    assert -1 <= out["rho_low"] < out["rho_mean"] < out["rho_high"] <= 1
+
+
+def test_seed_agreement_counts_sign_and_significance():
+    rho, p = np.array([-0.8, -0.5, 0.1, np.nan]), np.array([0.001, 0.2, 0.001, np.nan])
+    assert seed_agreement(rho, p) == {"n_same_sign": 2, "n_significant": 1}
 
 
 def test_one_seed_gives_no_interval_but_a_note():

@@ -20,11 +20,12 @@ from topotrain.topology import (
     vr_diagrams,
 )
 from topotrain.topology.checkpoint import checkpoint_topology, write_checkpoint_topology
-from topotrain.topology.layers import select_layers
+from topotrain.topology.layers import diagram_summaries, layer_rng, layer_topology, select_layers
 
 C_ATTN = "transformer.h.0.attn.c_attn.weight"
 KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2"]
-KEYS += [f"h{k}_{s}" for k in (0, 1) for s in ("count", "total", "max", "entropy")] + ["l2_norm"]
+SUMMARIES = [f"h{k}_{s}" for k in (0, 1) for s in ("count", "total", "max", "entropy")]
+KEYS += SUMMARIES + ["l2_norm"] + [f"{key}_scalefree" for key in SUMMARIES]
 
 
 def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
@@ -43,15 +44,22 @@ def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
     return {k: v.astype(np.float64) for k, v in tensors.items()}
 
 
+def summaries(h0, h1, suffix=""):
+    """h{k}_count/_total/_max/_entropy{suffix} of the diagrams h0, h1, from the summary functions."""
+    funcs = {"count": feature_count, "total": total_persistence}
+    funcs |= {"max": max_persistence, "entropy": persistence_entropy}
+    return {f"h{k}_{s}{suffix}": f(d) for k, d in ((0, h0), (1, h1)) for s, f in funcs.items()}
+
+
 def expected_record(layer, W, cloud):
-    """A layer's record computed directly from the topology functions."""
+    """A layer's record computed directly from the topology functions; the scale-free summaries
+    from the diagrams divided by the RMS of the whole matrix."""
     h0, h1 = vr_diagrams(cloud)
     record = {"layer": layer, "rows": W.shape[0], "cols": W.shape[1], "n_points": len(cloud)}
-    record |= neural_persistence(W)
-    for k, d in ((0, h0), (1, h1)):
-        record |= {f"h{k}_count": feature_count(d), f"h{k}_total": total_persistence(d)}
-        record |= {f"h{k}_max": max_persistence(d), f"h{k}_entropy": persistence_entropy(d)}
-    return record | {"l2_norm": float(np.sqrt((W**2).sum()))}
+    record |= neural_persistence(W) | summaries(h0, h1)
+    rms = np.sqrt((W**2).sum() / W.size)
+    record |= {"l2_norm": float(np.sqrt((W**2).sum()))}
+    return record | summaries(h0 / rms, h1 / rms, "_scalefree")
 
 
 def assert_record_matches(got, expected):
@@ -97,6 +105,43 @@ def test_subsample_picks_the_same_rows_of_a_layer_at_every_checkpoint(tmp_path):
     np.testing.assert_allclose(db[f"{C_ATTN}/h0"], 2 * da[f"{C_ATTN}/h0"], rtol=1e-12)
 
 
+def test_scalefree_summaries_equal_recomputing_on_the_matrix_over_its_rms():
+    W = np.random.default_rng(3).normal(size=(60, 8)) * 0.037
+    record, _ = layer_topology(W, "x", max_points=40, seed=0, maxdim=1, n_threads=1)
+    cloud = W[np.sort(layer_rng(0, "x").choice(60, 40, replace=False))] / np.sqrt(np.mean(W**2))
+    again = diagram_summaries(vr_diagrams(cloud)[0], 0) | diagram_summaries(
+        vr_diagrams(cloud)[1], 1
+    )
+    got = {key: record[f"{key}_scalefree"] for key in again}
+    assert {k: v for k, v in got.items() if k.startswith("h0_")} == pytest.approx(
+        {k: v for k, v in again.items() if k.startswith("h0_")}, rel=1e-9
+    )  # H0: exact float64 MST
+    # H1: giotto-ph rounds distances to float32, and float32(d / rms) ≠ float32(d) / rms
+    assert got["h1_count"] == again["h1_count"] > 0
+    assert got == pytest.approx(again, rel=1e-6)
+
+
+def test_scaling_the_weights_scales_raw_totals_and_leaves_scalefree_ones(tmp_path):
+    tensors = fake_checkpoint(tmp_path / "a.safetensors", blocks=(0, 1))
+    save_file(
+        {k: (3.7 * v).astype(np.float32) for k, v in tensors.items()},
+        str(tmp_path / "b.safetensors"),
+    )
+    a, _ = checkpoint_topology(tmp_path / "a.safetensors", GPT_LAYERS, max_points=20)
+    b, _ = checkpoint_topology(tmp_path / "b.safetensors", GPT_LAYERS, max_points=20)
+    assert len(a) == len(b) == 8 and all(r["h0_total"] > 0 for r in a)
+    assert sum(r["h1_total"] > 0 for r in a) >= 4  # some layers of 8 points have no H1 bar
+    # H0 is exact float64 (only the float32 weights round); H1 bars are differences of giotto-ph's
+    # float32 distances, so a short bar carries ~1e-5 relative rounding
+    for ra, rb in zip(a, b, strict=True):
+        for k, rel in ((0, 1e-7), (1, 1e-4)):
+            for s in ("total", "max"):
+                raw, free = f"h{k}_{s}", f"h{k}_{s}_scalefree"
+                assert rb[raw] == pytest.approx(3.7 * ra[raw], rel=rel)
+                assert rb[free] == pytest.approx(ra[free], rel=rel)
+            assert rb[f"h{k}_count_scalefree"] == ra[f"h{k}_count"]
+
+
 def test_other_seed_picks_other_rows(tmp_path):
     fake_checkpoint(tmp_path / "a.safetensors", seed=1)
     r5, _ = checkpoint_topology(tmp_path / "a.safetensors", [C_ATTN], max_points=10, seed=5)
@@ -108,7 +153,8 @@ def test_other_seed_picks_other_rows(tmp_path):
 def test_maxdim_zero_leaves_h1_uncomputed(tmp_path):
     fake_checkpoint(tmp_path / "c.safetensors")
     records, diagrams = checkpoint_topology(tmp_path / "c.safetensors", [C_ATTN], maxdim=0)
-    assert [records[0][f"h1_{s}"] for s in ("count", "total", "max", "entropy")] == [None] * 4
+    assert [records[0][key] for key in KEYS if key.startswith("h1_")] == [None] * 8
+    assert records[0]["h0_total_scalefree"] > 0
     assert list(diagrams) == [f"{C_ATTN}/h0"]
 
 

@@ -24,6 +24,12 @@ TOPO_COLUMNS = [
     "h1_entropy_mean",
     "h0_max",
     "h1_max",
+    "h0_total_scalefree",
+    "h1_total_scalefree",
+    "h0_entropy_scalefree_mean",
+    "h0_max_scalefree",
+    "h0_mean_bar",
+    "h0_mean_bar_scalefree",
 ]
 
 
@@ -68,9 +74,11 @@ def test_layer_table_matches_the_checkpoint_records(tiny_run):
         "transformer.h.0.mlp.c_fc.weight",
         "transformer.h.0.mlp.c_proj.weight",
     }
-    sums = layers.groupby(["model", "seed", "step"])["h0_total"].sum().reset_index()
+    summed = ["h0_total", "h0_total_scalefree"]
+    sums = layers.groupby(["model", "seed", "step"])[summed].sum().reset_index()
     merged = table.merge(sums, on=["model", "seed", "step"], suffixes=("", "_layers"))
-    np.testing.assert_allclose(merged["h0_total"], merged["h0_total_layers"])
+    for col in summed:
+        np.testing.assert_allclose(merged[col], merged[f"{col}_layers"])
     means = layers.groupby(["model", "seed", "step"])["np_total"].mean().reset_index()
     merged = table.merge(means, on=["model", "seed", "step"])
     np.testing.assert_allclose(merged["np_mean"], merged["np_total"])
@@ -125,7 +133,8 @@ def test_bad_config_fails_before_any_job(tmp_path, section, key, value, message)
 
 TABLES = [
     "models", "correlations", "correlations_across_seeds", "best_feature", "scaling",
-    "prediction", "prediction_runs", "phases",
+    "prediction", "prediction_runs", "phases", "associations", "associations_summary",
+    "replication",
 ]  # fmt: skip
 FIGURES = [
     "overview", "loss_curves", "np_evolution", "homology_evolution", "correlation_heatmap",
@@ -147,12 +156,21 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     assert set(corr["model"]) == set(config["models"])
     report = (results / "REPORT.md").read_text()
     assert "## Which feature tracks loss best" in report and "## Scaling with model size" in report
+    sections = [line for line in report.splitlines() if line.startswith("## ")]
+    assert sections[:2] == ["## Replication of the paper's claims", "## Findings"]  # verdicts first
+    replication = pd.read_csv(results / "tables" / "replication.csv")
+    assert set(replication["verdict"]) <= {
+        "reproduced", "not reproduced", "inconclusive", "artefact", "not evaluated",
+    }  # fmt: skip
+    # the tiny study trains none of the paper's models and has no Pythia branch
+    per_model = replication[replication["claim"].str.startswith("ρ(TP0, train loss) ")]
+    assert set(per_model["verdict"]) == {"not evaluated"}
 
 
 ANALYSIS_JOBS = {
-    "models_table": 1, "correlations": 1, "scaling_fits": 1, "predict_final_loss": 1,
-    "phase_transitions": 1, "training_figures": 1, "analysis_figures": 1, "report_markdown": 1,
-    "all": 1,
+    "models_table": 1, "correlations": 1, "associations": 1, "scaling_fits": 1,
+    "predict_final_loss": 1, "phase_transitions": 1, "training_figures": 1, "analysis_figures": 1,
+    "replication": 1, "report_markdown": 1, "all": 1,
 }  # fmt: skip
 
 
@@ -166,7 +184,14 @@ def plan_with_overlay(workdir, text: str) -> dict[str, int]:
 def test_changing_an_analysis_parameter_reruns_only_analysis(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "analysis:\n  bootstrap_resamples: 300\n")
-    assert jobs == {"correlations": 1, "analysis_figures": 1, "report_markdown": 1, "all": 1}
+    assert jobs == {
+        "correlations": 1,
+        "associations": 1,
+        "analysis_figures": 1,
+        "replication": 1,
+        "report_markdown": 1,
+        "all": 1,
+    }
 
 
 @pytest.mark.parametrize(

@@ -129,6 +129,18 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "best", best_feature(corr), "Feature that tracks loss best, per model")
 
 
+def associations_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """Raw, detrended and partial (step, L2) associations of every feature with train/val loss."""
+    import pandas as pd
+
+    from topotrain.analysis.associations import association_summary, association_table
+
+    df = pd.read_parquet(table)
+    assoc = association_table(df, n_resamples=params["n_resamples"], seed=params["seed"])
+    _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
+    _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
+
+
 def scaling_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Power-law fits of final-checkpoint values against parameter count."""
     import pandas as pd
@@ -143,7 +155,8 @@ def prediction_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Final-loss prediction from early training: per-run errors and the MAE summary."""
     import pandas as pd
 
-    from topotrain.analysis.predict import predict_final_loss, prediction_summary
+    from topotrain.analysis.predict import predict_final_loss
+    from topotrain.analysis.predict_summary import prediction_summary
 
     pred = predict_final_loss(pd.read_parquet(table), fractions=tuple(params["fractions"]))
     _tables(out, "runs", pred, "Final-loss predictions per run")
@@ -160,6 +173,17 @@ def phases_job(table: str, params: dict, out: dict[str, str]) -> None:
         pd.read_parquet(table), threshold=params["threshold"], n_bkps=params["n_bkps"]
     )
     _tables(out, "phases", phases, "Phase transitions")
+
+
+def replication_job(inputs: dict[str, str], out: dict[str, str]) -> None:
+    """Replication verdicts: every claim of the paper beside our number and its rule."""
+    import pandas as pd
+
+    from topotrain.analysis.replication import read_paper_values, replication_table
+
+    tables = {name: pd.read_csv(path) for name, path in inputs.items() if name != "paper"}
+    verdicts = replication_table(read_paper_values(inputs["paper"]), tables)
+    _tables(out, "replication", verdicts, "Replication of the paper's claims")
 
 
 def models_job(table: str, out: dict[str, str]) -> None:
@@ -209,12 +233,13 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
 
 
 def report_job(tables: dict[str, str], out: str) -> None:
-    """Assemble REPORT.md: findings from the CSV tables, then every Markdown table explained."""
+    """Assemble REPORT.md: the replication verdicts first, findings from the CSV tables, then every
+    other Markdown table explained."""
     from topotrain.report.markdown import SECTIONS, assemble_report, findings
 
     preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
     sections = [(SECTIONS[k][0], SECTIONS[k][1], p) for k, p in tables.items() if k in SECTIONS]
-    assemble_report(sections, out, preface)
+    assemble_report(sections, out, preface, lead=int("replication" in tables))
 
 
 def pythia_texts_job(corpus: dict, params: dict, out: str) -> None:

@@ -1,4 +1,4 @@
-# Analysis: correlations with bootstrap CIs, scaling fits, final-loss prediction, phases.
+# Analysis: correlations and associations with loss, scaling fits, final-loss prediction, phases.
 
 
 rule models_table:
@@ -46,6 +46,33 @@ rule correlations:
         seed=config["analysis"]["bootstrap_seed"],
     script:
         "../scripts/correlations.py"
+
+
+rule associations:
+    input:
+        FEATURES,
+    output:
+        associations_csv=report(
+            f"{RESULTS}/tables/associations.csv",
+            caption="../report/associations.rst",
+            category="Tables",
+        ),
+        associations_md=f"{RESULTS}/tables/associations.md",
+        summary_csv=f"{RESULTS}/tables/associations_summary.csv",
+        summary_md=f"{RESULTS}/tables/associations_summary.md",
+    log:
+        f"{RESULTS}/logs/analysis/associations.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        n_resamples=config["analysis"]["bootstrap_resamples"],
+        seed=config["analysis"]["bootstrap_seed"],
+    script:
+        "../scripts/associations.py"
 
 
 rule scaling_fits:
@@ -121,3 +148,25 @@ rule phase_transitions:
         n_bkps=config["analysis"]["changepoints"],
     script:
         "../scripts/phase_transitions.py"
+
+
+rule replication:
+    input:
+        **get_replication_inputs(),
+    output:
+        replication_csv=report(
+            f"{RESULTS}/tables/replication.csv",
+            caption="../report/replication.rst",
+            category="Tables",
+        ),
+        replication_md=f"{RESULTS}/tables/replication.md",
+    log:
+        f"{RESULTS}/logs/analysis/replication.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/replication.py"

@@ -183,7 +183,9 @@ def figure_outputs(names):
 
 def report_tables():
     """The Markdown tables REPORT.md is assembled from, in reading order."""
-    tables = ["models", "best_feature", "correlations", "prediction", "prediction_runs"]
+    tables = ["replication", "models", "best_feature", "correlations"]
+    tables += ["associations_summary"]
+    tables += ["prediction", "prediction_runs"]
     tables += ["scaling", "phases", "correlations_across_seeds"]
     if pythia_revisions("weights"):
         tables += ["pythia_weights"]
@@ -195,6 +197,19 @@ def report_tables():
         for name in ("best_feature", "prediction")
     }
     return {**md, **csv}
+
+
+PAPER_VALUES = os.path.join(workflow.basedir, "workflow", "data", "paper_values.csv")
+
+
+def get_replication_inputs():
+    """The published values and the tables the replication verdicts read (Table 8's Pythia
+    weights only when that branch is on)."""
+    names = ["models", "associations", "prediction", "phases", "scaling"]
+    if pythia_revisions("weights"):
+        names += ["pythia_weights"]
+    tables = {name: f"{RESULTS}/tables/{name}.csv" for name in names}
+    return {"paper": PAPER_VALUES, **tables}
 
 
 # ---- Pythia branch -------------------------------------------------------------------------

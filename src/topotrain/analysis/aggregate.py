@@ -3,7 +3,8 @@
 Two tables come out (columns documented in the README):
 - long per-layer table: one row per (model, seed, step, layer) with every per-layer feature;
 - checkpoint table: one row per (model, seed, step): losses, NP mean/std over layers, VR totals and
-  counts summed over layers, entropies averaged over layers, max persistence maxed over layers.
+  counts summed over layers, entropies averaged over layers, max persistence maxed over layers (the
+  *_scalefree ones alike), and the mean finite H0 bar Σ h0_total / Σ h0_count.
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ from topotrain.io import Writer, atomic_write_all
 
 log = logging.getLogger(__name__)
 
+SCALEFREE = "_scalefree"  # suffix of the summaries of W / RMS(W) (topology.layers)
 SUMMED = ["h0_count", "h0_total", "h1_count", "h1_total"]
-AVERAGED = ["h0_entropy", "h1_entropy", "l2_norm"]
+SUMMED += [c + SCALEFREE for c in SUMMED]
+AVERAGED = ["h0_entropy", "h1_entropy"]
+AVERAGED += [c + SCALEFREE for c in AVERAGED] + ["l2_norm"]
 MAXED = ["h0_max", "h1_max"]
+MAXED += [c + SCALEFREE for c in MAXED]
 
 
 def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.DataFrame:
@@ -83,10 +88,27 @@ def checkpoint_features(layers: pd.DataFrame) -> pd.DataFrame:
         np_p2_std=("np_p2", lambda x: float(np.std(x, ddof=0))),
     )
     present = [c for c in SUMMED + AVERAGED + MAXED if c in layers]
+    stale = [c for c in present if 0 < layers[c].isna().sum() < len(layers)]  # old and new mixed
+    if missing := sorted(set(SUMMED + AVERAGED + MAXED) - set(present)) + stale:
+        log.warning(
+            "topology records lack %s (written by an older topotrain?): those columns are left "
+            "out or partly empty; `snakemake --forcerun weight_topology` recomputes them",
+            ", ".join(missing),
+        )
     agg = {c: ("sum" if c in SUMMED else "mean" if c in AVERAGED else "max") for c in present}
     out = out.join(grouped.agg(agg))
     out = out.rename(columns={c: f"{c}_mean" for c in AVERAGED if c in out})
+    for suffix in ("", SCALEFREE):
+        total, count = f"h0_total{suffix}", f"h0_count{suffix}"
+        if total in out and count in out:
+            out[f"h0_mean_bar{suffix}"] = mean_bar(out[total], out[count])
     return out.reset_index()
+
+
+def mean_bar(total: pd.Series, count: pd.Series) -> pd.Series:
+    """Mean finite bar length Σ total / Σ count (per checkpoint, over layers); 0 where count is 0."""
+    count = count.astype(float)
+    return (total.astype(float) / count.where(count > 0)).fillna(0.0)
 
 
 def build_tables(

@@ -1,11 +1,14 @@
 """Predict each run's final validation loss from its early checkpoints (frac ≤ f).
 
-Four methods, each returning (predicted, fallback, note) per run and cutoff fraction f:
+Methods, each returning (predicted, fallback, note) per run and cutoff fraction f:
 - loss_only: extrapolate a fitted power law L(t) = a·t^(−b) + c to the final step T;
 - topology_only: current loss plus (loss-per-NP sensitivity) × (NP change still to come);
 - combined: the mean of the two;
-- learned: ridge regression on cutoff features, scored by leave-one-model-out cross-validation.
-Times t are optimizer steps; losses are nats/char; NP is the table's ``np_mean``.
+- learned: ridge regression on cutoff features, scored by leave-one-model-out cross-validation;
+- learned_forward: the same ridge trained only on smaller models (forward chaining by N);
+- placebos topology_only[p], combined[p]: NP replaced by a pacing series p in PLACEBOS;
+- baselines last_loss (the last observed val_loss) and mean_loss_only_last (mean of the two).
+Times t are optimizer steps; losses are validation nats/char; NP is the table's ``np_mean``.
 """
 
 from __future__ import annotations
@@ -17,20 +20,23 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit, minimize_scalar
-from scipy.stats import wilcoxon
-from sklearn.linear_model import Ridge
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
-METHODS = ("loss_only", "topology_only", "combined", "learned")
+from topotrain.analysis.predict_learned import RIDGE_ALPHA, forward_chaining, leave_one_model_out
+from topotrain.analysis.scaling import profile_sse
+
+PACE = "np_mean"  # the topological pacing series of topology_only and combined
+PLACEBOS = ("step", "l2_norm_mean")  # non-topological pacing series in its place
+TOPOLOGY_METHODS = ("topology_only", "combined")
+METHODS = (
+    "loss_only", "topology_only", "combined", "learned", "learned_forward",
+    *(f"{m}[{p}]" for p in PLACEBOS for m in TOPOLOGY_METHODS), "last_loss", "mean_loss_only_last",
+)  # fmt: skip
 FRACTIONS = (0.2, 0.3, 0.5)
 MAXFEV = 10_000  # curve_fit's budget of function evaluations (read at call time)
 B_MAX = 10.0  # upper bound of the loss power-law exponent b
 GAMMA_BOUNDS = (-1.0, 4.0)  # NP rate r(t) ∝ t^(−γ−1): from constant rate (γ=−1) to fast decay
 GAMMA_GRID = 101  # coarse grid over GAMMA_BOUNDS before the bounded Brent refinement
-RIDGE_ALPHA = 1.0  # L2 penalty of the learned predictor, on standardised features
-MIN_MODELS = 3  # the learned predictor needs at least this many models
-P_LEVEL = 0.05  # significance level used for the Wilcoxon note
+MIN_MODELS = 3  # the leave-one-model-out learned predictor needs at least this many models
 FEATURES = (
     "loss_at_cutoff",
     "loss_only_pred",
@@ -113,9 +119,10 @@ def fit_np_trajectory(u: np.ndarray, n: np.ndarray) -> tuple[float, float, float
 
     Variable projection: (n0, s) by linear least squares for each γ; γ by a grid over GAMMA_BOUNDS
     refined with bounded Brent. n0 is the fitted NP at t0, s/t0 the fitted NP rate at t0.
+    The grid is scanned at once by scaling.profile_sse: g_γ is its basis (u^b − 1)/b at b = −γ.
     """
     grid = np.linspace(*GAMMA_BOUNDS, GAMMA_GRID)
-    i = int(np.argmin([_np_fit(u, n, g)[0] for g in grid]))
+    i = int(np.argmin(profile_sse(u, n, -grid)))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
     res = minimize_scalar(
         lambda g: _np_fit(u, n, g)[0], bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}
@@ -137,16 +144,17 @@ def ols_slope(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def predict_topology_only(
-    t: np.ndarray, np_mean: np.ndarray, loss: np.ndarray, total: float
+    t: np.ndarray, pace: np.ndarray, loss: np.ndarray, total: float
 ) -> Prediction:
     """L̂ = L(t0) + k·ΔN, ΔN = r(t0)·t0·(1 − (t0/T)^γ)/γ (t0·r·ln(T/t0) at γ = 0), clipped ≥ 0.
 
-    NP rate r(t) = r(t0)·(t/t0)^(−γ−1) fitted on the t > 0 window (fit_np_trajectory); k = OLS
-    slope of val_loss on np_mean over the window's second half (t ≥ t0/2); t ascending.
-    Fallback (flagged; < 4 points or constant NP): the last observed finite loss.
+    N is the pacing series ``pace`` (NP; a placebo such as the step or the L2 norm in its place).
+    Its rate r(t) = r(t0)·(t/t0)^(−γ−1) is fitted on the t > 0 window (fit_np_trajectory); k = OLS
+    slope of val_loss on N over the window's second half (t ≥ t0/2); t ascending.
+    Fallback (flagged; < 4 points or constant N): the last observed finite loss.
     """
-    keep = (t > 0) & np.isfinite(np_mean) & np.isfinite(loss)
-    tk, nk, yk = t[keep], np_mean[keep], loss[keep]
+    keep = (t > 0) & np.isfinite(pace) & np.isfinite(loss)
+    tk, nk, yk = t[keep], pace[keep], loss[keep]
     fallback = last_finite(loss)
     if tk.size < 4:
         return Prediction(fallback, True, f"only {tk.size} points with t > 0; last loss")
@@ -169,11 +177,30 @@ def clip_at_zero(value: float, note: str) -> tuple[float, str]:
     return value, note
 
 
-def combine(a: Prediction, b: Prediction) -> Prediction:
-    """L̂ = (L̂_loss + L̂_topo)/2; a fallback if either part is one."""
-    return Prediction(
-        (a.value + b.value) / 2, a.fallback or b.fallback, "mean of loss and topology"
-    )
+def combine(a: Prediction, b: Prediction, note: str = "mean of loss and topology") -> Prediction:
+    """L̂ = (L̂_a + L̂_b)/2 (loss-only and topology-only by default); a fallback if either part is one."""
+    return Prediction((a.value + b.value) / 2, a.fallback or b.fallback, note)
+
+
+def method_name(method: str, pace: str) -> str:
+    """'topology_only' for NP, 'topology_only[step]' for a placebo pacing series."""
+    return method if pace == PACE else f"{method}[{pace}]"
+
+
+def paced_predictions(
+    window: pd.DataFrame, loss_only: Prediction, total: float
+) -> dict[str, Prediction]:
+    """topology_only and combined with NP and with each placebo series (NaN if its column is absent)."""
+    t, loss = window["step"].to_numpy(float), window["val_loss"].to_numpy(float)
+    out = {}
+    for pace in (PACE, *PLACEBOS):
+        if pace in window:
+            topo = predict_topology_only(t, window[pace].to_numpy(float), loss, total)
+        else:
+            topo = Prediction(float("nan"), False, f"no {pace} column in the feature table")
+        out[method_name("topology_only", pace)] = topo
+        out[method_name("combined", pace)] = combine(loss_only, topo)
+    return out
 
 
 def cutoff_features(window: pd.DataFrame, loss_pred: float, n_params: int) -> dict[str, float]:
@@ -191,49 +218,31 @@ def cutoff_features(window: pd.DataFrame, loss_pred: float, n_params: int) -> di
     }
 
 
-def leave_one_model_out(
-    x: np.ndarray, y: np.ndarray, models: np.ndarray, alpha: float = RIDGE_ALPHA
-) -> tuple[np.ndarray, list[str]]:
-    """Each run's prediction from StandardScaler → Ridge(alpha) fitted on the other models' runs.
-
-    Runs with non-finite features get NaN; non-finite features or targets are left out of training.
-    """
-    ok = np.isfinite(x).all(axis=1)
-    pred, notes = np.full(y.shape, np.nan), [""] * y.size
-    for model in np.unique(models):
-        test = models == model
-        train = ~test & ok & np.isfinite(y)
-        note = f"ridge alpha={alpha:g}, trained on {int(train.sum())} runs of other models"
-        if train.sum() < 2:
-            note = f"only {int(train.sum())} usable training runs"
-        else:
-            pipe = make_pipeline(StandardScaler(), Ridge(alpha=alpha)).fit(x[train], y[train])
-            pred[test & ok] = pipe.predict(x[test & ok])
-        for i in np.flatnonzero(test):
-            notes[i] = note if ok[i] else "non-finite cutoff features"
-    return pred, notes
-
-
 def _learned_rows(rows: list[dict], feats: list[dict], alpha: float) -> list[dict]:
-    """Learned-method rows for one fraction (LOMO ridge, clipped at 0); NaN with < MIN_MODELS."""
+    """learned (LOMO; NaN with < MIN_MODELS) and learned_forward rows for one fraction, clipped at 0."""
     models = np.array([r["model"] for r in rows])
+    x = np.array([[f[name] for name in FEATURES] for f in feats], dtype=float)
+    y = np.array([r["actual"] for r in rows], dtype=float)
     n_models = np.unique(models).size
-    if n_models < MIN_MODELS:
-        note = f"learned needs >= {MIN_MODELS} models, got {n_models}"
-        pred, notes = np.full(len(rows), np.nan), [note] * len(rows)
+    if n_models >= MIN_MODELS:
+        lomo = leave_one_model_out(x, y, models, alpha)
     else:
-        x = np.array([[f[name] for name in FEATURES] for f in feats], dtype=float)
-        y = np.array([r["actual"] for r in rows], dtype=float)
-        pred, notes = leave_one_model_out(x, y, models, alpha)
+        note = f"learned needs >= {MIN_MODELS} models, got {n_models}"
+        lomo = (np.full(len(rows), np.nan), [note] * len(rows))
+    sizes = np.array([r["n_params"] for r in rows], dtype=float)
+    forward = forward_chaining(x, y, models, sizes, alpha)
     out = []
-    for row, value, note in zip(rows, pred, notes, strict=True):
-        value, note = clip_at_zero(float(value), note)
-        out.append(row | {"method": "learned", "predicted": value, "fallback": False, "note": note})
+    for method, (pred, notes) in (("learned", lomo), ("learned_forward", forward)):
+        for row, value, note in zip(rows, pred, notes, strict=True):
+            value, note = clip_at_zero(float(value), note)
+            out.append(
+                row | {"method": method, "predicted": value, "fallback": False, "note": note}
+            )
     return out
 
 
 def _run_rows(run: pd.DataFrame, fraction: float) -> tuple[list[dict], dict, dict[str, float]]:
-    """Loss/topology/combined rows of one run at one fraction, its base row and its features."""
+    """The per-run methods' rows of one run at one fraction, its base row and its features."""
     final = run.iloc[-1]
     window = observed_window(run, fraction)
     base = {
@@ -244,10 +253,11 @@ def _run_rows(run: pd.DataFrame, fraction: float) -> tuple[list[dict], dict, dic
         "actual": float(final["val_loss"]),
     }
     t, total = window["step"].to_numpy(float), float(final["step"])
-    loss, npm = window["val_loss"].to_numpy(float), window["np_mean"].to_numpy(float)
+    loss = window["val_loss"].to_numpy(float)
     lo = predict_loss_only(t, loss, total)
-    topo = predict_topology_only(t, npm, loss, total)
-    preds = {"loss_only": lo, "topology_only": topo, "combined": combine(lo, topo)}
+    last = Prediction(last_finite(loss), False, "last observed val_loss")
+    preds = {"loss_only": lo, **paced_predictions(window, lo, total), "last_loss": last}
+    preds["mean_loss_only_last"] = combine(lo, last, "mean of loss-only and last loss")
     rows = [{**base, "method": m, **p._asdict()} for m, p in preds.items()]
     for row in rows:
         row["predicted"] = row.pop("value")
@@ -280,50 +290,3 @@ def predict_final_loss(
     cols = ["model", "seed", "n_params", "fraction", "method", "predicted", "actual", "abs_error"]
     out["method"] = out["method"].astype(str)
     return out[cols + ["fallback", "note"]].reset_index(drop=True)
-
-
-def wilcoxon_vs_reference(err: np.ndarray, ref: np.ndarray) -> tuple[float, float, int, str]:
-    """Paired two-sided Wilcoxon signed-rank of err vs ref: (statistic, p, n non-zero, note).
-
-    Rule: with n non-zero differences the smallest exact two-sided p is 2^(1−n); if that is
-    ≥ P_LEVEL (n < 6 for 0.05) the note says the test cannot reach p < P_LEVEL.
-    """
-    n = int(np.count_nonzero(err - ref))
-    if n == 0:
-        return float("nan"), float("nan"), 0, "all paired differences are zero"
-    try:
-        res = wilcoxon(err, ref)
-    except ValueError as exc:
-        return float("nan"), float("nan"), n, f"wilcoxon failed: {exc}"
-    note, p_min = "", 2.0 ** (1 - n)
-    if p_min >= P_LEVEL:
-        note = f"with n={n} paired runs the smallest two-sided p is {p_min:.4g}: "
-        note += f"cannot reach p<{P_LEVEL}"
-    return float(res.statistic), float(res.pvalue), n, note
-
-
-def prediction_summary(pred: pd.DataFrame) -> pd.DataFrame:
-    """Per (fraction, method): mae, n, improvement_pct = 100·(MAE_loss − MAE)/MAE_loss, Wilcoxon.
-
-    Each MAE is over the method's finite errors; the Wilcoxon test (wilcoxon_vs_reference) pairs
-    each method's per-run |error| with loss_only's on the runs where both are finite.
-    """
-    rows = []
-    for fraction, group in pred.groupby("fraction", sort=True):
-        errors = group.set_index(["model", "seed", "method"])["abs_error"].unstack("method")
-        ref = errors["loss_only"] if "loss_only" in errors else pd.Series(dtype=float)
-        mae_ref = float(ref.mean())
-        for method in [m for m in METHODS if m in errors]:
-            err = errors[method]
-            mae = float(err.mean())
-            row = {"fraction": fraction, "method": method, "mae": mae, "n": int(err.notna().sum())}
-            row["improvement_pct"] = 100 * (mae_ref - mae) / mae_ref if mae_ref > 0 else np.nan
-            stat, p, n_pairs, note = np.nan, np.nan, 0, "reference method"
-            if method != "loss_only":
-                both = err.notna() & ref.notna()
-                stat, p, n_pairs, note = wilcoxon_vs_reference(
-                    err[both].to_numpy(float), ref[both].to_numpy(float)
-                )
-            row |= {"wilcoxon_stat": stat, "wilcoxon_p": p, "wilcoxon_n": n_pairs}
-            rows.append(row | {"wilcoxon_note": note})
-    return pd.DataFrame(rows)

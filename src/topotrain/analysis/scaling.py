@@ -1,21 +1,34 @@
-"""Power-law scaling of final-checkpoint values with parameter count N: f(N) = a·N^b + c."""
+"""Power-law scaling of final-checkpoint values with parameter count N: f(N) = a·N^b + c.
+
+Small-n honesty (the study has five sizes): Spearman p by exact permutation, adjusted R², and a
+95% interval on each exponent — the F-profile interval of b for the offset fit and the t-interval of
+the log-log slope (the same F-profile construction, exact for a line under Gaussian errors).
+"""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.optimize import OptimizeWarning, curve_fit
+from scipy.optimize import OptimizeWarning, brentq, curve_fit
 
 MAXFEV = 20_000
 B_BOUND = 5.0  # |b| ≤ 5 inside the fit; an exponent that runs to the bound is not identified
 MIN_POINTS = 4  # three parameters need at least one residual degree of freedom
+CI_LEVEL = 0.95  # level of the exponent intervals
+PROFILE_GRID = 2001  # grid over [−B_BOUND, B_BOUND] on which the profile of b is scanned
+EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
+MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
+K_OFFSET, K_LINE = 2, 1  # fitted parameters besides the intercept (c; the log-log intercept)
 SCALING_COLUMNS = [
-    "feature", "n_models", "a", "b", "c", "r2", "converged", "message",
-    "loglog_slope", "loglog_intercept", "loglog_r2", "spearman_rho", "spearman_p",
+    "feature", "n_models", "a", "b", "b_ci_low", "b_ci_high", "c", "r2", "r2_adj", "converged",
+    "message", "loglog_slope", "loglog_slope_ci_low", "loglog_slope_ci_high", "loglog_intercept",
+    "loglog_r2", "loglog_r2_adj", "spearman_rho", "spearman_p_exact", "spearman_p_asymptotic",
 ]  # fmt: skip
 
 
@@ -24,54 +37,140 @@ def size_power_law(n: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
     return a * np.power(n, b) + c
 
 
+def adjusted_r2(r2: float, n: int, k: int) -> float:
+    """1 − (1 − R²)(n − 1)/(n − k − 1), k fitted parameters besides the intercept; NaN if n − k − 1 ≤ 0."""
+    if n - k - 1 <= 0 or not np.isfinite(r2):
+        return float("nan")
+    return float(1 - (1 - r2) * (n - 1) / (n - k - 1))
+
+
+@lru_cache(maxsize=EXACT_MAX_N)
+def _all_orderings(n: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+
+
+def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
+    """Spearman ρ and its two-sided permutation p = P(|ρ_π| ≥ |ρ|) over orderings π of y.
+
+    Exact (all n! orderings, ties as average ranks) for n ≤ EXACT_MAX_N; above, MC_PERMUTATIONS
+    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or constant x or y.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = np.sqrt((rx @ rx) * (ry @ ry))
+    rho = float(rx @ ry / scale)
+    if x.size <= EXACT_MAX_N:
+        orderings, extra = _all_orderings(x.size), 0
+    else:
+        rng = np.random.default_rng(seed)
+        orderings = rng.permuted(np.tile(np.arange(x.size), (MC_PERMUTATIONS, 1)), axis=1)
+        extra = 1
+    null = ry[orderings] @ rx / scale
+    hits = int(np.count_nonzero(np.abs(null) >= abs(rho) * (1 - 1e-9)))
+    return rho, (hits + extra) / (len(orderings) + extra)
+
+
+def spearman_with_n(n: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Spearman ρ of y against N with the exact permutation p and the large-sample (t) p."""
+    if n.size < 3 or np.ptp(y) == 0:
+        return {"spearman_rho": np.nan, "spearman_p_exact": np.nan, "spearman_p_asymptotic": np.nan}
+    rho, p_exact = spearman_exact(n, y)
+    return {"spearman_rho": rho, "spearman_p_exact": p_exact,
+            "spearman_p_asymptotic": float(stats.spearmanr(n, y).pvalue)}  # fmt: skip
+
+
 def loglog_line(n: np.ndarray, y: np.ndarray) -> dict[str, float | str]:
-    """Least-squares line log y = intercept + slope·log N (scipy.stats.linregress); needs every y > 0."""
-    out = {"loglog_slope": np.nan, "loglog_intercept": np.nan, "loglog_r2": np.nan, "message": ""}
+    """Least-squares line log y = intercept + slope·log N (linregress) and a t-interval on the slope.
+
+    The interval slope ± t(1−α/2; n−2)·se is the F-profile interval of a line (exact under Gaussian
+    errors in log y); NaN below three points. Needs every y > 0.
+    """
+    keys = ("loglog_slope", "loglog_slope_ci_low", "loglog_slope_ci_high", "loglog_intercept",
+            "loglog_r2", "loglog_r2_adj")  # fmt: skip
+    out = dict.fromkeys(keys, np.nan) | {"message": ""}
     if n.size < 2 or np.ptp(n) == 0:
         return {**out, "message": "log-log line needs two distinct N"}
     if np.any(y <= 0):
         return {**out, "message": "log-log line needs y > 0 (some final values are ≤ 0)"}
     res = stats.linregress(np.log(n), np.log(y))
-    return {**out, "loglog_slope": res.slope, "loglog_intercept": res.intercept,
-            "loglog_r2": res.rvalue**2}  # fmt: skip
-
-
-def spearman_with_n(n: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Spearman ρ and p of y against N (NaN for fewer than 3 points or constant y)."""
-    if n.size < 3 or np.ptp(y) == 0:
-        return {"spearman_rho": np.nan, "spearman_p": np.nan}
-    res = stats.spearmanr(n, y)
-    return {"spearman_rho": float(res.statistic), "spearman_p": float(res.pvalue)}
+    r2 = res.rvalue**2
+    out |= {"loglog_slope": res.slope, "loglog_intercept": res.intercept, "loglog_r2": r2,
+            "loglog_r2_adj": adjusted_r2(r2, n.size, K_LINE)}  # fmt: skip
+    if n.size < 3:
+        return {**out, "message": "2 points: no slope interval or adjusted R² (n − k − 1 = 0)"}
+    half = stats.t.ppf(0.5 + CI_LEVEL / 2, n.size - 2) * res.stderr
+    return out | {"loglog_slope_ci_low": res.slope - half, "loglog_slope_ci_high": res.slope + half}
 
 
 def initial_guess(u: np.ndarray, y: np.ndarray, slope: float) -> tuple[float, float, float]:
     """(a, b, c) with least squared error over candidate b (a grid and the log-log slope).
 
-    For a fixed b the model is linear in (a, c), so each candidate is solved exactly by lstsq.
+    For a fixed b the model is linear in (a, c): b by profile_sse, then (a, c) by lstsq.
     """
     candidates = np.linspace(-3, 3, 121)
     if np.isfinite(slope) and abs(slope) < B_BOUND:
         candidates = np.r_[slope, candidates]
-    best = (np.inf, 1.0, -0.5, float(y.mean()))
-    for b in candidates[np.abs(candidates) > 1e-9]:
-        X = np.column_stack([u**b, np.ones_like(u)])
-        (a, c), *_ = np.linalg.lstsq(X, y, rcond=None)
-        sse = float(((X @ (a, c) - y) ** 2).sum())
-        if sse < best[0]:
-            best = (sse, a, b, c)
-    return best[1:]
+    candidates = candidates[np.abs(candidates) > 1e-9]
+    b = float(candidates[np.argmin(profile_sse(u, y, candidates))])
+    (a, c), *_ = np.linalg.lstsq(np.column_stack([u**b, np.ones_like(u)]), y, rcond=None)
+    return float(a), b, float(c)
+
+
+def profile_sse(u: np.ndarray, y: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """min over (a, c) of Σ(y − a·u^b − c)² for each b, via the basis (u^b − 1)/b (ln u at b = 0).
+
+    The basis spans the same model as u^b with a constant and stays well conditioned as b → 0.
+    """
+    b = np.atleast_1d(np.asarray(b, float))[:, None]
+    log_u = np.log(u)[None, :]
+    safe = np.where(b == 0, 1.0, b)
+    z = np.where(b == 0, log_u, np.expm1(safe * log_u) / safe)
+    z = z - z.mean(axis=1, keepdims=True)
+    yc = y - y.mean()
+    szz = (z**2).sum(axis=1)
+    beta = np.divide(z @ yc, szz, out=np.zeros_like(szz), where=szz > 0)
+    return ((yc[None, :] - beta[:, None] * z) ** 2).sum(axis=1)
+
+
+def exponent_profile_ci(u: np.ndarray, y: np.ndarray, b_hat: float) -> tuple[float, float, str]:
+    """F-profile interval {b : (SSE(b) − SSE_min)/(SSE_min/(n−3)) ≤ F(CI_LEVEL; 1, n−3)}, as its hull.
+
+    Scanned on PROFILE_GRID points of [−B_BOUND, B_BOUND] plus b̂, ends refined by brentq; an end
+    that reaches the bound is ±inf (the data do not bound b there). Needs n ≥ 4.
+    """
+    dof = u.size - 3
+    grid = np.union1d(np.linspace(-B_BOUND, B_BOUND, PROFILE_GRID), [b_hat])
+    sse = profile_sse(u, y, grid)
+    limit = sse.min() * (1 + stats.f.ppf(CI_LEVEL, 1, dof) / dof)
+    inside = np.flatnonzero(sse <= limit)
+
+    def excess(b: float) -> float:
+        return float(profile_sse(u, y, b)[0] - limit)
+
+    ends, note = [], ""
+    for idx, step in ((inside[0], -1), (inside[-1], 1)):
+        if not 0 <= idx + step < grid.size:
+            ends.append(step * np.inf)
+            note = f"b interval reaches the search bound |b| = {B_BOUND:g} (reported as ±inf)"
+            continue
+        ends.append(brentq(excess, *sorted((grid[idx], grid[idx + step])), xtol=1e-12))
+    return ends[0], ends[1], note
 
 
 def _failed(message: str) -> dict[str, float | bool | str]:
-    return {"a": np.nan, "b": np.nan, "c": np.nan, "r2": np.nan, "converged": False,
-            "message": message}  # fmt: skip
+    return {"a": np.nan, "b": np.nan, "b_ci_low": np.nan, "b_ci_high": np.nan, "c": np.nan,
+            "r2": np.nan, "r2_adj": np.nan, "converged": False, "message": message}  # fmt: skip
 
 
 def fit_offset_power_law(n: np.ndarray, y: np.ndarray, slope: float) -> dict:
     """a·N^b + c by curve_fit (trf, |b| ≤ B_BOUND, MAXFEV); failures are returned, not raised.
 
     N is divided by its geometric mean s inside the fit for conditioning; a is reported for raw N
-    (a_raw = a_s·s^(−b)). R² = 1 − SS_res/SS_tot.
+    (a_raw = a_s·s^(−b)). R² = 1 − SS_res/SS_tot; r2_adj with k = 2 (a, b; c is the intercept):
+    with n = 5, r2_adj = 1 − 2(1 − R²). b_ci_low/high: exponent_profile_ci.
     """
     if n.size < MIN_POINTS:
         return _failed(f"{n.size} points: need at least {MIN_POINTS} to fit a, b and c")
@@ -95,7 +194,9 @@ def fit_offset_power_law(n: np.ndarray, y: np.ndarray, slope: float) -> dict:
         return _failed(f"exponent ran to the bound |b| = {B_BOUND}: not identified")
     resid = y - size_power_law(u, a, b, c)
     r2 = 1 - (resid**2).sum() / ((y - y.mean()) ** 2).sum()
-    return {"a": a * scale ** (-b), "b": b, "c": c, "r2": r2, "converged": True, "message": ""}
+    lo, hi, note = exponent_profile_ci(u, y, b)
+    return {"a": a * scale ** (-b), "b": b, "b_ci_low": lo, "b_ci_high": hi, "c": c, "r2": r2,
+            "r2_adj": adjusted_r2(r2, n.size, K_OFFSET), "converged": True, "message": note}  # fmt: skip
 
 
 def fit_power_law(n, y) -> dict[str, float | bool | str | int]:
@@ -123,12 +224,21 @@ def final_values(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def scaling_table(
-    df: pd.DataFrame, features: Sequence[str] = ("val_loss", "h0_total", "np_mean")
+    df: pd.DataFrame,
+    features: Sequence[str] = ("val_loss", "h0_total", "h0_mean_bar", "np_mean"),
 ) -> pd.DataFrame:
     """One row per feature: fit_power_law of its final value (mean over seeds) against N.
 
+    A requested feature missing from ``df`` gets a row with n_models 0, NaN values and a message.
     Columns: SCALING_COLUMNS.
     """
     final = final_values(df)
-    rows = [{"feature": f, **fit_power_law(final["n_params"], final[f])} for f in features]
-    return pd.DataFrame(rows)[SCALING_COLUMNS]
+    rows = []
+    for f in features:
+        if f not in final:
+            rows.append(
+                {"feature": f, "n_models": 0, **_failed(f"{f} is not in the feature table")}
+            )
+            continue
+        rows.append({"feature": f, **fit_power_law(final["n_params"], final[f])})
+    return pd.DataFrame(rows).reindex(columns=SCALING_COLUMNS)

@@ -140,28 +140,42 @@ def correlation_table(
     return table[CORRELATION_COLUMNS].reset_index(drop=True)
 
 
+RHO_CLIP = 1 - 1e-12  # |ρ| = 1 has Fisher z = ±inf: clipped, so the interval collapses onto ±1
+
+
 def seed_interval(rho: np.ndarray, confidence: float = 0.95) -> dict[str, float | int | str]:
-    """Mean ρ over seeds with a Student-t interval mean ± t_{n−1}·sd/√n (NaN and a note for n < 2)."""
+    """Mean ρ over seeds and an interval on Fisher's z: z = artanh ρ, z̄ ± t_{n−1}·sd(z)/√n,
+    mapped back with tanh, so it stays inside [−1, 1] (NaN and a note for n < 2)."""
     rho = rho[np.isfinite(rho)]
     out = {"n_seeds": int(rho.size), "rho_mean": float(rho.mean()) if rho.size else np.nan,
            "rho_sd": np.nan, "rho_low": np.nan, "rho_high": np.nan, "note": ""}  # fmt: skip
     if rho.size < 2:
         out["note"] = f"{rho.size} seed(s) with defined ρ: an interval across seeds needs two"
         return out
-    sd = float(rho.std(ddof=1))
+    z = np.arctanh(np.clip(rho, -RHO_CLIP, RHO_CLIP))
+    sd = float(z.std(ddof=1))
+    out["rho_sd"] = float(rho.std(ddof=1))
     if sd == 0:
-        return {**out, "rho_sd": 0.0, "rho_low": out["rho_mean"], "rho_high": out["rho_mean"]}
-    low, high = stats.t.interval(
-        confidence, rho.size - 1, loc=out["rho_mean"], scale=sd / np.sqrt(rho.size)
-    )
-    return {**out, "rho_sd": sd, "rho_low": float(low), "rho_high": float(high)}
+        return {**out, "rho_low": float(np.tanh(z[0])), "rho_high": float(np.tanh(z[0]))}
+    low, high = stats.t.interval(confidence, z.size - 1, loc=z.mean(), scale=sd / np.sqrt(z.size))
+    return {**out, "rho_low": float(np.tanh(low)), "rho_high": float(np.tanh(high))}
+
+
+def seed_agreement(rho: np.ndarray, p_bh: np.ndarray, alpha: float = ALPHA) -> dict[str, int]:
+    """How many seeds have the sign of the mean ρ, and how many of those are significant (p_bh < α)."""
+    ok = np.isfinite(rho)
+    sign = np.sign(rho[ok].mean()) if ok.any() else 0.0
+    same = ok & (np.sign(rho) == sign) & (sign != 0)
+    return {"n_same_sign": int(same.sum()), "n_significant": int((same & (p_bh < alpha)).sum())}
 
 
 def across_seeds(corr: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """Per (model, feature): n_seeds, rho_mean, rho_sd and a t-interval across seeds (rho_low, rho_high)."""
+    """Per (model, feature): n_seeds, rho_mean, rho_sd, a Fisher-z interval across seeds
+    (rho_low, rho_high), and the seeds agreeing in sign and in significance with the mean."""
     rows = [
         {"model": model, "n_params": int(g["n_params"].iloc[0]), "feature": feature,
-         "kind": kind(feature), **seed_interval(g["rho"].to_numpy(float), confidence)}
+         "kind": kind(feature), **seed_interval(g["rho"].to_numpy(float), confidence),
+         **seed_agreement(g["rho"].to_numpy(float), g["p_bh"].to_numpy(float))}
         for (model, feature), g in corr.groupby(["model", "feature"], sort=False)
     ]  # fmt: skip
     return pd.DataFrame(rows)

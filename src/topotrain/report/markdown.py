@@ -82,9 +82,20 @@ def prediction_findings(summary: pd.DataFrame) -> list[str]:
             f"MAE {mae['combined']:.4f} vs {mae['loss_only']:.4f} nats/char "
             f"({comb['improvement_pct']:+.1f}%); Wilcoxon p = {format_cell(comb['wilcoxon_p'])}"
             f"{' — ' + comb['wilcoxon_note'] if isinstance(comb['wilcoxon_note'], str) else ''}. "
-            f"Lowest MAE: {best} ({mae[best]:.4f})."
+            f"Lowest MAE: {best} ({mae[best]:.4f}).{placebo_verdict(g)}"
         )
     return lines
+
+
+def placebo_verdict(g: pd.DataFrame) -> str:
+    """' Beats its placebos (step, L2 norm) and loss-only: topology_only no, combined yes.' or ''."""
+    if "beats_placebos" not in g:
+        return ""
+    flags = g.set_index("method")["beats_placebos"].dropna()
+    verdicts = [f"{m} {'yes' if str(v) == 'True' else 'no'}" for m, v in flags.items()]
+    if not verdicts:
+        return ""
+    return f" Beats its placebos (step, L2 norm) and loss-only: {', '.join(verdicts)}."
 
 
 def findings(best_csv: str | Path, prediction_csv: str | Path) -> str:
@@ -104,26 +115,40 @@ def findings(best_csv: str | Path, prediction_csv: str | Path) -> str:
 
 
 def assemble_report(
-    sections: list[tuple[str, str, str | Path]], out: str | Path, preface: str = ""
+    sections: list[tuple[str, str, str | Path]],
+    out: str | Path,
+    preface: str = "",
+    lead: int = 0,
 ) -> None:
-    """REPORT.md: a title, an optional preface (findings), then one section per (heading, text, table)."""
+    """REPORT.md: a title, the first ``lead`` sections, an optional preface (findings), then the
+    other sections; each section is (heading, text, Markdown table file)."""
     parts = [
         "# topotrain — weight-space study report\n",
         "Every number below is produced by the workflow from `results/features/weights.parquet`; "
         "each table also exists as CSV under `results/tables/`, figures under `results/figures/`.\n",
     ]
-    if preface:
-        parts.append(preface)
-    for heading, text, table in sections:
+    for i, (heading, text, table) in enumerate(sections):
+        if i == lead and preface:
+            parts.append(preface)
         body = Path(table).read_text()
         if body.startswith("## "):  # drop the table's own heading; the section has one
             body = body.split("\n", 2)[2]
         parts.append(f"## {heading}\n\n{text.strip()}\n\n{body}")
+    if preface and lead >= len(sections):
+        parts.append(preface)
     atomic_write_text(out, "\n".join(parts))
 
 
 # table name -> (section heading, what the reader learns from it), in reading order
 SECTIONS = {
+    "replication": (
+        "Replication of the paper's claims",
+        "One row per claim of the paper (Tables 1–8): its value, ours (mean over seeds with an "
+        "across-seed interval where the rule uses one) and a verdict computed by the rule in the "
+        "`rule` column — reproduced, not reproduced, inconclusive, artefact (a significant raw ρ "
+        "that does not beat the clock, or a prediction gain that a placebo matches) or not "
+        "evaluated (model, fit or input table absent).",
+    ),
     "models": (
         "Models",
         "The model family: architecture, parameter count (tied output head counted once) and the "
@@ -141,11 +166,26 @@ SECTIONS = {
         "grid by Bonferroni and by Benjamini–Hochberg (`significant` = BH-adjusted p < 0.05). "
         "`grad_norm` and `l2_norm_mean` are non-topological baselines.",
     ),
+    "associations_summary": (
+        "Beyond the clock: detrended and partial associations",
+        "Loss and every feature trend with training time, so raw ρ is near ±1 for any monotone series, "
+        "`step` included. `associations.csv` adds, per run, feature (baselines `step`, `lr`, "
+        "`l2_norm_mean`, `grad_norm` alike) and target (train and validation loss), ρ of first "
+        "differences (detrended) and partial Spearman ρ given step and given `l2_norm_mean`, with "
+        "stationary block-bootstrap CIs and circular-shift p-values (the raw view keeps the paper's "
+        "iid bootstrap). A feature beats the clock (scale) in a seed when its partial-on-step "
+        "(partial-on-L2) CI excludes 0; below, per model and target, how many seeds it does so in, "
+        "and ρ of each view averaged over seeds.",
+    ),
     "prediction": (
         "Predicting the final loss from early training",
         "MAE over models of the predicted final validation loss using only checkpoints up to each "
-        "fraction of training; `improvement_pct` compares combined with loss-only; Wilcoxon tests "
+        "fraction of training; `improvement_pct` compares each method with loss-only; Wilcoxon tests "
         "compare each method's per-run errors with loss-only's (see the notes for small n). "
+        "`spearman_rho` ranks predicted against actual final loss across model sizes (means over "
+        "seeds) with the exact permutation p; `beats_placebos` is yes only where topology-only or "
+        "combined has a lower MAE than loss-only and than both placebos, the same predictor paced by "
+        "the step or by the mean weight L2 norm instead of NP. "
         "The methods are described below the per-run table.",
     ),
     "prediction_runs": (
@@ -161,12 +201,23 @@ SECTIONS = {
         "- **combined**: the mean of loss-only and topology-only.\n"
         "- **learned**: standardised ridge regression (α = 1) on seven cutoff features (loss at t0, "
         "the loss-only prediction, NP at t0 and its slope, H0 total at t0 and its slope, "
-        "ln N), scored by leave-one-model-out cross-validation.",
+        "ln N), scored by leave-one-model-out cross-validation; **learned_forward**: the same, "
+        "trained only on smaller models (none for the two smallest).\n"
+        "- **placebos** `topology_only[step]`, `topology_only[l2_norm_mean]` (and `combined[…]`): "
+        "topology-only with NP replaced by that series; with the step it is the linear extrapolation "
+        "of the recent loss slope.\n"
+        "- **baselines**: `last_loss`, the last observed validation loss; `mean_loss_only_last`, its "
+        "mean with loss-only.",
     ),
     "scaling": (
         "Scaling with model size",
-        "Power-law fits f(N) = a·N^b + c of final-checkpoint values against parameter count N, with "
-        "R², the log-log slope and Spearman ρ with N. Fits that did not converge say so.",
+        "Power-law fits f(N) = a·N^b + c of final-checkpoint values against parameter count N and "
+        "the log-log line, each with R², adjusted R² (k = 2 for a, b; k = 1 for the slope) and a "
+        "95% interval on the exponent (F-profile for b, ±inf where the data do not bound it; t for "
+        "the slope). Spearman ρ with N has its exact permutation p beside the large-sample one "
+        "(with five sizes |ρ| = 1 gives p = 0.017 and ρ = 0.9 gives 0.083). `h0_mean_bar` is H0 "
+        "total per finite bar, since the bar count is fixed by each architecture. Fits that did not "
+        "converge say so.",
     ),
     "phases": (
         "Phase transitions",
@@ -195,6 +246,8 @@ SECTIONS = {
     ),
     "correlations_across_seeds": (
         "Across seeds",
-        "Mean ρ over seeds with a t-interval across seeds (needs at least two seeds per model).",
+        "Mean ρ over seeds with a 95% interval on Fisher's z (artanh ρ) mapped back to ρ (needs at "
+        "least two seeds per model); n_same_sign and n_significant count the seeds that agree with "
+        "the mean in sign, and in sign and significance (BH).",
     ),
 }

@@ -163,10 +163,12 @@ def figure_correlation_heatmap(corr: pd.DataFrame, png: str, pdf: str) -> None:
 def figure_prediction_mae(summary: pd.DataFrame, png: str, pdf: str) -> None:
     """MAE of final-loss prediction by method and training fraction used."""
     data = summary.assign(percent=(100 * summary["fraction"]).round().astype(int).astype(str) + "%")
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(11, 4.5))
     sns.barplot(data=data, x="percent", y="mae", hue="method", ax=ax)
+    ax.legend(fontsize=7, ncol=2, title="method")
+    ax.set_yscale("log")  # placebos and baselines can be far worse than the predictors
     ax.set_xlabel("fraction of training observed")
-    ax.set_ylabel("MAE of predicted final loss (nats/char)")
+    ax.set_ylabel("MAE of predicted final loss (nats/char, log)")
     ax.set_title("Final-loss prediction from early training")
     fig.tight_layout()
     save_figure(fig, png, pdf)
@@ -176,6 +178,7 @@ def figure_scaling_fits(df: pd.DataFrame, fits: pd.DataFrame, png: str, pdf: str
     """Final-checkpoint values vs N with the fitted a·N^b + c, one panel per feature."""
     final = df[df["step"] == df["step"].max()].groupby("model").mean(numeric_only=True)
     final = final.sort_values("n_params")
+    fits = fits[fits["feature"].isin(final.columns)]  # a feature absent from the table: no panel
     fig, axes = plt.subplots(1, len(fits), figsize=(5 * len(fits), 4), squeeze=False)
     grid = np.geomspace(final["n_params"].min(), final["n_params"].max(), 100)
     for ax, (_, fit) in zip(axes[0], fits.iterrows(), strict=True):

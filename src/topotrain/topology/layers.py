@@ -29,6 +29,8 @@ RECORD_KEYS = (
     "h0_count", "h0_total", "h0_max", "h0_entropy",
     "h1_count", "h1_total", "h1_max", "h1_entropy",
     "l2_norm",
+    "h0_count_scalefree", "h0_total_scalefree", "h0_max_scalefree", "h0_entropy_scalefree",
+    "h1_count_scalefree", "h1_total_scalefree", "h1_max_scalefree", "h1_entropy_scalefree",
 )  # fmt: skip  # one record per layer, in this order (README: `weights_layers` columns)
 
 
@@ -65,10 +67,31 @@ def diagram_summaries(d: np.ndarray | None, dim: int) -> dict:
     return {f"h{dim}_{k}": (None if d is None else f(d)) for k, f in funcs.items()}
 
 
+def rms(W: np.ndarray) -> float:
+    """Root mean square of all entries, √(mean W²); 0 for an all-zero matrix."""
+    return float(np.sqrt(np.mean(np.square(W))))
+
+
+def scalefree_summaries(dgms: list[np.ndarray], scale: float, maxdim: int) -> dict:
+    """h{k}_*_scalefree: the summaries of the Rips diagrams of W / scale (scale = RMS of W).
+
+    Rips persistence is equivariant under scaling the cloud, so those diagrams are ``dgms / scale``
+    (counts and entropies unchanged, totals and maxima divided). scale 0 (all-zero matrix): the
+    diagrams hold no finite bar, and every summary is 0.
+    """
+    scaled = [d / scale if scale > 0 else d for d in dgms]
+    summaries = {
+        **diagram_summaries(scaled[0], 0),
+        **diagram_summaries(scaled[1] if maxdim >= 1 else None, 1),
+    }
+    return {f"{key}_scalefree": value for key, value in summaries.items()}
+
+
 def layer_topology(
     W: np.ndarray, layer: str, max_points: int, seed: int, maxdim: int, n_threads: int
 ) -> tuple[dict, list[np.ndarray]]:
-    """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix."""
+    """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix;
+    the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W)."""
     cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
     dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
     record = {
@@ -80,6 +103,7 @@ def layer_topology(
         **diagram_summaries(dgms[0], 0),
         **diagram_summaries(dgms[1] if maxdim >= 1 else None, 1),
         "l2_norm": float(np.linalg.norm(W)),  # Frobenius norm: the non-topological baseline
+        **scalefree_summaries(dgms, rms(W), maxdim),  # "shape, not size"
     }
     return {key: record[key] for key in RECORD_KEYS}, dgms
 

@@ -1,0 +1,345 @@
+"""Associations of features with loss that see past the shared clock of training.
+
+Loss and every weight feature trend with training time, so Spearman ρ of levels over one run's
+checkpoints is near ±1 for any monotone series, the step number included. Per run (model, seed),
+feature and target (train or validation loss), four views:
+
+- ``raw``: ρ of levels, with the paper's iid bootstrap CI and the asymptotic p;
+- ``detrended``: ρ of first differences Δx_t = x_t − x_{t−1} between consecutive checkpoints;
+- ``partial_step`` / ``partial_l2``: partial Spearman ρ(x, y | z) = Pearson r of the residuals of
+  rank(x) and rank(y), each regressed with an intercept on rank(z), for z = step or l2_norm_mean.
+
+The time-aware views (all but raw) get a stationary block-bootstrap CI (arch) whose block length is
+the larger Politis–White estimate of the view's two stationary series (differences, or rank
+residuals), clamped to [1, n/2]; the percentile CI is left NaN when more than 1 − confidence of
+the resamples have undefined ρ. Their p comes from the circular-shift null on that same pair: the
+second series is rotated against the first by each of the m − 1 non-trivial shifts, and
+p = (1 + #{k ≠ 0: |r_k| ≥ |r_0|}) / m (the identity counted once), so the smallest p is 1/m.
+Degenerate cells (a constant series, a feature that is the conditioning variable or a monotone
+function of it) give NaN with a ``note``; they are never dropped or raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from arch.bootstrap import StationaryBootstrap, optimal_block_length
+from scipy import stats
+
+from topotrain.analysis.stats import ALPHA, FEATURES, benjamini_hochberg, spearman_ci, spearman_rows
+
+log = logging.getLogger(__name__)
+
+BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]
+TARGETS = ["train_loss", "val_loss"]
+VIEWS = ["raw", "detrended", "partial_step", "partial_l2"]
+CONDITION = {"partial_step": "step", "partial_l2": "l2_norm_mean"}  # view -> conditioning variable
+SCALEFREE = "_scalefree"  # topological features named so are included when the table has them
+SIZE_NORMALISED = ("h0_mean_bar",)  # TP0 per bar: included when the table has it
+BLOCK = "stationary block bootstrap (arch; Politis–White block length)"
+CI_METHOD = {"raw": "iid bootstrap (paper's method, not valid for trending series)"}
+CI_METHOD |= dict.fromkeys(VIEWS[1:], BLOCK)
+P_METHOD = {"raw": "asymptotic Spearman (t approximation)"}
+P_METHOD |= dict.fromkeys(VIEWS[1:], "circular-shift null (all shifts enumerated)")
+RESIDUAL_TOL = 1e-12  # rank residuals with Σe² below this fraction of Σ(r − r̄)² are exactly zero
+ASSOCIATION_COLUMNS = [
+    "model", "seed", "n_params", "feature", "kind", "target", "view", "rho", "ci_low", "ci_high",
+    "ci_method", "p", "p_method", "p_bh", "n", "block_length", "beats_clock", "beats_scale", "note",
+]  # fmt: skip
+SUMMARY_KEYS = ["model", "n_params", "feature", "kind", "target"]
+
+
+def feature_kind(feature: str) -> str:
+    """'baseline' for BASELINES, else 'topological'."""
+    return "baseline" if feature in BASELINES else "topological"
+
+
+def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
+    """(feature, kind) pairs: FEATURES, the table's size-normalised and scale-free columns
+    (``h0_mean_bar``, ``*_scalefree*``), then BASELINES."""
+    extra = [c for c in df.columns if c in SIZE_NORMALISED or SCALEFREE in c]
+    return [(f, feature_kind(f)) for f in [*FEATURES, *extra, *BASELINES]]
+
+
+def cell_seed(base: int, *keys: object) -> int:
+    """A 63-bit seed from sha256 of (base, *keys): a cell draws the same stream in any run order."""
+    text = "\x1f".join(map(str, (base, *keys)))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+
+
+def _centred_ranks(v: np.ndarray) -> np.ndarray:
+    r = stats.rankdata(v, axis=-1)
+    return r - r.mean(axis=-1, keepdims=True)
+
+
+def _residuals(rx: np.ndarray, rz: np.ndarray) -> np.ndarray:
+    """Residuals of centred ranks rx on centred ranks rz: e = rx − β·rz, β = Σ rx·rz / Σ rz²;
+    numerically-zero e (Σe² ≤ RESIDUAL_TOL·Σrx²) become exactly 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        beta = (rx * rz).sum(axis=-1, keepdims=True) / (rz * rz).sum(axis=-1, keepdims=True)
+    e = rx - beta * rz
+    ss_e, ss_x = (e * e).sum(axis=-1, keepdims=True), (rx * rx).sum(axis=-1, keepdims=True)
+    return np.where(ss_e <= RESIDUAL_TOL * ss_x, 0.0, e)
+
+
+def rank_residuals(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Residuals along the last axis of rank(x) regressed on rank(z) with an intercept."""
+    return _residuals(_centred_ranks(x), _centred_ranks(z))
+
+
+def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r = Σ ã·b̃ / √(Σ ã² Σ b̃²) along the last axis (broadcast); NaN for a constant row."""
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+
+
+def partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Partial Spearman ρ(x, y | z) along the last axis: Pearson r of rank_residuals(x, z) and
+    rank_residuals(y, z); NaN where nothing is left of x or y after conditioning."""
+    rz = _centred_ranks(z)
+    return pearson_rows(_residuals(_centred_ranks(x), rz), _residuals(_centred_ranks(y), rz))
+
+
+def detrended_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman ρ of first differences (Δx_t, Δy_t) along the last axis."""
+    return spearman_rows(np.diff(x, axis=-1), np.diff(y, axis=-1))
+
+
+def block_length(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean block length for a paired stationary bootstrap: the larger of the Politis–White
+    estimates of a and b (the pair must keep the longer memory), clamped to [1, n/2]. Where the
+    estimate is undefined (near-constant series, or n ≲ 10, too short for arch's search) it is 1."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est = optimal_block_length(np.column_stack([a, b]))["stationary"].to_numpy(float)
+        except (ValueError, IndexError):
+            est = np.array([])
+    est = est[np.isfinite(est)]
+    return float(np.clip(est.max() if est.size else 1.0, 1.0, max(1.0, a.size / 2)))
+
+
+def block_indices(n: int, length: float, n_resamples: int, seed: int) -> np.ndarray:
+    """(n_resamples, n) checkpoint indices drawn by arch's StationaryBootstrap (geometric blocks of
+    mean ``length``, wrapping around the end)."""
+    boot = StationaryBootstrap(length, np.arange(n), seed=np.random.default_rng(seed))
+    return np.stack([boot.update_indices() for _ in range(n_resamples)])
+
+
+def shift_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+    """Circular-shift p of r = Pearson(a, b): b rotated by k = 1..m−1 (scipy.stats.monte_carlo_test
+    with every shift as its 'resamples'), p = (1 + #{k: |r_k| ≥ |r_0|}) / m."""
+    m = a.size
+    shifts = (np.arange(m) + np.arange(1, m)[:, None]) % m
+
+    def rotations(size: tuple[int, int]) -> np.ndarray:
+        assert size == shifts.shape, size  # one call, all shifts: the null is enumerated, not drawn
+        return b[shifts]
+
+    res = stats.monte_carlo_test(
+        b,
+        rotations,
+        lambda s, axis=-1: np.abs(pearson_rows(a, s)),
+        vectorized=True,
+        n_resamples=m - 1,
+        alternative="greater",
+    )
+    return float(res.pvalue)
+
+
+def _view_data(view: str, x: np.ndarray, y: np.ndarray, z: np.ndarray | None):
+    """(series resampled together, their statistic, the stationary pair (a, b) with r(a, b) = ρ)."""
+    if view == "detrended":
+        dx, dy = np.diff(x), np.diff(y)
+        return (dx, dy), spearman_rows, (stats.rankdata(dx), stats.rankdata(dy))
+    return (x, y, z), partial_spearman, (rank_residuals(x, z), rank_residuals(y, z))
+
+
+def _why_undefined(view: str, series: tuple, pair: tuple, cond: str) -> str:
+    """Why a time-aware view's ρ is undefined for these data, or '' when it is defined."""
+    what = "first differences of the " if view == "detrended" else ""
+    for name, s in (("feature", series[0]), ("target", series[1])):
+        if np.ptp(s) == 0:
+            return f"constant {what}{name}: ρ undefined"
+    if view == "detrended":
+        return ""
+    if np.ptp(series[2]) == 0:
+        return f"constant conditioning variable {cond}: ρ undefined"
+    for name, e in (("feature", pair[0]), ("target", pair[1])):
+        if not e.any():
+            return f"{name} is a monotone function of {cond}: nothing left after conditioning"
+    return ""
+
+
+def _nan(n: int, note: str) -> dict:
+    nan = np.nan
+    return dict(rho=nan, ci_low=nan, ci_high=nan, p=nan, n=n, block_length=nan, note=note)
+
+
+def _percentiles(boot: np.ndarray, confidence: float) -> tuple[float, float, str]:
+    """Percentile interval of the finite replicates, and a note counting undefined ones; NaN when
+    more than 1 − confidence of them are undefined (the defined ones are then a biased subset)."""
+    finite = boot[np.isfinite(boot)]
+    left = boot.size - finite.size
+    note = f"{left} of {boot.size} resamples had undefined ρ" if left else ""
+    if left > (1 - confidence) * boot.size:
+        return np.nan, np.nan, f"{note}: more than {1 - confidence:.0%}, CI not reported"
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high), note
+
+
+def _time_aware(
+    view: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray | None,
+    cond: str,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    alpha: float,
+) -> dict:
+    """ρ of a time-aware view with its block-bootstrap CI and circular-shift p (finite data)."""
+    series, statistic, pair = _view_data(view, x, y, z)
+    m = series[0].size
+    if m < 3:
+        return _nan(m, f"only {m} points in the {view} view: ρ undefined")
+    why = _why_undefined(view, series, pair, cond)
+    if why:
+        return _nan(m, why)
+    length = block_length(*pair)
+    idx = block_indices(m, length, n_resamples, seed)
+    low, high, note = _percentiles(statistic(*(s[idx] for s in series)), confidence)
+    notes = [note] if note else []
+    if 1 / m >= alpha:
+        notes.append(f"shift null has {m} points: smallest attainable p = 1/{m} ≥ {alpha}")
+    return dict(rho=float(statistic(*series)), ci_low=low, ci_high=high, p=shift_pvalue(*pair),
+                n=m, block_length=length, note="; ".join(notes))  # fmt: skip
+
+
+def view_association(
+    x,
+    y,
+    view: str,
+    z=None,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    alpha: float = ALPHA,
+    cond: str = "z",
+) -> dict:
+    """ρ, CI, p, n, block_length, ci_method, p_method and note of one view of (x, y) over a run's
+    checkpoints in step order; ``z`` is the conditioning series of a partial view (named ``cond``).
+    Checkpoints with a non-finite value are dropped (before differencing) and counted in ``note``."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    methods = {"ci_method": CI_METHOD[view], "p_method": P_METHOD[view]}
+    if (z is None) != (view not in CONDITION):
+        raise ValueError(f"view {view!r} needs {'a' if view in CONDITION else 'no'} conditioning z")
+    if view == "raw":
+        res = spearman_ci(x, y, n_resamples, confidence, seed)
+        return {**res, "block_length": np.nan, **methods}
+    cols = [x, y] if z is None else [x, y, np.asarray(z, float)]
+    keep = np.logical_and.reduce([np.isfinite(c) for c in cols])
+    cols = [c[keep] for c in cols] + [None] * (3 - len(cols))
+    res = _time_aware(view, *cols, cond, n_resamples, seed, confidence, alpha)
+    if not keep.all():
+        dropped = f"{int((~keep).sum())} non-finite checkpoints dropped"
+        res["note"] = "; ".join(filter(None, [dropped, res["note"]]))
+    return {**res, **methods}
+
+
+def _cell(run: pd.DataFrame, feature: str, target: str, view: str, **kw) -> dict:
+    """One (feature, target, view) of a run; a feature that is the conditioning variable is NaN."""
+    cond = CONDITION.get(view)
+    if feature == cond:
+        n = int(run[feature].notna().sum())
+        res = _nan(n, f"feature is the conditioning variable {cond}: ρ undefined")
+        return {**res, "ci_method": CI_METHOD[view], "p_method": P_METHOD[view]}
+    z = run[cond] if cond else None
+    return view_association(run[feature], run[target], view, z, cond=cond or "", **kw)
+
+
+def _excludes_zero(t: pd.DataFrame) -> pd.Series:
+    return (t["ci_low"] > 0) | (t["ci_high"] < 0)  # NaN compares False
+
+
+def add_beats(table: pd.DataFrame) -> pd.DataFrame:
+    """beats_clock / beats_scale on every row of a (model, seed, feature, target) group: whether its
+    partial_step / partial_l2 block-bootstrap CI excludes 0."""
+    keys = ["model", "seed", "feature", "target"]
+    for col, view in (("beats_clock", "partial_step"), ("beats_scale", "partial_l2")):
+        part = table[table["view"] == view]
+        flags = part[keys].assign(**{col: _excludes_zero(part)})
+        table = table.drop(columns=col, errors="ignore").merge(flags, on=keys, how="left")
+        table[col] = table[col].eq(True)  # no partial row (a feature subset): False
+    return table
+
+
+def association_table(
+    df: pd.DataFrame,
+    features: Sequence[str] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """One row per (model, seed, feature, target, view) with ASSOCIATION_COLUMNS.
+
+    ``features`` defaults to feature_kinds(df). Every resampling is seeded by
+    cell_seed(seed, model, run seed, feature, target, view); p_bh is Benjamini–Hochberg over the
+    whole table within each view.
+    """
+    if features is None:
+        features = feature_kinds(df)
+    else:
+        features = [(f, feature_kind(f)) for f in features]
+    missing = [c for c in [f for f, _ in features] + TARGETS if c not in df]
+    if missing:
+        raise ValueError(f"feature table lacks columns {missing}")
+    kw = dict(n_resamples=n_resamples, confidence=confidence, alpha=alpha)
+    rows = []
+    for (model, run_seed), run in df.sort_values("step").groupby(["model", "seed"], sort=False):
+        log.info("associations: %s seed %s (%d checkpoints)", model, run_seed, len(run))
+        head = {"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0])}
+        for feature, kind in features:
+            for target in TARGETS:
+                for view in VIEWS:
+                    s = cell_seed(seed, model, run_seed, feature, target, view)
+                    res = _cell(run, feature, target, view, seed=s, **kw)
+                    rows.append({**head, "feature": feature, "kind": kind, "target": target,
+                                 "view": view, **res})  # fmt: skip
+    table = pd.DataFrame(rows)
+    table["p_bh"] = table.groupby("view")["p"].transform(lambda p: benjamini_hochberg(p.to_numpy()))
+    table = add_beats(table).sort_values(["n_params", "model", "seed"], kind="stable")
+    return table[ASSOCIATION_COLUMNS].reset_index(drop=True)
+
+
+def _seed_list(seeds: pd.Series) -> str:
+    return ";".join(str(s) for s in seeds)
+
+
+def association_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, feature, target): n_seeds, how many and which seeds beat the clock and the scale,
+    and ρ of each view averaged over seeds (rho_<view>, NaN-skipping)."""
+    runs = table.drop_duplicates([*SUMMARY_KEYS, "seed"])
+    out = runs.groupby(SUMMARY_KEYS, sort=False).agg(
+        n_seeds=("seed", "nunique"),
+        n_beats_clock=("beats_clock", "sum"),
+        n_beats_scale=("beats_scale", "sum"),
+    )
+    for col in ("beats_clock", "beats_scale"):
+        hits = runs[runs[col]].groupby(SUMMARY_KEYS, sort=False)["seed"].agg(_seed_list)
+        out[f"seeds_{col}"] = hits.reindex(out.index, fill_value="")
+    rho = table.pivot_table(index=SUMMARY_KEYS, columns="view", values="rho", aggfunc="mean")
+    for view in VIEWS:
+        out[f"rho_{view}"] = rho[view].reindex(out.index) if view in rho else np.nan
+    return out.reset_index()

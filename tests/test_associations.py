@@ -1,0 +1,239 @@
+"""Associations with loss beyond the clock: detrended and partial Spearman, block-bootstrap CIs,
+circular-shift p-values, beats-the-clock flags, and the associations job."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from topotrain.analysis.associations import (
+    ASSOCIATION_COLUMNS,
+    BASELINES,
+    TARGETS,
+    VIEWS,
+    association_summary,
+    association_table,
+    block_length,
+    cell_seed,
+    detrended_spearman,
+    partial_spearman,
+    shift_pvalue,
+    view_association,
+)
+from topotrain.analysis.stats import FEATURES, benjamini_hochberg
+
+
+def hand_partial_spearman(x, y, z) -> float:
+    """Rank (pandas, average ties), regress on [1, rank z] by least squares, Pearson of residuals."""
+    rx, ry, rz = (pd.Series(v).rank().to_numpy() for v in (x, y, z))
+    design = np.column_stack([np.ones_like(rz), rz])
+    ex = rx - design @ np.linalg.lstsq(design, rx, rcond=None)[0]
+    ey = ry - design @ np.linalg.lstsq(design, ry, rcond=None)[0]
+    return float(np.corrcoef(ex, ey)[0, 1])
+
+
+def first_order_partial(x, y, z) -> float:
+    """The textbook formula on Spearman ρs: (ρxy − ρxz·ρyz) / √((1 − ρxz²)(1 − ρyz²))."""
+    rxy, rxz, ryz = (stats.spearmanr(a, b).statistic for a, b in ((x, y), (x, z), (y, z)))
+    return float((rxy - rxz * ryz) / np.sqrt((1 - rxz**2) * (1 - ryz**2)))
+
+
+def loss_curve(rng, n: int = 51) -> np.ndarray:
+    """A noisy decreasing loss curve over n checkpoints."""
+    return 1.5 + 3 * np.exp(-np.linspace(0, 5, n)) + rng.normal(0, 0.05, n)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_partial_spearman_matches_rank_lstsq_pearson_by_hand(ties):
+    rng = np.random.default_rng(1)
+    z = np.arange(40.0)
+    x, y = z + rng.normal(0, 8, 40), -z + rng.normal(0, 8, 40)
+    if ties:
+        x, y = np.round(x / 5), np.round(y / 5)
+    expected = hand_partial_spearman(x, y, z)
+    assert partial_spearman(x, y, z) == pytest.approx(expected, abs=1e-12)
+    assert partial_spearman(x, y, z) == pytest.approx(first_order_partial(x, y, z), abs=1e-12)
+    res = view_association(x, y, "partial_step", z, n_resamples=50)
+    assert res["rho"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_partial_spearman_is_vectorised_over_rows():
+    rng = np.random.default_rng(2)
+    x, y, z = rng.normal(size=(3, 5, 30))
+    rows = partial_spearman(x, y, z)
+    assert rows == pytest.approx([hand_partial_spearman(*v) for v in zip(x, y, z, strict=True)])
+
+
+def test_detrended_is_spearman_of_first_differences():
+    rng = np.random.default_rng(3)
+    x, y = np.cumsum(rng.normal(size=(2, 30)), axis=1)
+    expected = stats.spearmanr(np.diff(x), np.diff(y)).statistic
+    assert detrended_spearman(x, y) == pytest.approx(expected, abs=1e-12)
+    res = view_association(x, y, "detrended", n_resamples=50)
+    assert res["rho"] == pytest.approx(expected, abs=1e-12) and res["n"] == 29
+
+
+def enumerated_shift_p(a, b) -> float:
+    """All m rotations of b (identity included), two-sided: share with |r_k| ≥ |r_0|."""
+    r = np.array([abs(np.corrcoef(a, np.roll(b, k))[0, 1]) for k in range(a.size)])
+    return float(np.mean(r >= r[0] - 1e-12))
+
+
+def test_circular_shift_p_equals_an_enumeration_of_all_shifts():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(2, 7))
+    assert shift_pvalue(a, b) == pytest.approx(enumerated_shift_p(a, b))
+    # the detrended view tests the ranks of the differences; 8 checkpoints → 7 differences
+    x, y = np.cumsum(rng.normal(size=(2, 8)), axis=1)
+    res = view_association(x, y, "detrended", n_resamples=50)
+    rank = stats.rankdata
+    assert res["p"] == pytest.approx(enumerated_shift_p(rank(np.diff(x)), rank(np.diff(y))))
+    assert res["p"] >= 1 / 7 and "smallest attainable p = 1/7" in res["note"]
+
+
+def test_shift_p_reaches_its_floor_one_over_m_for_identical_series():
+    a = np.sin(np.linspace(0, 7, 25)) + np.linspace(0, 1, 25) ** 2
+    assert shift_pvalue(a, a) == pytest.approx(1 / 25)
+
+
+def test_raw_view_is_fooled_by_random_walks_the_detrended_view_is_not():
+    rng = np.random.default_rng(5)
+    raw, detrended = [], []
+    for i in range(200):
+        x, y = np.cumsum(rng.normal(size=(2, 51)), axis=1)
+        raw.append(view_association(x, y, "raw", n_resamples=10, seed=i)["p"])
+        detrended.append(view_association(x, y, "detrended", n_resamples=10, seed=i)["p"])
+    assert np.mean(np.array(raw) < 0.05) > 0.5
+    assert np.mean(np.array(detrended) < 0.05) <= 0.10
+
+
+def test_loss_plus_noise_is_detected_when_detrended_and_beats_the_clock():
+    rng = np.random.default_rng(6)
+    loss = loss_curve(rng)
+    feature = loss + rng.normal(0, 0.02, loss.size)
+    step = np.arange(loss.size) * 100.0
+    det = view_association(feature, loss, "detrended", n_resamples=500, seed=1)
+    assert det["rho"] > 0.5 and det["p"] < 0.05 and det["ci_low"] > 0
+    part = view_association(feature, loss, "partial_step", step, n_resamples=500, seed=1)
+    assert part["rho"] > 0.5 and part["ci_low"] > 0 and part["p"] < 0.05
+
+
+def test_block_length_is_the_larger_politis_white_estimate_clamped_to_half_n():
+    from arch.bootstrap import optimal_block_length
+
+    rng = np.random.default_rng(7)
+    noise, walk = rng.normal(size=(2, 60))
+    walk = np.cumsum(walk)
+    each = [optimal_block_length(v)["stationary"].iloc[0] for v in (noise, walk)]
+    assert block_length(noise, walk) == pytest.approx(min(max(each), 30))
+    assert 1 <= block_length(noise, noise[::-1]) <= 30
+    assert block_length(np.cumsum(np.ones(12)) ** 3, np.arange(12.0) ** 2) <= 6
+
+
+def synthetic_table(models=("a", "b"), seeds=(1, 2), n: int = 41) -> pd.DataFrame:
+    """Random-walk features; np_mean = loss + noise; h0_count constant; lr with warm-up + cosine."""
+    rng = np.random.default_rng(8)
+    runs = []
+    for i, model in enumerate(models):
+        for seed in seeds:
+            step = np.linspace(0, 4000, n).astype(int)
+            loss = loss_curve(rng, n)
+            run = {f: np.cumsum(rng.normal(0.1, 1, n)) for f in FEATURES}
+            run.update(model=model, seed=seed, n_params=1000 * (i + 1), step=step,
+                       train_loss=loss + rng.normal(0, 0.02, n), val_loss=loss + 0.1,
+                       np_mean=loss + rng.normal(0, 0.02, n), h0_count=np.full(n, 39.0),
+                       lr=3e-3 * np.minimum(1, (step + 1) / 400) * np.cos(step / 9000),
+                       grad_norm=1 + rng.gamma(2, 0.1, n),
+                       l2_norm_mean=10 + np.sqrt(step) / 10 + rng.normal(0, 0.3, n))  # fmt: skip
+            run["h0_total_scalefree"] = run["h0_total"] / run["l2_norm_mean"]
+            runs.append(pd.DataFrame(run))
+    return pd.concat(runs, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return association_table(synthetic_table(models=("a",)), n_resamples=200, seed=3)
+
+
+def test_table_has_a_row_per_run_feature_target_view_with_the_documented_columns(table):
+    n_features = len(FEATURES) + 1 + len(BASELINES)  # one *_scalefree column
+    assert list(table.columns) == ASSOCIATION_COLUMNS
+    assert len(table) == 2 * n_features * len(TARGETS) * len(VIEWS)
+    assert set(table.loc[table["feature"] == "h0_total_scalefree", "kind"]) == {"topological"}
+    assert set(table.loc[table["feature"].isin(BASELINES), "kind"]) == {"baseline"}
+    assert table["ci_method"].str.contains("not valid").eq(table["view"] == "raw").all()
+    assert table.loc[table["view"] != "raw", "p_method"].str.contains("circular-shift").all()
+
+
+def test_planted_feature_beats_the_clock_and_the_scale_in_every_run(table):
+    planted = table[(table["feature"] == "np_mean") & (table["target"] == "val_loss")]
+    assert planted["beats_clock"].all() and planted["beats_scale"].all()
+    part = planted[planted["view"] == "partial_step"]
+    assert (part["ci_low"] > 0).all()
+
+
+def test_step_never_beats_the_clock(table):
+    step = table[table["feature"] == "step"]
+    assert not step["beats_clock"].any()
+    part = step[step["view"] == "partial_step"]
+    assert part["rho"].isna().all()
+    assert part["note"].str.contains("conditioning variable step").all()
+    assert step.loc[step["view"] == "detrended", "note"].str.contains("constant first diff").all()
+    assert (step.loc[step["view"] == "raw", "rho"] < -0.8).all()  # the clock fools the raw view
+    alone = view_association(
+        np.arange(30.0), np.arange(30.0) ** 0.5, "partial_step", np.arange(30.0)
+    )
+    assert np.isnan(alone["rho"]) and "monotone function" in alone["note"]
+
+
+def test_constant_and_conditioning_features_give_nan_with_a_note(table):
+    const = table[table["feature"] == "h0_count"]
+    assert const["rho"].isna().all() and const["note"].str.contains("constant").all()
+    l2 = table[(table["feature"] == "l2_norm_mean") & (table["view"] == "partial_l2")]
+    assert l2["rho"].isna().all() and l2["note"].str.contains("conditioning variable").all()
+
+
+def test_bh_is_over_the_whole_table_within_each_view(table):
+    for _, g in table.groupby("view"):
+        expected = benjamini_hochberg(g["p"].to_numpy())
+        np.testing.assert_allclose(g["p_bh"], expected, equal_nan=True)
+
+
+def test_summary_counts_the_seeds_that_beat_the_clock(table):
+    summary = association_summary(table)
+    assert len(summary) == len(table) / (2 * len(VIEWS))
+    row = summary[(summary["model"] == "a") & (summary["feature"] == "np_mean")]
+    row = row[row["target"] == "val_loss"].iloc[0]
+    assert row["n_seeds"] == 2 and row["n_beats_clock"] == 2 and row["seeds_beats_clock"] == "1;2"
+    expected = table[(table["model"] == "a") & (table["feature"] == "np_mean")]
+    expected = expected[(expected["target"] == "val_loss") & (expected["view"] == "detrended")]
+    assert row["rho_detrended"] == pytest.approx(expected["rho"].mean())
+
+
+def test_rerun_is_identical_and_independent_of_row_order():
+    df = synthetic_table(models=("a", "b"), seeds=(1,), n=21)
+    run = dict(features=["np_mean", "h1_total", "step"], n_resamples=100)
+    first = association_table(df, seed=0, **run)
+    pd.testing.assert_frame_equal(first, association_table(df, seed=0, **run))
+    shuffled = association_table(df.sample(frac=1, random_state=0), seed=0, **run)
+    pd.testing.assert_frame_equal(first, shuffled)
+    other = association_table(df, seed=1, **run)
+    assert not np.allclose(first["ci_low"], other["ci_low"], equal_nan=True)
+    assert cell_seed(0, "a", 1, "h0_total") != cell_seed(0, "a", 1, "h1_total")
+
+
+def test_associations_job_writes_both_tables(tmp_path):
+    from topotrain.jobs import associations_job
+
+    features = tmp_path / "weights.parquet"
+    synthetic_table(models=("a",), seeds=(1,), n=21).to_parquet(features)
+    names = ("associations", "summary")
+    out = {f"{k}_{ext}": str(tmp_path / f"{k}.{ext}") for k in names for ext in ("csv", "md")}
+    associations_job(str(features), {"n_resamples": 50, "seed": 0}, out)
+    assoc = pd.read_csv(out["associations_csv"])
+    assert list(assoc.columns) == ASSOCIATION_COLUMNS and len(assoc) > 0
+    summary = pd.read_csv(out["summary_csv"])
+    assert {"n_seeds", "n_beats_clock", "n_beats_scale", "rho_partial_step"} <= set(summary.columns)
+    for key in ("associations_md", "summary_md"):
+        text = (tmp_path / out[key]).read_text()
+        assert text.startswith("## ") and "| model |" in text
