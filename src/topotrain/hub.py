@@ -16,6 +16,7 @@ TRUE = {"1", "true", "yes", "on"}
 HF_DATASET = "Salesforce/wikitext"
 HF_CONFIG = "wikitext-2-raw-v1"
 SPLIT_FILES = {"train": "train-*.parquet", "validation": "validation-*.parquet"}  # per corpus split
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")  # a snapshot's weights, by preference
 PROBE_TIMEOUT_S = 3.0  # the preflight's one request to the hub
 LOCAL_FILES = "workflow/configs/local-files.yaml"
 
@@ -72,13 +73,24 @@ class HubNeeds:
         return self.dataset is not None or bool(self.revisions)
 
 
+def corpus_dataset(corpus: dict) -> tuple[str, str]:
+    """(dataset id, configuration) of a corpus config, with HF_DATASET / HF_CONFIG as defaults."""
+    return corpus.get("dataset") or HF_DATASET, corpus.get("config") or HF_CONFIG
+
+
+def snapshot_complete(snapshot: str | Path) -> bool:
+    """Whether a model snapshot folder holds config.json and weights (any WEIGHT_PATTERNS file)."""
+    root = Path(snapshot)
+    return (root / "config.json").is_file() and any(
+        any(root.glob(pattern)) for pattern in WEIGHT_PATTERNS
+    )
+
+
 def hub_needs(config: dict) -> HubNeeds:
     """The corpus dataset if ``corpus.source: huggingface``; every (model, step) of ``pythia.weights``
     and ``pythia.embeddings`` if ``pythia.enabled`` (each pair once, in config order)."""
     corpus = config["corpus"]
-    dataset = None
-    if corpus["source"] == "huggingface":
-        dataset = (corpus.get("dataset") or HF_DATASET, corpus.get("config") or HF_CONFIG)
+    dataset = corpus_dataset(corpus) if corpus["source"] == "huggingface" else None
     pythia = config.get("pythia") or {}
     revisions: list[tuple[str, int]] = []
     if pythia.get("enabled", False):
@@ -113,14 +125,10 @@ def dataset_cached(dataset: str, config: str) -> bool:
 
 
 def revision_cached(model_id: str, step: int) -> bool:
-    """Whether the cache holds revision step{n} with config.json and weights (*.safetensors or
-    pytorch_model*.bin), as ``sources.pythia.fetch_revision`` requires."""
+    """Whether the cache holds revision step{n}, complete as ``sources.pythia.fetch_revision``
+    requires (``snapshot_complete``)."""
     snapshot = cached_snapshot(model_id, revision_name(step))
-    return (
-        snapshot is not None
-        and (snapshot / "config.json").is_file()
-        and any([*snapshot.glob("*.safetensors"), *snapshot.glob("pytorch_model*.bin")])
-    )
+    return snapshot is not None and snapshot_complete(snapshot)
 
 
 def missing_from_cache(needs: HubNeeds) -> HubNeeds:
@@ -148,26 +156,31 @@ def preflight_problems(config: dict, needs: HubNeeds | None = None) -> list[str]
     """What stops the run from getting its hub inputs (empty = OK): why the hub cannot be asked, then
     each missing item. ``needs`` defaults to ``hub_needs(config)``. Asks the hub (one request) only
     if something is not cached and HF_HUB_OFFLINE is not set."""
+    return _preflight(config, needs)[0]
+
+
+def _preflight(config: dict, needs: HubNeeds | None) -> tuple[list[str], HubNeeds]:
+    """(preflight_problems, the part of the needs the cache cannot serve); reads the cache once."""
     needs = hub_needs(config) if needs is None else needs
     if not needs:
-        return []  # nothing comes from the hub: nothing to check
+        return [], needs  # nothing comes from the hub: nothing to check
     missing = missing_from_cache(needs)
     if not missing:
-        return []
+        return [], missing
     if hub_offline():
         problems = ["HF_HUB_OFFLINE is set, so the hub is not asked"]
     else:
         endpoint = hub_endpoint()
         reason = probe_hub(endpoint)
         if reason is None:
-            return []  # the jobs download what is missing
+            return [], missing  # the jobs download what is missing
         problems = [f"the hub {endpoint} is unreachable ({reason})"]
     where = f"not in the HF cache {hub_cache_dir()}"
     if missing.dataset:
         problems.append(f"{where}: dataset {missing.dataset[0]} ({missing.dataset[1]})")
     for model, steps in revisions_by_model(missing.revisions).items():
         problems.append(f"{where}: {model} {summarise([revision_name(s) for s in steps])}")
-    return problems
+    return problems, missing
 
 
 def revisions_by_model(revisions: tuple[tuple[str, int], ...]) -> dict[str, list[int]]:
@@ -221,7 +234,6 @@ def preflight_message(problems: list[str], missing: HubNeeds) -> str:
 
 def check_hub(config: dict, needs: HubNeeds | None = None) -> None:
     """Raise HubUnavailable with ``preflight_message`` if ``preflight_problems`` finds any."""
-    needs = hub_needs(config) if needs is None else needs
-    problems = preflight_problems(config, needs)
+    problems, missing = _preflight(config, needs)
     if problems:
-        raise HubUnavailable(preflight_message(problems, missing_from_cache(needs)))
+        raise HubUnavailable(preflight_message(problems, missing))

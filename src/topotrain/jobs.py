@@ -28,10 +28,10 @@ def _write_json(path: str, doc: dict) -> None:
 
 
 def _hub_corpus(corpus: dict) -> dict:
-    """The hub dataset and config of a corpus config, with the defaults of topotrain.hub."""
-    from topotrain.hub import HF_CONFIG, HF_DATASET
+    """The hub dataset and config of a corpus config as keyword arguments (topotrain.hub defaults)."""
+    from topotrain.hub import corpus_dataset
 
-    return dict(dataset=corpus.get("dataset", HF_DATASET), config=corpus.get("config", HF_CONFIG))
+    return dict(zip(("dataset", "config"), corpus_dataset(corpus), strict=True))
 
 
 def prepare_corpus_job(corpus: dict, out: dict[str, str]) -> None:

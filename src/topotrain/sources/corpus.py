@@ -19,6 +19,7 @@ import numpy as np
 from topotrain.hub import (
     HF_CONFIG,
     HF_DATASET,
+    SPLIT_FILES,
     dataset_download_command,
     hub_cache_dir,
     hub_offline,
@@ -106,7 +107,7 @@ def hf_split_files(dataset: str = HF_DATASET, config: str = HF_CONFIG) -> dict[s
             f"cannot load {dataset} ({config}) from the Hugging Face hub or its cache "
             f"({type(err).__name__}: {err}); {download_hint(dataset, config)}"
         ) from None
-    files = {s: sorted(Path(root, config).glob(f"{s}-*.parquet")) for s in SPLITS}
+    files = {s: sorted(Path(root, config).glob(SPLIT_FILES[s])) for s in SPLITS}
     missing = [s for s, found in files.items() if not found]
     if missing:
         raise CorpusError(

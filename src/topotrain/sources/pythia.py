@@ -17,9 +17,15 @@ import numpy as np
 
 from topotrain.config import GPT_NEOX_LAYERS
 from topotrain.devices import resolve_device
-from topotrain.hub import hub_cache_dir, hub_offline, revision_download_command, revision_name
-from topotrain.sources.weights import weight_files, weight_matrices
-from topotrain.topology.layers import diagram_summaries, layer_records
+from topotrain.hub import (
+    hub_cache_dir,
+    hub_offline,
+    revision_download_command,
+    revision_name,
+    snapshot_complete,
+)
+from topotrain.sources.weights import weight_matrices
+from topotrain.topology.layers import diagrams_summaries, layer_records
 from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
@@ -76,7 +82,7 @@ def fetch_revision(model_id: str, step: int) -> dict:
             f"{type(err).__name__}: {err}. To fix, {download_hint(model_id, step)}."
         ) from err
     files = snapshot_files(snapshot)
-    if "config.json" not in files or not weight_files(snapshot):
+    if not snapshot_complete(snapshot):
         raise PythiaError(
             f"{model_id} revision {revision}: snapshot {snapshot} lacks config.json or weights "
             f"(has {files}). To fix, {download_hint(model_id, step)}."
@@ -265,8 +271,7 @@ def embedding_features(
         "pca_dims": int(Z.shape[1]),
         "pca_variance_ratio": float(var.sum() / covariance_spectrum(E).sum()),
         "n_points": int(cloud.shape[0]),
-        **diagram_summaries(dgms[0], 0),
-        **diagram_summaries(dgms[1] if maxdim >= 1 else None, 1),
+        **diagrams_summaries(dgms, maxdim),
         **spectral_summary(E),
     }
     return {key: record[key] for key in EMBEDDING_KEYS}, dgms

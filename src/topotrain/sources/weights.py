@@ -12,15 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
+from topotrain.hub import WEIGHT_PATTERNS
 from topotrain.topology.checkpoint import load_tensors
 
 NUMPY_DTYPES = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL"}  # safetensors.numpy
 
 
 def weight_files(folder: str | Path) -> list[Path]:
-    """The folder's *.safetensors files, else its pytorch_model*.bin files (shards sorted)."""
+    """The folder's files of the first WEIGHT_PATTERNS that matches: *.safetensors, else
+    pytorch_model*.bin (shards sorted)."""
     root = Path(folder)
-    return sorted(root.glob("*.safetensors")) or sorted(root.glob("pytorch_model*.bin"))
+    return next((found for p in WEIGHT_PATTERNS if (found := sorted(root.glob(p)))), [])
 
 
 def safetensors_dtypes(path: Path) -> set[str]:

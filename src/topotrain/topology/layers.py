@@ -67,6 +67,14 @@ def diagram_summaries(d: np.ndarray | None, dim: int) -> dict:
     return {f"h{dim}_{k}": (None if d is None else f(d)) for k, f in funcs.items()}
 
 
+def diagrams_summaries(dgms: list[np.ndarray], maxdim: int) -> dict:
+    """diagram_summaries of H0 and of H1 (None for each h1_* field when maxdim = 0)."""
+    return {
+        **diagram_summaries(dgms[0], 0),
+        **diagram_summaries(dgms[1] if maxdim >= 1 else None, 1),
+    }
+
+
 def rms(W: np.ndarray) -> float:
     """Root mean square of all entries, √(mean W²); 0 for an all-zero matrix."""
     return float(np.sqrt(np.mean(np.square(W))))
@@ -80,11 +88,7 @@ def scalefree_summaries(dgms: list[np.ndarray], scale: float, maxdim: int) -> di
     diagrams hold no finite bar, and every summary is 0.
     """
     scaled = [d / scale if scale > 0 else d for d in dgms]
-    summaries = {
-        **diagram_summaries(scaled[0], 0),
-        **diagram_summaries(scaled[1] if maxdim >= 1 else None, 1),
-    }
-    return {f"{key}_scalefree": value for key, value in summaries.items()}
+    return {f"{key}_scalefree": v for key, v in diagrams_summaries(scaled, maxdim).items()}
 
 
 def layer_topology(
@@ -100,8 +104,7 @@ def layer_topology(
         "cols": int(W.shape[1]),
         "n_points": int(cloud.shape[0]),
         **neural_persistence(W),
-        **diagram_summaries(dgms[0], 0),
-        **diagram_summaries(dgms[1] if maxdim >= 1 else None, 1),
+        **diagrams_summaries(dgms, maxdim),
         "l2_norm": float(np.linalg.norm(W)),  # Frobenius norm: the non-topological baseline
         **scalefree_summaries(dgms, rms(W), maxdim),  # "shape, not size"
     }
