@@ -136,7 +136,8 @@ def test_findings_name_the_best_feature_and_the_prediction_verdict(tmp_path):
         {"model": ["m"], "n_params": [1000], "feature": ["h0_total"], "rho": [-0.99],
          "ci_low": [-1.0], "ci_high": [-0.98], "tied_with": ["l2_norm_mean"],
          "best_topological": ["h0_total"], "best_topological_rho": [-0.99],
-         "best_baseline": ["l2_norm_mean"], "best_baseline_rho": [-0.99]}
+         "best_baseline": ["l2_norm_mean"], "best_baseline_rho": [-0.99],
+         "step_rho": [-0.97], "l2_norm_mean_rho": [-0.99]}
     )  # fmt: skip
     summary = pd.DataFrame(
         {"fraction": [0.3, 0.3], "method": ["loss_only", "combined"], "mae": [0.2, 0.1],
@@ -147,5 +148,7 @@ def test_findings_name_the_best_feature_and_the_prediction_verdict(tmp_path):
     summary.to_csv(tmp_path / "p.csv", index=False)
     text = findings(tmp_path / "b.csv", tmp_path / "p.csv")
     assert "**m** (1,000 parameters): `h0_total` (tied with l2_norm_mean), ρ = -0.990" in text
+    assert "the clock `step` ρ = -0.970, the scale `l2_norm_mean` ρ = -0.990." in text
+    assert "not valid for trending series" in text
     assert "**30% of training:** combined (topology + loss) improves on loss-only" in text
     assert "(+50.0%)" in text and "p = 0.3125 — n too small" in text

@@ -143,6 +143,13 @@ def test_best_feature_names_the_planted_one_per_model():
     assert best["feature"].tolist() == ["np_mean"] * 3 and (best["n_seeds"] == 2).all()
     assert (best["best_topological"] == "np_mean").all()
     assert best["best_baseline"].isin(BASELINES).all()
+    corr = correlation_table(feature_table(), n_resamples=100)
+    for clock in (
+        "step",
+        "l2_norm_mean",
+    ):  # each model's ρ stands beside the clock's and the scale's
+        means = corr[corr["feature"] == clock].groupby("model")["rho"].mean()
+        np.testing.assert_allclose(best[f"{clock}_rho"], best["model"].map(means))
     assert np.allclose(best["rho"], -1.0) and (best["tied_with"] == "").all()
 
 

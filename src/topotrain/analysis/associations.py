@@ -31,11 +31,18 @@ import pandas as pd
 from arch.bootstrap import StationaryBootstrap, optimal_block_length
 from scipy import stats
 
-from topotrain.analysis.stats import ALPHA, FEATURES, benjamini_hochberg, spearman_ci, spearman_rows
+from topotrain.analysis.stats import (
+    ALPHA,
+    BASELINES,
+    FEATURES,
+    benjamini_hochberg,
+    kind,
+    spearman_ci,
+    spearman_rows,
+)
 
 log = logging.getLogger(__name__)
 
-BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]
 TARGETS = ["train_loss", "val_loss"]
 VIEWS = ["raw", "detrended", "partial_step", "partial_l2"]
 CONDITION = {"partial_step": "step", "partial_l2": "l2_norm_mean"}  # view -> conditioning variable
@@ -54,16 +61,11 @@ ASSOCIATION_COLUMNS = [
 SUMMARY_KEYS = ["model", "n_params", "feature", "kind", "target"]
 
 
-def feature_kind(feature: str) -> str:
-    """'baseline' for BASELINES, else 'topological'."""
-    return "baseline" if feature in BASELINES else "topological"
-
-
 def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
     """(feature, kind) pairs: FEATURES, the table's size-normalised and scale-free columns
     (``h0_mean_bar``, ``*_scalefree*``), then BASELINES."""
     extra = [c for c in df.columns if c in SIZE_NORMALISED or SCALEFREE in c]
-    return [(f, feature_kind(f)) for f in [*FEATURES, *extra, *BASELINES]]
+    return [(f, kind(f)) for f in [*FEATURES, *extra, *BASELINES]]
 
 
 def cell_seed(base: int, *keys: object) -> int:
@@ -301,7 +303,7 @@ def association_table(
     if features is None:
         features = feature_kinds(df)
     else:
-        features = [(f, feature_kind(f)) for f in features]
+        features = [(f, kind(f)) for f in features]
     missing = [c for c in [f for f, _ in features] + TARGETS if c not in df]
     if missing:
         raise ValueError(f"feature table lacks columns {missing}")
@@ -310,12 +312,12 @@ def association_table(
     for (model, run_seed), run in df.sort_values("step").groupby(["model", "seed"], sort=False):
         log.info("associations: %s seed %s (%d checkpoints)", model, run_seed, len(run))
         head = {"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0])}
-        for feature, kind in features:
+        for feature, feature_kind in features:
             for target in TARGETS:
                 for view in VIEWS:
                     s = cell_seed(seed, model, run_seed, feature, target, view)
                     res = _cell(run, feature, target, view, seed=s, **kw)
-                    rows.append({**head, "feature": feature, "kind": kind, "target": target,
+                    rows.append({**head, "feature": feature, "kind": feature_kind, "target": target,
                                  "view": view, **res})  # fmt: skip
     table = pd.DataFrame(rows)
     table["p_bh"] = table.groupby("view")["p"].transform(lambda p: benjamini_hochberg(p.to_numpy()))

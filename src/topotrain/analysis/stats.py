@@ -17,7 +17,8 @@ FEATURES = [
     "h0_total", "h1_total", "np_mean", "h0_count", "h1_count",
     "h0_entropy_mean", "h1_entropy_mean", "h0_max", "h1_max",
 ]  # fmt: skip
-BASELINES = ["grad_norm", "l2_norm_mean"]
+BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
+CLOCK_AND_SCALE = ("step", "l2_norm_mean")  # baselines every topological ρ stands beside
 ALPHA = 0.05
 CORRELATION_COLUMNS = [
     "model", "seed", "n_params", "feature", "kind", "rho", "p", "ci_low", "ci_high", "n",
@@ -227,4 +228,9 @@ def best_feature(corr: pd.DataFrame) -> pd.DataFrame:
         "best_topological",
     ]
     order += ["best_topological_rho", "best_baseline", "best_baseline_rho"]
+    for clock in CLOCK_AND_SCALE:  # every model's ρ beside those of the clock and the scale
+        best[f"{clock}_rho"] = best["model"].map(
+            mean[mean["feature"] == clock].set_index("model")["rho"]
+        )
+        order.append(f"{clock}_rho")
     return best[order].reset_index(drop=True)

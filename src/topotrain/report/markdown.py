@@ -64,7 +64,8 @@ def best_feature_findings(best: pd.DataFrame) -> list[str]:
             f"- **{row.model}** ({row.n_params:,} parameters): `{row.feature}`{tied}, "
             f"ρ = {row.rho:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]; best topological "
             f"`{row.best_topological}` ρ = {row.best_topological_rho:.3f}, best baseline "
-            f"`{row.best_baseline}` ρ = {row.best_baseline_rho:.3f}."
+            f"`{row.best_baseline}` ρ = {row.best_baseline_rho:.3f}; the clock `step` "
+            f"ρ = {row.step_rho:.3f}, the scale `l2_norm_mean` ρ = {row.l2_norm_mean_rho:.3f}."
         )
     return lines
 
@@ -105,7 +106,9 @@ def findings(best_csv: str | Path, prediction_csv: str | Path) -> str:
     return "\n".join(
         [
             "## Findings\n",
-            "**Which feature tracks validation loss best, per model (Spearman ρ, 95% CI):**\n",
+            "**Which feature tracks validation loss best, per model (raw Spearman ρ over checkpoints, "
+            "95% iid-bootstrap CI: the paper's method, not valid for trending series; whether a "
+            "feature says more than the clock is in the associations section):**\n",
         ]
         + best_feature_findings(best)
         + ["", "**Does topology improve the final-loss prediction?**\n"]
@@ -157,14 +160,16 @@ SECTIONS = {
     "best_feature": (
         "Which feature tracks loss best",
         "For each model, the feature with the largest |Spearman ρ| with validation loss across its "
-        "checkpoints, with its 95% bootstrap CI. Read across rows to see how this changes with size.",
+        "checkpoints, with its 95% bootstrap CI, beside the ρ of the clock (`step_rho`) and of the "
+        "scale (`l2_norm_mean_rho`). Raw ρ and this CI are the paper's method: its CI resamples checkpoints and its p-values treat them as independent draws, which consecutive checkpoints of one run are not, so neither is valid for trending series; the time-aware CIs and p-values are in the associations section. Read across rows to see how this changes with size.",
     ),
     "correlations": (
         "Correlations with validation loss",
         "Spearman ρ between each feature and validation loss over a model's checkpoints, the 95% "
         "bootstrap CI (resampling checkpoints), and p-values adjusted over the whole feature × model "
         "grid by Bonferroni and by Benjamini–Hochberg (`significant` = BH-adjusted p < 0.05). "
-        "`grad_norm` and `l2_norm_mean` are non-topological baselines.",
+        "`step`, `lr`, `l2_norm_mean` and `grad_norm` are non-topological baselines, treated alike. "
+        "This is the paper's method: its CI resamples checkpoints and its p-values treat them as independent draws, which consecutive checkpoints of one run are not, so neither is valid for trending series; the time-aware CIs and p-values are in the associations section.",
     ),
     "associations_summary": (
         "Beyond the clock: detrended and partial associations",

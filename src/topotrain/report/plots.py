@@ -30,6 +30,7 @@ LABELS = {  # every column of the feature table a figure or heatmap shows
     "h0_max": "longest H0 bar",
     "h1_max": "longest H1 bar",
     "grad_norm": "gradient norm (baseline)",
+    "lr": "learning rate (baseline)",
     "l2_norm_mean": "weight L2 norm, mean over layers (baseline)",
     "step": "training step",
     "n_params": "parameters N",
