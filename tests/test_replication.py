@@ -39,10 +39,11 @@ def published(table: str, row: str, quantity: str) -> float:
 
 
 def raw(feature: str, cells: dict[str, list[tuple[float, float, bool]]]) -> pd.DataFrame:
-    """Raw-view association rows: model -> one (rho, p_bh, beats_clock) per seed."""
+    """Raw-view association rows: model -> one (rho, p_bh, beats_clock) per seed; the raw p is
+    p_bh / 2."""
     rows = [
         {"model": m, "seed": s, "n_params": SIZES[m], "feature": feature, "target": "train_loss",
-         "view": "raw", "rho": rho, "p_bh": p, "beats_clock": clock}
+         "view": "raw", "rho": rho, "p": p / 2, "p_bh": p, "beats_clock": clock}
         for m, seeds in cells.items() for s, (rho, p, clock) in enumerate(seeds)
     ]  # fmt: skip
     return pd.DataFrame(rows)
@@ -122,6 +123,23 @@ def test_tp0_rho_per_model_gives_each_verdict(paper):
     assert tiny["ours_ci_high"] == pytest.approx(np.tanh(z.mean() + half), abs=1e-3)
 
 
+def test_tp0_p_claim_uses_the_largest_raw_p_and_the_per_model_verdicts(paper):
+    claim = "every p(TP0, train loss) < 1e-05 (paper's iid p)"
+
+    def judged(cells):
+        row = rows_of(replication_table(paper, {"associations": raw("h0_total", cells)}), claim)
+        return row["verdict"].item(), row["ours"].item()
+
+    cells = {m: [(-0.9, 1e-8, True), (-0.8, 4e-6, True)] for m in MODELS}
+    assert judged(cells) == (REPRODUCED, pytest.approx(2e-6))  # largest raw p = 4e-6 / 2
+    cells["small-7k"] = [(-0.9, 1e-8, False), (-0.9, 1e-8, False)]  # does not beat the clock
+    assert judged(cells)[0] == ARTEFACT
+    cells["med-21k"] = [(-0.9, 1e-8, True), (-0.6, 1e-3, True)]  # p = 5e-4 ≥ 1e-5
+    assert judged(cells) == (NOT_REPRODUCED, pytest.approx(5e-4))
+    del cells["xl-97k"]
+    assert judged(cells)[0] == NOT_EVALUATED
+
+
 def strengthening(rhos: list[list[float]]) -> str:
     cells = {m: [(r, 1e-6, True) for r in seeds] for m, seeds in zip(MODELS, rhos, strict=False)}
     table = replication_table(
@@ -195,6 +213,7 @@ def test_prediction_gain_counts_only_if_it_beats_the_placebos(paper, gain, beats
 def phases(fracs: list[float]) -> pd.DataFrame:
     names = MODELS[: len(fracs)]
     return pd.DataFrame({"model": names, "seed": 0, "n_params": [SIZES[m] for m in names],
+                         "peak_frac": 0.06, "checkpoint_frac": 0.02,
                          "diminishing_frac": fracs})  # fmt: skip
 
 
@@ -210,6 +229,68 @@ def phases(fracs: list[float]) -> pd.DataFrame:
 def test_diminishing_returns_order_with_size(paper, fracs, expected):
     table = replication_table(paper, {"phases": phases(fracs)})
     assert verdict(table, "diminishing returns later for larger models") == expected
+
+
+def peaks(fracs: dict[str, list[float]], interval: float = 0.02) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "seed": s, "n_params": SIZES[m], "peak_frac": f,
+                          "checkpoint_frac": interval, "diminishing_frac": 0.3}
+                         for m, runs in fracs.items() for s, f in enumerate(runs)])  # fmt: skip
+
+
+def test_peak_fraction_agrees_within_one_checkpoint_of_four_to_six_percent(paper):
+    claim = "peak |ΔNP| at 4%–6% of training"
+    fracs = {m: [0.04, 0.06, 0.08] for m in MODELS[:3]}  # 0.08 = 6% + one 2% interval
+    row = rows_of(replication_table(paper, {"phases": peaks(fracs)}), claim).iloc[0]
+    assert row["verdict"] == REPRODUCED
+    assert (row["ours"], row["ours_ci_low"], row["ours_ci_high"]) == pytest.approx(
+        (0.06, 0.04, 0.08)
+    )
+    assert verdict(replication_table(paper, {"phases": peaks(fracs, 0.01)}), claim) == INCONCLUSIVE
+    fracs = {m: [0.3, 0.4, 0.06] for m in MODELS[:3]}  # 3 of 9 runs agree
+    assert verdict(replication_table(paper, {"phases": peaks(fracs)}), claim) == NOT_REPRODUCED
+    two = {m: [0.05] for m in MODELS[:2]}
+    assert verdict(replication_table(paper, {"phases": peaks(two)}), claim) == NOT_EVALUATED
+
+
+PYTHIA_B = ["EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "EleutherAI/pythia-410m"]
+
+
+def study_b(r: dict[str, tuple[float, float]], clock_order: bool) -> dict[str, pd.DataFrame]:
+    """Correlation rows (feature -> (|r| = |ρ|, Pearson p) in every model) and embeddings whose
+    perplexity falls with the step (clock |ρ| = 1) or not (clock |ρ| = 0.2 on five steps)."""
+    corr = pd.DataFrame([{"model": m, "feature": f, "rho": -a, "pearson_r": -a, "pearson_p": p}
+                         for m in PYTHIA_B for f, (a, p) in r.items()])  # fmt: skip
+    ppl = [50.0, 40.0, 30.0, 20.0, 10.0] if clock_order else [30.0, 50.0, 10.0, 40.0, 20.0]
+    emb = pd.DataFrame([{"model": m, "step": s, "perplexity": q}
+                        for m in PYTHIA_B for s, q in zip([0, 1, 2, 4, 8], ppl, strict=True)])  # fmt: skip
+    return {"pythia_correlations": corr, "pythia_embeddings": emb}
+
+
+def test_study_b_rows_need_significance_in_every_model_and_more_than_the_clock(paper):
+    r = {"h1_entropy": (0.9, 1e-3), "h1_count": (0.9, 0.2), "h1_max": (0.5, 1e-3),
+         "h1_total": (0.4, 1e-3), "effective_rank": (0.6, 1e-3)}  # fmt: skip
+    table = replication_table(paper, study_b(r, clock_order=False))
+    b = "Pythia embeddings: "
+    assert verdict(table, b + "H1 entropy tracks perplexity") == REPRODUCED  # 0.9 > clock 0.2
+    assert verdict(table, b + "H1 count tracks perplexity") == NOT_REPRODUCED  # p = 0.2 everywhere
+    entropy = rows_of(table, b + "H1 entropy").iloc[0]
+    assert (entropy["paper"], entropy["ours"]) == pytest.approx((published_b("h1_entropy"), 0.9))
+    gap = rows_of(table, b + "spectral baselines").iloc[0]
+    assert gap["ours"] == pytest.approx(0.9 - 0.6) and gap["verdict"] == REPRODUCED
+    assert gap["paper"] == pytest.approx(published_b("h1_count") - 0.56)
+    table = replication_table(paper, study_b(r, clock_order=True))  # the clock has |ρ| = 1
+    assert verdict(table, b + "H1 entropy tracks perplexity") == ARTEFACT
+    one = study_b(r, clock_order=False)
+    one["pythia_correlations"] = one["pythia_correlations"].query("model == @PYTHIA_B[0]")
+    assert verdict(replication_table(paper, one), b + "H1 entropy tracks perplexity") == (
+        NOT_EVALUATED
+    )
+
+
+def published_b(feature: str) -> float:
+    df = pd.read_csv(PAPER_FILE, dtype=str)
+    sel = df[(df["study"] == "B") & (df["row"] == feature)]
+    return float(sel["value"].item())
 
 
 @pytest.mark.parametrize(

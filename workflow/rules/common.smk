@@ -204,10 +204,12 @@ PAPER_VALUES = os.path.join(workflow.basedir, "workflow", "data", "paper_values.
 
 def get_replication_inputs():
     """The published values and the tables the replication verdicts read (Table 8's Pythia
-    weights only when that branch is on)."""
+    weights and Study B's embedding tables only when that part of the branch is on)."""
     names = ["models", "associations", "prediction", "phases", "scaling"]
     if pythia_revisions("weights"):
         names += ["pythia_weights"]
+    if pythia_revisions("embeddings"):
+        names += ["pythia_correlations", "pythia_embeddings"]
     tables = {name: f"{RESULTS}/tables/{name}.csv" for name in names}
     return {"paper": PAPER_VALUES, **tables}
 

@@ -108,7 +108,8 @@ def phase_table(
 ) -> pd.DataFrame:
     """One row per (model, seed): peak and diminishing-returns steps of ``feature``, and changepoints.
 
-    Columns: model, seed, n_params, total_steps, peak_step, peak_frac, peak_delta, diminishing_step,
+    Columns: model, seed, n_params, total_steps, checkpoint_frac (median checkpoint interval /
+    total_steps: the resolution of every fraction), peak_step, peak_frac, peak_delta, diminishing_step,
     diminishing_frac, changepoint_feature, changepoints (of changepoint_feature),
     changepoints_<feature>, note. Steps are nullable integers.
     """
@@ -120,7 +121,8 @@ def phase_table(
         own, note_own = _changepoint_cell(run, feature, n_bkps)
         note = "; ".join(filter(None, [res.pop("note"), note_cp, note_own]))
         rows.append({"model": model, "seed": seed, "n_params": int(run["n_params"].iloc[0]),
-                     "total_steps": total, **res, "changepoint_feature": changepoint_feature,
+                     "total_steps": total,
+                     "checkpoint_frac": float(np.median(np.diff(run["step"]))) / total, **res, "changepoint_feature": changepoint_feature,
                      "changepoints": cps, f"changepoints_{feature}": own, "note": note})  # fmt: skip
     table = pd.DataFrame(rows).sort_values(["n_params", "model", "seed"], kind="stable")
     table = table.astype({"peak_step": "Int64", "diminishing_step": "Int64"})

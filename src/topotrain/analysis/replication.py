@@ -1,33 +1,46 @@
 """Replication verdicts: each claim of Study A beside our number and the rule that judges it.
 
-Paper values come from ``workflow/data/paper_values.csv`` (study, table, row, quantity, value); ours
-from the workflow's tables. One row per claim (REPLICATION_COLUMNS); the verdict is one of VERDICTS,
-computed by the rule printed in the ``rule`` column (RULES). Per-model claims use the paper's model
-names: a model we did not train gives ``not evaluated``, never an error.
+Ours comes from the workflow's tables; the shared words and the paper's values are in
+``verdicts``, Table 8 and Study B in ``replication_pythia``. One row per claim
+(REPLICATION_COLUMNS); the verdict is one of VERDICTS, computed by the rule printed in the ``rule``
+column (RULES). Per-model claims use the paper's model names: a model we did not train gives
+``not evaluated``, never an error.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.replication_pythia import PYTHIA_RULES, pythia_rows, study_b_rows
 from topotrain.analysis.scaling import spearman_exact
 from topotrain.analysis.stats import ALPHA, seed_interval
+from topotrain.analysis.verdicts import (
+    ARTEFACT,
+    INCONCLUSIVE,
+    MIN_MODELS,
+    NOT_EVALUATED,
+    NOT_REPRODUCED,
+    REPLICATION_COLUMNS,
+    REPRODUCED,
+    VERDICTS,
+    flag,
+    make_row,
+    paper_series,
+    rank_rho,
+    read_paper_values,
+)
 
-STUDY = "A"
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-ARTEFACT, NOT_EVALUATED = "artefact", "not evaluated"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, ARTEFACT, NOT_EVALUATED)
-REPLICATION_COLUMNS = [
-    "claim", "table", "paper", "ours", "ours_ci_low", "ours_ci_high", "verdict", "rule", "note",
+__all__ = [
+    "ARTEFACT", "INCONCLUSIVE", "NOT_EVALUATED", "NOT_REPRODUCED", "REPLICATION_COLUMNS",
+    "REPRODUCED", "RULES", "VERDICTS", "read_paper_values", "replication_table",
 ]  # fmt: skip
-MIN_MODELS = 3  # an ordering or a Spearman ρ across sizes needs three models
-RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p_bh", "beats_clock"]
-PYTHIA_MODEL = "pythia-14m"  # Table 8's model (hub id suffix)
+
+RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p", "p_bh", "beats_clock"]
+T2_P = 1e-5  # Table 2's "all p < 1e-5" (the paper's iid p-values)
+T6_PEAK = (0.04, 0.06)  # Table 6's "peak change at 4–6% of training"
 SIG = f"p_bh < {ALPHA:g}"
-RULES = {
+A_RULES = {
     "t1": "Spearman ρ of mean final val loss vs N over the paper's models we trained (paper: its "
     "Table 1 by size); reproduced if it falls strictly with N (ρ = −1), else not reproduced; "
     f"levels not compared (other split); not evaluated below {MIN_MODELS} models.",
@@ -39,6 +52,10 @@ RULES = {
     "reproduced if it rises strictly with N and adjacent sizes' across-seed intervals are "
     "disjoint; not reproduced if an adjacent pair falls with disjoint intervals; inconclusive "
     f"otherwise (overlap, or one seed: no interval); not evaluated below {MIN_MODELS} models.",
+    "t2_p": f"Largest raw p of ρ(TP0, train loss) over the paper's models and our seeds (the paper's "
+    f"iid method, not valid for trending series); reproduced if < {T2_P:g} and every model's ρ "
+    f"row is reproduced; artefact if < {T2_P:g} but a model's row is an artefact (TP0 does not "
+    "beat the clock); not reproduced otherwise; not evaluated if a model is absent.",
     "t3": f"Models where the paper's ρ(NP, train loss) has p < {ALPHA:g}: ours = how many show its "
     f"sign with {SIG} in every seed; reproduced if all, with NP beating the clock in at least half "
     "their runs (else artefact); not reproduced if one shows it in no seed; inconclusive "
@@ -53,44 +70,21 @@ RULES = {
     "t6": "Spearman of mean diminishing-returns fraction vs N, exact permutation p (paper: same on "
     f"Table 6); reproduced if ρ > 0 with p < {ALPHA:g} (five sizes: only a strictly rising order); "
     f"not reproduced if ρ ≤ 0; inconclusive otherwise; not evaluated below {MIN_MODELS} models.",
+    "t6_peak": f"Fraction of training at the peak |ΔNP| per run (ours: median over runs, range over "
+    f"runs); a run agrees if it lies in the paper's {T6_PEAK[0]:.0%}–{T6_PEAK[1]:.0%} widened by "
+    "one checkpoint interval on each side; reproduced if every run of the paper's models agrees, "
+    "not reproduced if fewer than half do, inconclusive otherwise; not evaluated below "
+    f"{MIN_MODELS} models.",
     "t7": "Exponent b of a·N^b + c with its 95% F-profile interval; reproduced if the paper's "
     "exponent lies in it and b has its sign; inconclusive if the interval is unbounded or "
     "undefined; not reproduced otherwise; not evaluated if the fit failed or the feature is absent.",
-    "t8_np": "Pythia-14m NP mean, relative change first → last revision; reproduced if it rises at "
-    "every revision (as the paper's), else not reproduced; not evaluated without "
-    "pythia_weights.csv (Pythia branch off) or the model.",
-    "t8_tp0": "Pythia-14m TP0 (H0 total), relative change first → last revision; reproduced if < 0 "
-    "(falls), else not reproduced; not evaluated as for NP.",
 }
-
-
-def read_paper_values(path: str | Path) -> pd.DataFrame:
-    """Study A's rows of the paper-values file, with ``table`` and ``row`` as strings."""
-    df = pd.read_csv(path, dtype={"table": str, "row": str})
-    return df[df["study"] == STUDY].reset_index(drop=True)
-
-
-def paper_series(paper: pd.DataFrame, table: str, quantity: str) -> pd.Series:
-    """One quantity of one paper table: value by row, in the file's order (models by size)."""
-    sel = paper[(paper["table"] == table) & (paper["quantity"] == quantity)]
-    return pd.Series(sel["value"].to_numpy(float), index=sel["row"].to_numpy(), name=quantity)
+RULES = {**A_RULES, **PYTHIA_RULES}
 
 
 def _row(claim: str, table: str, key: str, paper: float, verdict: str, **ours) -> dict:
-    """A result row; ``ours`` may give ours, ours_ci_low, ours_ci_high and note."""
-    row = dict.fromkeys(REPLICATION_COLUMNS, np.nan)
-    row.update(claim=claim, table=table, paper=paper, verdict=verdict, rule=RULES[key], note="")
-    return row | ours
-
-
-def _flag(values: pd.Series) -> np.ndarray:
-    """Booleans from a CSV column (True/False, 'True'/'False' or NaN → False)."""
-    return values.astype(str).eq("True").to_numpy()
-
-
-def _rank_rho(values: pd.Series) -> float:
-    """Spearman ρ of values against their order (the paper's tables list models by size)."""
-    return spearman_exact(np.arange(len(values)), values.to_numpy(float))[0]
+    """A Study A row judged by the rule A_RULES[key]."""
+    return make_row(claim, table, A_RULES[key], paper, verdict, **ours)
 
 
 def _per_model(table: pd.DataFrame, models: pd.Index) -> pd.DataFrame:
@@ -105,12 +99,12 @@ def final_loss_rows(paper: pd.DataFrame, models: pd.DataFrame | None) -> list[di
     ours = _per_model(models, ref.index) if models is not None else pd.DataFrame()
     if len(ours) < MIN_MODELS:
         note = f"{len(ours)} of the paper's models in models.csv"
-        return [_row(claim, "1", "t1", _rank_rho(ref), NOT_EVALUATED, note=note)]
+        return [_row(claim, "1", "t1", rank_rho(ref), NOT_EVALUATED, note=note)]
     loss = ours["final_val_loss"].to_numpy(float)
     rho = spearman_exact(ours["n_params"], loss)[0]
     verdict = REPRODUCED if np.all(np.diff(loss) < 0) else NOT_REPRODUCED
     note = f"{len(ours)} models; means over seeds"
-    return [_row(claim, "1", "t1", _rank_rho(ref), verdict, ours=rho, note=note)]
+    return [_row(claim, "1", "t1", rank_rho(ref), verdict, ours=rho, note=note)]
 
 
 def raw_cells(assoc: pd.DataFrame, feature: str, target: str = "train_loss") -> pd.DataFrame:
@@ -121,12 +115,12 @@ def raw_cells(assoc: pd.DataFrame, feature: str, target: str = "train_loss") -> 
 
 def seed_evidence(cells: pd.DataFrame, sign: float) -> dict:
     """Seeds (n), those with ``sign`` and p_bh < α (agree), p_bh < α (significant), beating the
-    clock (clock), and seed_interval of ρ (rho_mean, rho_low, rho_high)."""
+    clock (clock), the largest raw p (p_max), and seed_interval of ρ (rho_mean, rho_low, rho_high)."""
     rho, p = cells["rho"].to_numpy(float), cells["p_bh"].to_numpy(float)
     sig = np.isfinite(p) & (p < ALPHA)
     return {"n": len(cells), "agree": int((sig & (np.sign(rho) == sign)).sum()),
-            "significant": int(sig.sum()), "clock": int(_flag(cells["beats_clock"]).sum()),
-            **seed_interval(rho)}  # fmt: skip
+            "significant": int(sig.sum()), "clock": int(flag(cells["beats_clock"]).sum()),
+            "p_max": float(cells["p"].max()) if len(cells) else np.nan, **seed_interval(rho)}  # fmt: skip
 
 
 def sign_verdict(ev: dict) -> str:
@@ -155,7 +149,25 @@ def tp0_rows(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> list[dict]:
         rows.append(_row(f"ρ(TP0, train loss) {model}", "2", "t2", ref[model], sign_verdict(ev),
                          ours=ev["rho_mean"], ours_ci_low=ev["rho_low"],
                          ours_ci_high=ev["rho_high"], note=note))  # fmt: skip
-    return rows + [monotone_row(ref, evidence, assoc)]
+    return rows + [monotone_row(ref, evidence, assoc), tp0_p_row(paper, evidence, rows)]
+
+
+def tp0_p_row(paper: pd.DataFrame, evidence: dict[str, dict], model_rows: list[dict]) -> dict:
+    """T2: "all p < 1e-5" with the paper's own (iid) p-values."""
+    claim = f"every p(TP0, train loss) < {T2_P:g} (paper's iid p)"
+    paper_p = float(paper_series(paper, "2", "p").max())
+    if any(ev["n"] == 0 for ev in evidence.values()):
+        return _row(claim, "2", "t2_p", paper_p, NOT_EVALUATED, note="a paper model not trained")
+    p_max = max(ev["p_max"] for ev in evidence.values())
+    verdicts = {row["verdict"] for row in model_rows}
+    if not p_max < T2_P:
+        verdict = NOT_REPRODUCED
+    elif verdicts == {REPRODUCED}:
+        verdict = REPRODUCED
+    else:
+        verdict = ARTEFACT if ARTEFACT in verdicts else NOT_REPRODUCED
+    note = f"largest of {sum(ev['n'] for ev in evidence.values())} runs' raw p"
+    return _row(claim, "2", "t2_p", paper_p, verdict, ours=p_max, note=note)
 
 
 def _disjoint(a: dict, b: dict) -> bool:
@@ -189,7 +201,7 @@ def monotone_row(ref: pd.Series, evidence: dict[str, dict], assoc: pd.DataFrame 
     """T2: |ρ(TP0, train loss)| strengthens with size."""
     claim = "|ρ(TP0, train loss)| strengthens with size"
     sized = _by_size(evidence, assoc)
-    paper = _rank_rho(ref.abs())
+    paper = rank_rho(ref.abs())
     if len(sized) < MIN_MODELS:
         note = f"{len(sized)} of the paper's models with a defined ρ"
         return _row(claim, "2", "t2_monotone", paper, NOT_EVALUATED, note=note)
@@ -227,7 +239,7 @@ def tp1_weakening_row(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> dict:
     evidence = _evidence(assoc, "h1_total", ref)
     sized = _by_size(evidence, assoc)
     claim = "|ρ(TP1, train loss)| weakens with size, n.s. at " + ", ".join(quiet)
-    paper_rho = _rank_rho(ref.abs())
+    paper_rho = rank_rho(ref.abs())
     if len(sized) < MIN_MODELS or not set(quiet) <= set(sized["model"]):
         note = f"{len(sized)} of the paper's models with a defined ρ"
         return _row(claim, "4", "t4", paper_rho, NOT_EVALUATED, note=note)
@@ -257,7 +269,7 @@ def prediction_rows(paper: pd.DataFrame, prediction: pd.DataFrame | None) -> lis
             rows.append(_row(claim, "5", "t5", gain, NOT_EVALUATED, note="fraction not run"))
             continue
         ours = float(sel["improvement_pct"].iloc[0]) / 100
-        beats = bool(_flag(sel["beats_placebos"])[0])
+        beats = bool(flag(sel["beats_placebos"])[0])
         verdict = NOT_REPRODUCED if ours <= 0 else REPRODUCED if beats else ARTEFACT
         note = f"beats_placebos: {beats}; Wilcoxon p = {sel['wilcoxon_p'].iloc[0]:.3g}"
         rows.append(_row(claim, "5", "t5", gain, verdict, ours=ours, note=note))
@@ -268,7 +280,7 @@ def phases_row(paper: pd.DataFrame, phases: pd.DataFrame | None) -> dict:
     """T6: diminishing returns of NP come later for larger models."""
     ref = paper_series(paper, "6", "diminishing_frac")
     claim = "diminishing returns later for larger models"
-    paper_rho = _rank_rho(ref)
+    paper_rho = rank_rho(ref)
     ours = pd.DataFrame(columns=["n_params", "diminishing_frac"])
     if phases is not None:
         runs = phases[phases["model"].isin(ref.index)]
@@ -284,6 +296,29 @@ def phases_row(paper: pd.DataFrame, phases: pd.DataFrame | None) -> dict:
     note = (f"{len(ours)} models; exact p = {p:.3g}; paper's own exact p = "
             f"{spearman_exact(np.arange(len(ref)), ref)[1]:.3g}")  # fmt: skip
     return _row(claim, "6", "t6", paper_rho, verdict, ours=rho, note=note)
+
+
+def peak_row(paper: pd.DataFrame, phases: pd.DataFrame | None) -> dict:
+    """T6: the largest |ΔNP| comes at 4–6% of training."""
+    ref = paper_series(paper, "6", "peak_step")
+    claim = f"peak |ΔNP| at {T6_PEAK[0]:.0%}–{T6_PEAK[1]:.0%} of training"
+    paper_mid = float(np.mean(T6_PEAK))
+    runs = pd.DataFrame(columns=["model", "peak_frac", "checkpoint_frac"])
+    if phases is not None:
+        runs = phases[phases["model"].isin(ref.index) & phases["peak_frac"].notna()]
+    if runs["model"].nunique() < MIN_MODELS:
+        note = f"{runs['model'].nunique()} of the paper's models with a peak"
+        return _row(claim, "6", "t6_peak", paper_mid, NOT_EVALUATED, note=note)
+    frac = runs["peak_frac"].to_numpy(float)
+    spacing = runs["checkpoint_frac"].to_numpy(float)
+    agree = (frac >= T6_PEAK[0] - spacing - 1e-9) & (frac <= T6_PEAK[1] + spacing + 1e-9)
+    if agree.all():
+        verdict = REPRODUCED
+    else:
+        verdict = NOT_REPRODUCED if 2 * agree.sum() < agree.size else INCONCLUSIVE
+    note = f"{int(agree.sum())}/{agree.size} runs agree; checkpoint interval {spacing.max():.3g}"
+    return _row(claim, "6", "t6_peak", paper_mid, verdict, ours=float(np.median(frac)),
+                ours_ci_low=float(frac.min()), ours_ci_high=float(frac.max()), note=note)  # fmt: skip
 
 
 def exponent_verdict(paper: float, b: float, low: float, high: float) -> str:
@@ -315,34 +350,11 @@ def scaling_rows(paper: pd.DataFrame, scaling: pd.DataFrame | None) -> list[dict
     return rows
 
 
-def pythia_rows(paper: pd.DataFrame, weights: pd.DataFrame | None) -> list[dict]:
-    """T8: Pythia-14m's NP mean rises monotonically and its TP0 falls over training."""
-    rows = []
-    run = pd.DataFrame()
-    if weights is not None:
-        run = weights[weights["model"].astype(str).str.endswith(PYTHIA_MODEL)].sort_values("step")
-    for quantity, key, claim in (("np_mean", "t8_np", "Pythia-14m NP mean rises"),
-                                 ("h0_total", "t8_tp0", "Pythia-14m TP0 falls")):  # fmt: skip
-        ref = paper_series(paper, "8", quantity)
-        paper_change = ref.iloc[-1] / ref.iloc[0] - 1
-        if len(run) < 2:
-            note = "Pythia weights table absent" if weights is None else f"{PYTHIA_MODEL} absent"
-            rows.append(_row(claim, "8", key, paper_change, NOT_EVALUATED, note=note))
-            continue
-        values = run[quantity].to_numpy(float)
-        change = values[-1] / values[0] - 1
-        holds = np.all(np.diff(values) > 0) if quantity == "np_mean" else change < 0
-        note = "steps " + ", ".join(str(s) for s in run["step"])
-        rows.append(_row(claim, "8", key, paper_change, REPRODUCED if holds else NOT_REPRODUCED,
-                         ours=change, note=note))  # fmt: skip
-    return rows
-
-
 def replication_table(paper: pd.DataFrame, tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
     """One row per claim (REPLICATION_COLUMNS) from the paper values and our tables.
 
-    ``tables`` maps models, associations, prediction, phases, scaling, pythia_weights to their
-    DataFrames; a missing key or None makes that claim's rows ``not evaluated``.
+    ``tables`` maps models, associations, prediction, phases, scaling, pythia_weights,
+    pythia_correlations and pythia_embeddings to their DataFrames; a missing key or None makes that claim's rows ``not evaluated``.
     """
     assoc = tables.get("associations")
     rows = [
@@ -351,8 +363,10 @@ def replication_table(paper: pd.DataFrame, tables: dict[str, pd.DataFrame | None
         np_reversal_row(paper, assoc),
         tp1_weakening_row(paper, assoc),
         *prediction_rows(paper, tables.get("prediction")),
+        peak_row(paper, tables.get("phases")),
         phases_row(paper, tables.get("phases")),
         *scaling_rows(paper, tables.get("scaling")),
         *pythia_rows(paper, tables.get("pythia_weights")),
+        *study_b_rows(paper, tables.get("pythia_correlations"), tables.get("pythia_embeddings")),
     ]
     return pd.DataFrame(rows, columns=REPLICATION_COLUMNS)
