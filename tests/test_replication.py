@@ -192,18 +192,23 @@ def test_tp1_weakening_uses_the_exact_permutation_p(paper):
     )
 
 
-def prediction(improvement_pct: float, beats: bool) -> pd.DataFrame:
+def prediction(improvement_pct: float, beats: bool, p: float) -> pd.DataFrame:
     return pd.DataFrame({"fraction": [0.3], "method": ["combined"], "mae": [0.1],
-                         "improvement_pct": [improvement_pct], "wilcoxon_p": [0.5],
+                         "improvement_pct": [improvement_pct], "wilcoxon_p": [p],
                          "beats_placebos": [beats]})  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("gain", "beats", "expected"),
-    [(12.0, True, REPRODUCED), (12.0, False, ARTEFACT), (-3.0, False, NOT_REPRODUCED)],
+    ("gain", "beats", "p", "expected"),
+    [
+        (12.0, True, 0.01, REPRODUCED),
+        (12.0, True, 0.5, INCONCLUSIVE),  # beats the placebos, but within paired noise
+        (12.0, False, 0.01, ARTEFACT),
+        (-3.0, False, 0.01, NOT_REPRODUCED),
+    ],
 )
-def test_prediction_gain_counts_only_if_it_beats_the_placebos(paper, gain, beats, expected):
-    table = replication_table(paper, {"prediction": prediction(gain, beats)})
+def test_prediction_gain_counts_only_if_it_beats_the_placebos(paper, gain, beats, p, expected):
+    table = replication_table(paper, {"prediction": prediction(gain, beats, p)})
     assert verdict(table, "combined beats loss-only at 30% of training") == expected
     assert verdict(table, "combined beats loss-only at 50% of training") == NOT_EVALUATED
     row = rows_of(table, "combined beats loss-only at 30%").iloc[0]

@@ -64,9 +64,11 @@ A_RULES = {
     f"with p < {ALPHA:g} and the model the paper finds non-significant has p_bh ≥ {ALPHA:g} in "
     "most seeds; not reproduced if ρ ≥ 0 or it is significant in most seeds; inconclusive "
     f"otherwise; not evaluated below {MIN_MODELS} models or without that model.",
-    "t5": "Combined over loss-only, (MAE_loss − MAE)/MAE_loss at this fraction; reproduced if > 0 "
-    "and combined beats both placebos and loss-only (beats_placebos); artefact if > 0 but a "
-    "placebo does as well; not reproduced if ≤ 0; not evaluated if not run.",
+    "t5": "Combined over loss-only, (MAE_loss − MAE)/MAE_loss at this fraction; reproduced if > 0, "
+    "combined beats both placebos and loss-only (beats_placebos) and the paired Wilcoxon test "
+    f"of its errors against loss-only's has p < {ALPHA:g}; inconclusive if > 0 and beats the "
+    "placebos but p ≥ that; artefact if > 0 but a placebo does as well; not reproduced if ≤ 0; "
+    "not evaluated if not run.",
     "t6": "Spearman of mean diminishing-returns fraction vs N, exact permutation p (paper: same on "
     f"Table 6); reproduced if ρ > 0 with p < {ALPHA:g} (five sizes: only a strictly rising order); "
     f"not reproduced if ρ ≤ 0; inconclusive otherwise; not evaluated below {MIN_MODELS} models.",
@@ -270,7 +272,9 @@ def prediction_rows(paper: pd.DataFrame, prediction: pd.DataFrame | None) -> lis
             continue
         ours = float(sel["improvement_pct"].iloc[0]) / 100
         beats = bool(flag(sel["beats_placebos"])[0])
-        verdict = NOT_REPRODUCED if ours <= 0 else REPRODUCED if beats else ARTEFACT
+        significant = float(sel["wilcoxon_p"].iloc[0]) < ALPHA
+        verdict = NOT_REPRODUCED if ours <= 0 else ARTEFACT if not beats else None
+        verdict = verdict or (REPRODUCED if significant else INCONCLUSIVE)
         note = f"beats_placebos: {beats}; Wilcoxon p = {sel['wilcoxon_p'].iloc[0]:.3g}"
         rows.append(_row(claim, "5", "t5", gain, verdict, ours=ours, note=note))
     return rows

@@ -1,0 +1,90 @@
+"""How much of a study's wall time is not training: read a finished run's Snakemake log.
+
+    python benchmarks/study_overhead.py                       # the latest .snakemake/log/*.log
+    python benchmarks/study_overhead.py --log L --cores 2
+
+Wall time: the first to the last timestamp of the log. Training: the sum of the train_model jobs'
+durations (their start and "Finished" lines), divided by the cores. Overhead = 1 − training/cores ÷
+wall: everything the run spends beyond training on every core (topology jobs, their start-up,
+Snakemake's own bookkeeping, analysis, idle cores at the end). Per rule: jobs, their total and mean
+seconds. Prints a table and writes benchmarks/results/study_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "study_overhead.json"
+STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+START = re.compile(r"^(?:local)?rule (\w+):$")
+JOBID = re.compile(r"^\s+jobid: (\d+)$")
+DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
+
+
+def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]]]:
+    """Every timestamp of the log, and per rule the durations (s) of its finished jobs."""
+    stamps, started, rule_of, durations = [], {}, {}, defaultdict(list)
+    now, pending_rule = None, None
+    for line in lines:
+        line = line.rstrip("\n")
+        if m := STAMP.match(line):
+            now = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+            stamps.append(now)
+        elif m := START.match(line):
+            pending_rule = m.group(1)
+        elif (m := JOBID.match(line)) and pending_rule:
+            started[m.group(1)], rule_of[m.group(1)], pending_rule = now, pending_rule, None
+        elif (m := DONE.match(line)) and m.group(1) in started:
+            durations[m.group(2)].append((now - started[m.group(1)]).total_seconds())
+    return stamps, dict(durations)
+
+
+def overhead(stamps: list[datetime], durations: dict[str, list[float]], cores: int) -> dict:
+    """Wall time, training per core and the overhead share, with per-rule totals."""
+    if len(stamps) < 2 or "train_model" not in durations:
+        raise ValueError("the log has no finished train_model job: is it a finished study's?")
+    wall = (stamps[-1] - stamps[0]).total_seconds()
+    training = sum(durations["train_model"])
+    per_rule = {r: {"jobs": len(d), "total_s": sum(d), "mean_s": sum(d) / len(d)}
+                for r, d in sorted(durations.items())}  # fmt: skip
+    return {"wall_s": wall, "cores": cores, "training_s": training,
+            "training_per_core_s": training / cores,
+            "overhead_share": 1 - training / cores / wall, "rules": per_rule}  # fmt: skip
+
+
+def report(r: dict) -> str:
+    lines = [
+        f"wall {r['wall_s'] / 60:.1f} min; training {r['training_s'] / 60:.1f} job-min = "
+        f"{r['training_per_core_s'] / 60:.1f} min on {r['cores']} cores; overhead (all but "
+        f"training) {r['overhead_share']:.1%} of wall",
+        f"{'rule':<24}{'jobs':>6}{'total s':>10}{'mean s':>9}",
+    ]
+    for rule, d in r["rules"].items():
+        lines.append(f"{rule:<24}{d['jobs']:>6}{d['total_s']:>10.0f}{d['mean_s']:>9.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log", type=Path, help="a Snakemake log (default: the latest one)")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args(argv)
+    log = args.log or max((ROOT / ".snakemake" / "log").glob("*.snakemake.log"), default=None)
+    if log is None or not log.is_file():
+        sys.exit(f"no Snakemake log found ({log}); pass --log")
+    result = overhead(*parse(log.read_text().splitlines()), args.cores) | {"log": str(log)}
+    print(report(result))
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""benchmarks/study_overhead.py on a hand-written Snakemake log with known durations."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from conftest import ROOT
+
+spec = importlib.util.spec_from_file_location(
+    "study_overhead", ROOT / "benchmarks" / "study_overhead.py"
+)
+study_overhead = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(study_overhead)
+
+LOG = """\
+Building DAG of jobs...
+[Mon Nov 23 10:00:00 2026]
+localrule train_model:
+    jobid: 7
+    wildcards: model=a, seed=1
+[Mon Nov 23 10:00:00 2026]
+rule train_model:
+    jobid: 8
+[Mon Nov 23 10:10:00 2026]
+Finished jobid: 7 (Rule: train_model)
+[Mon Nov 23 10:10:00 2026]
+localrule weight_topology:
+    jobid: 9
+[Mon Nov 23 10:10:02 2026]
+Finished jobid: 9 (Rule: weight_topology)
+[Mon Nov 23 10:20:00 2026]
+Finished jobid: 8 (Rule: train_model)
+[Mon Nov 23 10:25:00 2026]
+"""
+
+
+def test_overhead_from_a_log_with_known_durations():
+    stamps, durations = study_overhead.parse(LOG.splitlines())
+    assert durations == {"train_model": [600.0, 1200.0], "weight_topology": [2.0]}
+    r = study_overhead.overhead(stamps, durations, cores=2)
+    assert r["wall_s"] == 1500.0
+    assert r["training_per_core_s"] == 900.0
+    assert r["overhead_share"] == pytest.approx(1 - 900 / 1500)
+    assert r["rules"]["weight_topology"] == {"jobs": 1, "total_s": 2.0, "mean_s": 2.0}
+
+
+def test_a_log_without_training_is_refused():
+    stamps, durations = study_overhead.parse(LOG.splitlines()[:2])
+    with pytest.raises(ValueError, match="no finished train_model job"):
+        study_overhead.overhead(stamps, durations, cores=2)
