@@ -10,6 +10,7 @@ ratio; results go to benchmarks/results/<name>.json (git-ignored) for comparison
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import platform
@@ -25,6 +26,7 @@ MODULES = {"training": "training", "topology": "topology", "workflow": "workflow
 COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, ratio, check
     "training": ("threads", "project_tokens_per_s", "reference_tokens_per_s", "speedup",
                  "loss_rel_diff", "overhead_bound"),
+    "attention": ("head_dim", "project_ms", "reference_ms", "speedup", "grad_rel_err"),
     "training_concurrency": ("two_jobs_1_thread_tokens_per_s", "one_job_2_threads_tokens_per_s",
                              "speedup"),
     "topology": ("project_ms", "reference_ms", "speedup", "max_abs_difference", "cold_job_s"),
@@ -65,16 +67,30 @@ def main(names: list[str]) -> None:
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
     rows = []
+    print(f"benchmarks at {env['commit']} on {env['cpus']} CPUs (torch {env['torch']})", flush=True)
     for name in names:
         start = time.perf_counter()
-        result = importlib.import_module(MODULES[name]).run()
+        print(f"[{name}] running …", flush=True)
+        run = importlib.import_module(MODULES[name]).run
+        progress = {"progress": say} if "progress" in inspect.signature(run).parameters else {}
+        result = run(**progress)
         result = result if isinstance(result, list) else [result]
-        doc = {"environment": env, "seconds": time.perf_counter() - start, "rows": result}
+        seconds = time.perf_counter() - start
+        doc = {"environment": env, "seconds": seconds, "rows": result}
         (out_dir / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        if not progress:  # benchmarks without their own progress lines: their rows now
+            for row in result:
+                say(format_row(row, COLUMNS[row["benchmark"]]))
+        print(f"[{name}] done in {seconds:.0f} s", flush=True)
         rows += result
-    print(f"benchmarks at {env['commit']} on {env['cpus']} CPUs (torch {env['torch']})")
+    print("\nsummary")
     for row in rows:
         print(format_row(row, COLUMNS[row["benchmark"]]))
+
+
+def say(line: str) -> None:
+    """One progress line, at once (the suite takes minutes)."""
+    print(f"  {line}", flush=True)
 
 
 if __name__ == "__main__":

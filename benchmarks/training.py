@@ -16,6 +16,13 @@ amortised over a 5,000-step run; the time for all five models × 5,000 steps is 
     python benchmarks/training.py                    # CPU, 1 and 2 threads, all five models
     python benchmarks/training.py --device cuda      # one GPU: check the < 60 s target
     python benchmarks/training.py --compile true     # force torch.compile (default: as configured)
+    python benchmarks/training.py --profile          # where a step's time goes, per size
+
+The run also times one layer's attention at head dims 8, 12 and 16 (benchmarks/attention.py: the
+project's numba kernel against SDPA-flash, rows with "benchmark": "attention"). The project's path
+uses the configured kernels (``train.attention: auto`` → numba on CPU, exact GELU); the reference
+is the stock path: the same GPT class with its defaults (SDPA, exact GELU). A line is printed per
+case as it finishes.
 
 Why the ratios stay small on a CPU: each row also profiles the reference's updates and reports
 the share of their time spent inside the matrix products and the attention kernel (``gemm_share``),
@@ -36,7 +43,9 @@ import sys
 import time
 from pathlib import Path
 
+import attention as attention_bench
 import numpy as np
+import step_profile
 import torch
 from study import study_models
 
@@ -59,6 +68,7 @@ RUN_STEPS = 5000
 LOSS_TOLERANCE = 0.01  # relative
 LOOPS = ("project", "reference")
 KERNELS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_scaled_dot_product_flash_attention")
+PROFILE_STEPS = 5
 
 
 MODELS = study_models()
@@ -141,7 +151,7 @@ def gemm_share(trainer: Reference, steps: int = 5) -> float:
     cost lengthens the wall time, so the share is if anything too low and the bound too high."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with step_profile.quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
         start = time.perf_counter()
         trainer.train(steps)
         wall_us = 1e6 * (time.perf_counter() - start)
@@ -236,13 +246,53 @@ def run(
     compile: str = "auto",
     steps: int = 100,
     warmup: int = 5,
+    progress=print,
 ) -> list[dict]:
-    """One row per model × thread count: the project's path against the reference; on a CPU with
-    two or more cores, a training_concurrency row for the largest model asked for."""
-    chosen = models or list(MODELS)
-    rows = [measure(name, n, device, compile, steps, warmup) for n in threads for name in chosen]
-    if resolve_device(device) == "cpu" and len(os.sched_getaffinity(0)) >= 2:
+    """On CPU, attention rows (benchmarks/attention.py); one row per model × thread count: the
+    project's path against the reference; on a CPU with two or more cores, a
+    training_concurrency row for the largest model asked for. ``progress`` gets a line per row."""
+    chosen, cpu = models or list(MODELS), resolve_device(device) == "cpu"
+    rows = attention_bench.run(progress=progress) if cpu else []
+    for n in threads:
+        for name in chosen:
+            rows.append(measure(name, n, device, compile, steps, warmup))
+            progress(report([rows[-1]]).splitlines()[1])
+    if cpu and len(os.sched_getaffinity(0)) >= 2:
         rows.append(concurrency(chosen[-1], steps))
+        progress(report([rows[-1]]).splitlines()[-1])
+    return rows
+
+
+def profile_worker(conn, loop: str, model_cfg: GPTConfig, cfg: TrainConfig) -> None:
+    """Child process: one loop's step profile (step_profile.profile_step) after a warm-up."""
+    trainer = (Project if loop == "project" else Reference)(model_cfg, cfg, corpus())
+    trainer.train(3)
+    flops = step_profile.attention_flops(
+        cfg.batch_size, model_cfg.n_head, model_cfg.n_embd, model_cfg.n_layer, model_cfg.block_size
+    )
+    conn.send(step_profile.profile_step(trainer.train, PROFILE_STEPS, flops))
+
+
+def profile_rows(models: list[str] | None = None, threads: int = 1, progress=print) -> list[dict]:
+    """Per model and loop (the stock reference, the project's path): the step profile table, each
+    loop in its own process at ``threads`` threads; printed as each finishes."""
+    torch.set_num_threads(threads)
+    peak = step_profile.measured_peak()
+    progress(f"machine peak (float32 matrix product, {threads} thread(s)): {peak:.1f} GFLOP/s")
+    rows = []
+    for name in models or list(MODELS):
+        for loop in ("reference", "project"):
+            cfg = TrainConfig(steps=RUN_STEPS, device="cpu", threads=threads, compile="false")
+            parent, child = mp.get_context("spawn").Pipe()
+            proc = mp.get_context("spawn").Process(
+                target=profile_worker, args=(child, loop, MODELS[name], cfg), daemon=True
+            )
+            proc.start()
+            prof = parent.recv()
+            proc.join()
+            rows.append({"benchmark": "step_profile", "model": name, "loop": loop,
+                         "threads": threads, "peak_gflops": round(peak, 1), **prof})  # fmt: skip
+            progress(step_profile.format_profile(name, loop, prof, peak))
     return rows
 
 
@@ -286,6 +336,7 @@ def report(rows: list[dict]) -> str:
     head = "model       thr  comp  compile_s  project_tok/s  reference_tok/s  speedup  amortised"
     lines = [head + "  gemm_share  bound  loss(project/reference, Δ)"]
     together = [r for r in rows if r["benchmark"] == "training_concurrency"]
+    attn = [r for r in rows if r["benchmark"] == "attention"]
     rows = [r for r in rows if r["benchmark"] == "training"]
     for r in rows:
         lines.append(
@@ -306,6 +357,7 @@ def report(rows: list[dict]) -> str:
             f"{len(sel)} models × {RUN_STEPS} steps, {n} thread(s), {sel[0]['device']}: project "
             f"{project:.0f} s (compile {compile_s:.0f} s), reference {reference:.0f} s{target}"
         )
+    lines += [attention_bench.line(r) for r in attn]
     for r in together:
         lines.append(
             f"{r['model']}: two 1-thread jobs at once {r['two_jobs_1_thread_tokens_per_s']:,} tok/s,"
@@ -322,15 +374,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", default="auto", choices=["auto", "true", "false"])
     parser.add_argument("--steps", type=int, default=100, help="timed updates per model")
     parser.add_argument("--models", nargs="+", choices=list(MODELS))
+    parser.add_argument("--profile", action="store_true", help="only the step profile, per size")
     args = parser.parse_args(argv)
+    if args.profile:
+        rows = profile_rows(args.models, (args.threads or [1])[0], progress=_flush_print)
+        _write(rows)
+        return 0
     threads = args.threads or ([1] if resolve_device(args.device) == "cuda" else [1, 2])
-    rows = run(args.models, tuple(threads), args.device, args.compile, args.steps)
+    rows = run(
+        args.models, tuple(threads), args.device, args.compile, args.steps, progress=_flush_print
+    )
     print(report(rows))
+    _write(rows)
+    return 0 if all(r.get("equal_loss", r.get("equal", True)) for r in rows) else 1
+
+
+def _flush_print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _write(rows: list[dict]) -> None:
     meta = {"torch": torch.__version__, "python": platform.python_version(), "argv": sys.argv}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    print(f"wrote {OUT}")
-    return 0 if all(r.get("equal_loss", True) for r in rows) else 1
+    out = OUT.with_name("training_profile.json") if rows and "loop" in rows[0] else OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import minimum_spanning_tree
 
-TINY = np.nextafter(0.0, 1.0)  # smallest positive subnormal: stands in for a zero edge weight
+from topotrain.topology.spanning import bipartite_mst_weights
 
 
 def np_pairs(W: np.ndarray) -> np.ndarray:
-    """Persistence 1 − w' (unitless) of the |V| − 1 H0 pairs of layer W's descending filtration.
+    """Persistence 1 − w' (unitless) of the |V| − 1 H0 pairs of layer W's descending filtration,
+    ascending.
 
     W is (out, in); the graph is complete bipartite on out + in vertices, edge weights
     w' = |w| / max|W|. All vertices are born at 1, edges enter by decreasing w', each merging edge
@@ -29,16 +28,7 @@ def np_pairs(W: np.ndarray) -> np.ndarray:
     if top == 0.0:
         return np.zeros(rows + cols - 1)
     cost = 1.0 - a / top  # in [0, 1]; exact zeros where |w| = max|W|
-    r, c = np.divmod(np.arange(W.size), cols)  # row-major edge index → (out neuron, in neuron)
-    # scipy drops stored zeros as missing edges; every positive cost is ≥ 2⁻⁵³ ≫ TINY, so this
-    # substitution keeps the edge order exactly. The original costs are read back by index.
-    graph = csr_array((np.maximum(cost.ravel(), TINY), (r, rows + c)), shape=(rows + cols,) * 2)
-    tree = minimum_spanning_tree(graph).tocoo()
-    u, v = np.minimum(tree.row, tree.col), np.maximum(tree.row, tree.col)
-    pers = cost[u, v - rows]
-    if pers.size != rows + cols - 1:  # cannot happen for a complete bipartite graph
-        raise RuntimeError(f"spanning tree has {pers.size} edges, expected {rows + cols - 1}")
-    return pers
+    return bipartite_mst_weights(cost)
 
 
 def neural_persistence(W: np.ndarray) -> dict[str, float]:

@@ -8,11 +8,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import minimum_spanning_tree
-from scipy.spatial.distance import pdist, squareform
 
-from topotrain.topology.neural_persistence import TINY
+from topotrain.topology.spanning import condensed, mst_weights, pairwise_distances
 
 
 def check_cloud(X: np.ndarray) -> np.ndarray:
@@ -37,23 +34,10 @@ def subsample_rows(X: np.ndarray, max_points: int, rng: np.random.Generator) -> 
     return X[np.sort(rng.choice(X.shape[0], size=max_points, replace=False))]
 
 
-def h0_deaths(dist: np.ndarray, n: int) -> np.ndarray:
-    """Finite H0 deaths of the Rips filtration of n points: their MST edge lengths, ascending.
-
-    ``dist`` is the condensed float64 distance vector (scipy ``pdist``). The graph is passed sparse:
-    scipy drops stored zeros as missing edges, so duplicate points get TINY (order kept) and the
-    lengths are read back by index.
-    """
-    i, j = np.triu_indices(n, k=1)
-    graph = csr_array((np.maximum(dist, TINY), (i, j)), shape=(n, n))
-    tree = minimum_spanning_tree(graph).tocoo()
-    u, v = np.minimum(tree.row, tree.col), np.maximum(tree.row, tree.col)
-    return np.sort(dist[condensed_index(u, v, n)])
-
-
-def condensed_index(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
-    """Position of pair (i, j), i < j, in scipy's condensed distance vector of n points."""
-    return n * i - i * (i + 1) // 2 + (j - i - 1)
+def h0_deaths(square: np.ndarray) -> np.ndarray:
+    """Finite H0 deaths of the Rips filtration of n points: their MST edge lengths, ascending, from
+    the square (n, n) distance matrix."""
+    return mst_weights(square)
 
 
 def diagram(births: np.ndarray, deaths: np.ndarray) -> np.ndarray:
@@ -84,8 +68,8 @@ def _gph_kernel():
     return module if hasattr(module, "rips_dm") else None
 
 
-def rips_higher(dist: np.ndarray, n: int, maxdim: int, n_threads: int) -> list[np.ndarray]:
-    """giotto-ph Rips diagrams H1..H``maxdim`` (Z/2) of n points from condensed distances.
+def rips_higher(square: np.ndarray, maxdim: int, n_threads: int) -> list[np.ndarray]:
+    """giotto-ph Rips diagrams H1..H``maxdim`` (Z/2) of n points from their (n, n) distances.
 
     As ``gph.ripser_parallel(X)`` does for a point cloud: float32 distances, threshold at the
     enclosing radius min_i max_j d(i, j) (homology is trivial beyond it), dense kernel. Falls back
@@ -95,13 +79,18 @@ def rips_higher(dist: np.ndarray, n: int, maxdim: int, n_threads: int) -> list[n
     if kernel is None:  # another giotto-ph layout: the public wrapper (slower import)
         from gph import ripser_parallel
 
-        dm = squareform(dist)
-        return ripser_parallel(dm, maxdim=maxdim, metric="precomputed", n_threads=n_threads)[
+        return ripser_parallel(square, maxdim=maxdim, metric="precomputed", n_threads=n_threads)[
             "dgms"
         ][1:]
-    thresh = float(squareform(dist).max(axis=1).min())
+    n, thresh = square.shape[0], float(square.max(axis=1).min())
     res = kernel.rips_dm(
-        dist.astype(np.float32), np.zeros(n, np.float32), 2, maxdim, thresh, n_threads, False
+        condensed(square).astype(np.float32),
+        np.zeros(n, np.float32),
+        2,
+        maxdim,
+        thresh,
+        n_threads,
+        False,
     )
     return [np.reshape(np.array(d), (-1, 2)) for d in res.births_and_deaths_by_dim()[1:]]
 
@@ -116,7 +105,7 @@ def vr_diagrams(X: np.ndarray, maxdim: int = 1, n_threads: int = 1) -> list[np.n
     X = check_cloud(X)
     if maxdim < 0:
         raise ValueError(f"maxdim must be >= 0, got {maxdim}")
-    n, dist = X.shape[0], pdist(X)  # float64, pairs (i, j), i < j, in np.triu_indices order
-    deaths = np.append(h0_deaths(dist, n), np.inf)
-    higher = rips_higher(dist, n, maxdim, n_threads) if maxdim > 0 else []
+    square = pairwise_distances(X)  # float64
+    deaths = np.append(h0_deaths(square), np.inf)
+    higher = rips_higher(square, maxdim, n_threads) if maxdim > 0 else []
     return [diagram(np.zeros_like(deaths), deaths)] + [diagram(d[:, 0], d[:, 1]) for d in higher]

@@ -15,7 +15,11 @@ import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
+from topotrain.training.attention import causal_attention
+
 log = logging.getLogger(__name__)
+
+GELU_CHOICES = ("exact", "tanh")  # exact erf GELU (the paper's) or its tanh approximation
 
 
 @dataclass(frozen=True)
@@ -37,29 +41,27 @@ class GPTConfig:
 
 
 class CausalSelfAttention(nn.Module):
-    """Multi-head causal self-attention with a fused q/k/v projection."""
+    """Multi-head causal self-attention with a fused q/k/v projection; ``attention`` names the
+    kernel (``topotrain.training.attention``: sdpa, the stock one, or numba)."""
 
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig, attention: str = "sdpa") -> None:
         super().__init__()
-        self.n_head = config.n_head
+        self.n_head, self.attention = config.n_head, attention
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return self.c_proj(causal_attention(self.c_attn(x), self.n_head, self.attention))
 
 
 class MLP(nn.Module):
-    """Position-wise feed-forward network d → 4d → d with GELU."""
+    """Position-wise feed-forward network d → 4d → d with GELU (``gelu``: exact erf, the paper's,
+    or tanh, its faster approximation)."""
 
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig, gelu: str = "exact") -> None:
         super().__init__()
         self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate="tanh" if gelu == "tanh" else "none")
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -69,12 +71,12 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
 
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig, attention: str = "sdpa", gelu: str = "exact") -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.n_embd)
-        self.attn = CausalSelfAttention(config)
+        self.attn = CausalSelfAttention(config, attention)
         self.ln_2 = nn.LayerNorm(config.n_embd)
-        self.mlp = MLP(config)
+        self.mlp = MLP(config, gelu)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x))
@@ -82,16 +84,22 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """Token + position embeddings, ``n_layer`` blocks, final LayerNorm, head tied to ``wte``."""
+    """Token + position embeddings, ``n_layer`` blocks, final LayerNorm, head tied to ``wte``.
 
-    def __init__(self, config: GPTConfig) -> None:
+    ``attention`` and ``gelu`` choose kernels, not parameters: the defaults are the stock path
+    (SDPA, exact GELU); a run's choices are set per model, never on the class.
+    """
+
+    def __init__(self, config: GPTConfig, attention: str = "sdpa", gelu: str = "exact") -> None:
+        if gelu not in GELU_CHOICES:
+            raise ValueError(f"gelu must be one of {GELU_CHOICES}, got {gelu!r}")
         super().__init__()
         self.config = config
         self.transformer = nn.ModuleDict(
             dict(
                 wte=nn.Embedding(config.vocab_size, config.n_embd),
                 wpe=nn.Embedding(config.block_size, config.n_embd),
-                h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                h=nn.ModuleList([Block(config, attention, gelu) for _ in range(config.n_layer)]),
                 ln_f=nn.LayerNorm(config.n_embd),
             )
         )

@@ -33,7 +33,8 @@ from torch.optim import Optimizer
 from tqdm import tqdm
 
 from topotrain.devices import DEVICES, resolve_device
-from topotrain.training.model import GPT, GPTConfig, compile_error, compile_model
+from topotrain.training.attention import ATTENTION_CHOICES, resolve_attention
+from topotrain.training.model import GELU_CHOICES, GPT, GPTConfig, compile_error, compile_model
 from topotrain.training.run_state import (
     checkpoint_name,
     load_resume,
@@ -70,8 +71,16 @@ class TrainConfig:
     threads: int = 1
     min_lr_ratio: float = 0.1  # cosine decays to min_lr_ratio·lr at `steps`
     compile: str = "auto"  # torch.compile the model: auto, true or false (see use_compile)
+    attention: str = "auto"  # attention kernel: auto, sdpa or numba (training.attention)
+    gelu: str = "exact"  # exact (erf, the paper's) or tanh GELU
 
     def __post_init__(self) -> None:
+        if self.attention not in ATTENTION_CHOICES:
+            raise ValueError(
+                f"attention must be one of {ATTENTION_CHOICES}, got {self.attention!r}"
+            )
+        if self.gelu not in GELU_CHOICES:
+            raise ValueError(f"gelu must be one of {GELU_CHOICES}, got {self.gelu!r}")
         if isinstance(self.compile, bool):  # YAML true/false
             object.__setattr__(self, "compile", str(self.compile).lower())
         if self.compile not in COMPILE_CHOICES:
@@ -119,6 +128,21 @@ def use_compile(cfg: TrainConfig, device: torch.device) -> bool:
         return False
     log.info("compiling the model with torch.compile on %s", device)
     return True
+
+
+def head_dim(model_cfg: GPTConfig) -> int:
+    return model_cfg.n_embd // model_cfg.n_head
+
+
+def fingerprint_settings(cfg: TrainConfig, attention: str) -> dict:
+    """The training settings a run's fingerprint covers: ``asdict(cfg)`` with the attention kernel
+    resolved; the stock kernels (sdpa, exact GELU) leave no key, so runs from before these options
+    keep their fingerprint."""
+    settings = asdict(cfg) | {"attention": attention}
+    for key, stock in (("attention", "sdpa"), ("gelu", "exact")):
+        if settings[key] == stock:
+            del settings[key]
+    return settings
 
 
 def load_tokens(path: str | Path, model_cfg: GPTConfig) -> np.memmap:
@@ -188,11 +212,14 @@ class Run:
 def build_run(
     model_cfg: GPTConfig, cfg: TrainConfig, device: torch.device, data: np.ndarray, compiled: bool
 ) -> Run:
-    """Seed every RNG; build the model, fused AdamW (decay on matrices only) and the batch RNG."""
+    """Seed every RNG; build the model (its attention kernel resolved by ``resolve_attention``),
+    fused AdamW (decay on matrices only) and the batch RNG."""
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    model = GPT(model_cfg).to(device)
+    attention = resolve_attention(cfg.attention, device, compiled, head_dim(model_cfg))
+    log.info("attention kernel: %s; GELU: %s", attention, cfg.gelu)
+    model = GPT(model_cfg, attention, cfg.gelu).to(device)
     params = list(model.parameters())
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
@@ -299,7 +326,9 @@ def train_model(
     val_tokens, val_offsets = device_tokens(val_data, device), eval_offsets(len(val_data), T, cfg)
     state_dir, out_dir = Path(state_dir), Path(out_dir)
     compiled = use_compile(cfg, device)
-    key = run_fingerprint(model_cfg, asdict(cfg), device, compiled, train_bin, val_bin)
+    attention = resolve_attention(cfg.attention, device, compiled, head_dim(model_cfg))
+    settings = fingerprint_settings(cfg, attention)
+    key = run_fingerprint(model_cfg, settings, device, compiled, train_bin, val_bin)
     run = build_run(model_cfg, cfg, device, train_data, compiled)
     metrics, evals, start = load_resume(state_dir, key, run.model, run.optimizer, run.gen)
 

@@ -1,0 +1,88 @@
+"""Benchmark: the tanh GELU against the exact one (the paper's), speed and final loss.
+
+Trains one model of the study twice with ``train_model`` — identical but for ``train.gelu`` —
+as two 1-thread processes at once (what ``snakemake --cores 2`` does), on WikiText-2's test split
+(validation on its validation split; where ../shared/data is absent, this README repeated), and
+reports each run's seconds per update and final validation loss, and their differences.
+
+    python benchmarks/gelu.py                          # med-21k, 5,000 steps, seed 42
+    python benchmarks/gelu.py --model xl-97k --steps 1000 --seeds 42 43
+
+Results: printed (a line per run as it finishes) and written to benchmarks/results/gelu.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from study import study_models
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "wikitext-2"
+OUT = ROOT / "benchmarks" / "results" / "gelu.json"
+MODELS = study_models()
+
+
+def write_split(name: str, path: Path) -> None:
+    from topotrain.sources.corpus import encode_text
+
+    src = DATA / f"{name}.txt"
+    text = (
+        src.read_text(encoding="utf-8") if src.is_file() else (ROOT / "README.md").read_text() * 50
+    )
+    encode_text(text)[0].tofile(path)
+
+
+def one_run(args: tuple) -> dict:
+    """Train one (gelu, seed) run in this process; its seconds per update and final val loss."""
+    model, gelu, seed, steps, root = args
+    from topotrain.training.train import TrainConfig, train_model
+
+    cfg = TrainConfig(steps=steps, seed=seed, gelu=gelu, threads=1, device="cpu",
+                      warmup_steps=min(200, steps // 10), checkpoint_interval=steps // 10)  # fmt: skip
+    out = Path(root) / f"{gelu}-{seed}"
+    start = time.perf_counter()
+    train_model(MODELS[model], cfg, Path(root) / "train.bin", Path(root) / "valid.bin",
+                out / "ckpt", out / "state", progress=False)  # fmt: skip
+    seconds = time.perf_counter() - start
+    evals = (out / "ckpt" / "evals.csv").read_text().strip().splitlines()
+    return {"benchmark": "gelu", "model": model, "gelu": gelu, "seed": seed, "steps": steps,
+            "s_per_update": seconds / steps, "final_val_loss": float(evals[-1].split(",")[-1])}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="med-21k", choices=list(MODELS))
+    parser.add_argument("--steps", type=int, default=5000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[42])
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as root:
+        write_split("test", Path(root) / "train.bin")
+        write_split("valid", Path(root) / "valid.bin")
+        jobs = [(args.model, g, s, args.steps, root) for s in args.seeds for g in ("exact", "tanh")]
+        with mp.get_context("spawn").Pool(2) as pool:
+            for row in pool.imap_unordered(one_run, jobs):
+                rows.append(row)
+                print(f"{row['model']} seed {row['seed']} {row['gelu']:>5} GELU: "
+                      f"{1e3 * row['s_per_update']:.1f} ms/update, final val loss "
+                      f"{row['final_val_loss']:.4f}", flush=True)  # fmt: skip
+    for seed in args.seeds:
+        exact, tanh = (next(r for r in rows if r["seed"] == seed and r["gelu"] == g)
+                       for g in ("exact", "tanh"))  # fmt: skip
+        print(f"seed {seed}: tanh is {exact['s_per_update'] / tanh['s_per_update']:.3f}× as fast; "
+              f"final val loss {tanh['final_val_loss'] - exact['final_val_loss']:+.4f} "
+              "(tanh − exact)")  # fmt: skip
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"argv": sys.argv, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

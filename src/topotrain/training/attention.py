@@ -1,0 +1,117 @@
+"""Causal self-attention for tiny heads on CPU: a numba kernel per (batch, head) tile.
+
+PyTorch's CPU flash attention is slow at head dims of 8–12 (``benchmarks/training.py --profile``):
+it spends most of a small model's step there. ``TinyHeadAttention`` computes the same thing per
+(batch, head) tile, with the 128 × 128 scores of a tile kept in cache: causal rows only, keys and
+values transposed so that every inner loop runs over keys, contiguous. The forward keeps the
+attention probabilities for the backward (B·H·T² floats per layer).
+
+It reads the fused q/k/v projection (B, T, 3C) and writes (B, T, C) directly, so neither the heads'
+transposes nor their copies are needed. Tiles are independent: the result does not depend on the
+number of threads. Backends (``train.attention``):
+
+- ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` (the stock path; CUDA, compile);
+- ``numba``: this kernel (CPU; needs the numba wheel);
+- ``auto``: ``numba`` on CPU without ``torch.compile`` for head dims ≤ 8 when numba imports, else
+  ``sdpa`` (at head dim 12 SDPA was as fast or faster: benchmarks/attention.py).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+import torch
+from torch.nn import functional as F
+
+ATTENTION_CHOICES = ("auto", "sdpa", "numba")
+AUTO_MAX_HEAD_DIM = 8  # auto picks numba up to this head dim: where it beat SDPA (benchmarks)
+
+
+@cache
+def numba_error() -> str | None:
+    """Why the numba kernel cannot run here (numba missing or broken); None when it can.
+
+    numba's thread pool is sized once, at its import: to torch's thread count (train.threads),
+    unless NUMBA_NUM_THREADS is set. A pool wider than the job's share of the machine spins
+    between calls and halved the throughput of two 1-thread training jobs on 2 cores.
+    """
+    os.environ.setdefault("NUMBA_NUM_THREADS", str(torch.get_num_threads()))
+    try:
+        import numba  # noqa: F401
+    except Exception as err:  # ImportError, or a numba built for another numpy
+        return f"numba is not importable ({type(err).__name__}: {err}); pip install numba"
+    return None
+
+
+def resolve_attention(
+    choice: str, device: torch.device, compiled: bool = False, head_dim: int = AUTO_MAX_HEAD_DIM
+) -> str:
+    """The backend a run uses: ``sdpa`` or ``numba`` (see the module docstring); ``auto`` takes
+    numba only for heads of at most AUTO_MAX_HEAD_DIM dimensions."""
+    if choice not in ATTENTION_CHOICES:
+        raise ValueError(f"train.attention must be one of {ATTENTION_CHOICES}, got {choice!r}")
+    if choice == "sdpa":
+        return "sdpa"
+    if choice == "auto":
+        fits = device.type == "cpu" and not compiled and head_dim <= AUTO_MAX_HEAD_DIM
+        return "numba" if fits and numba_error() is None else "sdpa"
+    if device.type != "cpu" or compiled:
+        raise ValueError(
+            "train.attention: numba runs on CPU without torch.compile; this run is on "
+            f"{device.type}{' with train.compile' if compiled else ''}: use auto or sdpa"
+        )
+    if numba_error():
+        raise ValueError(f"train.attention: numba: {numba_error()}")
+    return "numba"
+
+
+@cache
+def kernels():
+    """The forward and backward kernels (numba; compiled on first use, cached on disk)."""
+    from topotrain.training.attention_kernels import backward, forward
+
+    return forward, backward
+
+
+class TinyHeadAttention(torch.autograd.Function):
+    """Causal attention of a fused (B, T, 3C) q/k/v tensor → (B, T, C), float32 on CPU."""
+
+    @staticmethod
+    def forward(ctx, qkv: torch.Tensor, n_head: int) -> torch.Tensor:
+        forward, _ = kernels()
+        qkv = qkv.detach().contiguous()
+        B, T, C3 = qkv.shape
+        y = torch.empty(B, T, C3 // 3, dtype=qkv.dtype)
+        save = ctx.needs_input_grad[0]
+        probs = torch.empty((B, n_head, T, T) if save else (1, 1, 1, 1), dtype=qkv.dtype)
+        with torch.profiler.record_function("tiny_head_attention"):
+            forward(qkv.numpy(), n_head, y.numpy(), probs.numpy(), save)
+        if save:
+            ctx.save_for_backward(qkv, probs)
+        ctx.n_head = n_head
+        return y
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, None]:
+        _, backward = kernels()
+        qkv, probs = ctx.saved_tensors
+        dqkv = torch.empty_like(qkv)
+        with torch.profiler.record_function("tiny_head_attention_backward"):
+            backward(qkv.numpy(), probs.numpy(), dy.contiguous().numpy(), ctx.n_head, dqkv.numpy())
+        return dqkv, None
+
+
+def causal_attention(qkv: torch.Tensor, n_head: int, backend: str = "sdpa") -> torch.Tensor:
+    """Multi-head causal attention of the fused projection ``qkv`` (B, T, 3C) → (B, T, C)."""
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    if backend == "numba":
+        if qkv.device.type != "cpu" or qkv.dtype != torch.float32:
+            raise ValueError(
+                f"numba attention needs float32 on CPU, got {qkv.dtype} on {qkv.device}"
+            )
+        return TinyHeadAttention.apply(qkv, n_head)
+    q, k, v = (z.view(B, T, n_head, C // n_head).transpose(1, 2) for z in qkv.split(C, dim=2))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).contiguous().view(B, T, C)
