@@ -7,8 +7,8 @@ values transposed so that every inner loop runs over keys, contiguous. The forwa
 attention probabilities for the backward (B·H·T² floats per layer).
 
 It reads the fused q/k/v projection (B, T, 3C) and writes (B, T, C) directly, so neither the heads'
-transposes nor their copies are needed. Tiles are independent: the result does not depend on the
-number of threads. Backends (``train.attention``):
+transposes nor their copies are needed. It runs on one thread (``numba_error``), so its result does
+not depend on ``train.threads``. Backends (``train.attention``):
 
 - ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` (the stock path; CUDA, compile);
 - ``numba``: this kernel (CPU; needs the numba wheel);
@@ -19,6 +19,7 @@ number of threads. Backends (``train.attention``):
 from __future__ import annotations
 
 import os
+import sys
 from functools import cache
 
 import torch
@@ -32,11 +33,12 @@ AUTO_MAX_HEAD_DIM = 8  # auto picks numba up to this head dim: where it beat SDP
 def numba_error() -> str | None:
     """Why the numba kernel cannot run here (numba missing or broken); None when it can.
 
-    numba's thread pool is sized once, at its import: to torch's thread count (train.threads),
-    unless NUMBA_NUM_THREADS is set. A pool wider than the job's share of the machine spins
-    between calls and halved the throughput of two 1-thread training jobs on 2 cores.
+    The kernel runs on one numba thread, whatever ``train.threads``: its pool is sized to 1 before
+    numba is first imported (a wider pool spins between calls, which halved the throughput of two
+    1-thread training jobs on 2 cores, and two threads gave results that differed between processes).
     """
-    os.environ.setdefault("NUMBA_NUM_THREADS", str(torch.get_num_threads()))
+    if "numba" not in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = "1"
     try:
         import numba  # noqa: F401
     except Exception as err:  # ImportError, or a numba built for another numpy
@@ -69,8 +71,11 @@ def resolve_attention(
 @cache
 def kernels():
     """The forward and backward kernels (numba; compiled on first use, cached on disk)."""
+    import numba
+
     from topotrain.training.attention_kernels import backward, forward
 
+    numba.set_num_threads(1)  # if numba was imported before numba_error sized its pool
     return forward, backward
 
 
