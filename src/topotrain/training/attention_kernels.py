@@ -39,23 +39,37 @@ def exp_nonpositive(s, n, bits):
         s[j] *= scale[j]
 
 
+@njit(fastmath=True, cache=True, inline="always")
+def dims(qkv, n_head):
+    """(B, T, C, head dim D, 1/√D) of a fused (B, T, 3C) q/k/v tensor with ``n_head`` heads."""
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    D = C // n_head
+    return B, T, C, D, np.float32(1.0 / math.sqrt(D))
+
+
+@njit(fastmath=True, cache=True, inline="always")
+def keys_values(qkv, b, k0, v0, D):
+    """One head's keys and values of batch row b, transposed to (D, T): key index contiguous."""
+    T = qkv.shape[1]
+    kT = np.empty((D, T), np.float32)
+    vT = np.empty((D, T), np.float32)
+    for t in range(T):
+        for d in range(D):
+            kT[d, t] = qkv[b, t, k0 + d]
+            vT[d, t] = qkv[b, t, v0 + d]
+    return kT, vT
+
+
 @njit(parallel=True, fastmath=True, cache=True)
 def forward(qkv, n_head, y, probs, save):
     """y ← causal softmax(q·kᵀ/√D)·v per (batch, head); probs[b, h, i, :i+1] ← row i's
     probabilities when ``save``."""
-    B, T, C3 = qkv.shape
-    C = C3 // 3
-    D = C // n_head
-    scale = np.float32(1.0 / math.sqrt(D))
+    B, T, C, D, scale = dims(qkv, n_head)
     for bh in prange(B * n_head):
         b, h = bh // n_head, bh % n_head
         q0, k0, v0 = h * D, C + h * D, 2 * C + h * D
-        kT = np.empty((D, T), np.float32)
-        vT = np.empty((D, T), np.float32)
-        for t in range(T):
-            for d in range(D):
-                kT[d, t] = qkv[b, t, k0 + d]
-                vT[d, t] = qkv[b, t, v0 + d]
+        kT, vT = keys_values(qkv, b, k0, v0, D)
         s = np.empty(T, np.float32)
         bits = np.empty(T, np.int32)
         for i in range(T):
@@ -91,21 +105,13 @@ def forward(qkv, n_head, y, probs, save):
 @njit(parallel=True, fastmath=True, cache=True)
 def backward(qkv, probs, dy, n_head, dqkv):
     """dqkv ← the gradient of ``forward``'s y with respect to qkv, given dy and the saved probs."""
-    B, T, C3 = qkv.shape
-    C = C3 // 3
-    D = C // n_head
-    scale = np.float32(1.0 / math.sqrt(D))
+    B, T, C, D, scale = dims(qkv, n_head)
     for bh in prange(B * n_head):
         b, h = bh // n_head, bh % n_head
         q0, k0, v0 = h * D, C + h * D, 2 * C + h * D
-        kT = np.empty((D, T), np.float32)
-        vT = np.empty((D, T), np.float32)
+        kT, vT = keys_values(qkv, b, k0, v0, D)
         dkT = np.zeros((D, T), np.float32)
         dvT = np.zeros((D, T), np.float32)
-        for t in range(T):
-            for d in range(D):
-                kT[d, t] = qkv[b, t, k0 + d]
-                vT[d, t] = qkv[b, t, v0 + d]
         dp = np.empty(T, np.float32)
         for i in range(T):
             n = i + 1

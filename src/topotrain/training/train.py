@@ -203,6 +203,7 @@ class Run:
     AdamW, the batch RNG and the training tokens on the model's device."""
 
     model: GPT
+    attention: str  # the resolved attention kernel (resolve_attention): part of the fingerprint
     forward: Callable
     optimizer: Optimizer
     gen: torch.Generator
@@ -228,7 +229,7 @@ def build_run(
     optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=BETAS, fused=True)
     forward = compile_model(model, device) if compiled else model
     gen = torch.Generator().manual_seed(cfg.seed)
-    return Run(model, forward, optimizer, gen, device_tokens(data, device))
+    return Run(model, attention, forward, optimizer, gen, device_tokens(data, device))
 
 
 def finite_weights(model: GPT) -> bool:
@@ -326,10 +327,9 @@ def train_model(
     val_tokens, val_offsets = device_tokens(val_data, device), eval_offsets(len(val_data), T, cfg)
     state_dir, out_dir = Path(state_dir), Path(out_dir)
     compiled = use_compile(cfg, device)
-    attention = resolve_attention(cfg.attention, device, compiled, head_dim(model_cfg))
-    settings = fingerprint_settings(cfg, attention)
-    key = run_fingerprint(model_cfg, settings, device, compiled, train_bin, val_bin)
     run = build_run(model_cfg, cfg, device, train_data, compiled)
+    settings = fingerprint_settings(cfg, run.attention)
+    key = run_fingerprint(model_cfg, settings, device, compiled, train_bin, val_bin)
     metrics, evals, start = load_resume(state_dir, key, run.model, run.optimizer, run.gen)
 
     def checkpoint(step: int) -> None:
