@@ -29,8 +29,9 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize(
-    ("n_head", "head_dim", "T"), [(4, 8, 128), (4, 12, 128), (2, 16, 37), (1, 8, 1)]
-)
+    ("n_head", "head_dim", "T"),
+    [(4, 8, 128), (4, 12, 128), (2, 16, 37), (1, 8, 1), (2, 12, 2), (1, 16, 3)],
+)  # query rows go in pairs: odd and even T, the last pair short
 def test_kernel_matches_sdpa_outputs_and_gradients(n_head, head_dim, T):
     gen = torch.Generator().manual_seed(head_dim + T)
     qkv = torch.randn(3, T, 3 * n_head * head_dim, generator=gen)
@@ -98,8 +99,14 @@ def test_backend_rule(monkeypatch):
     cuda = torch.device("cuda")
     assert resolve_attention("auto", CPU) == "numba"
     assert resolve_attention("auto", CPU, head_dim=8) == "numba"
-    assert resolve_attention("auto", CPU, head_dim=12) == "sdpa"  # where SDPA is as fast
-    assert resolve_attention("numba", CPU, head_dim=12) == "numba"  # asked for: given
+    assert resolve_attention("auto", CPU, head_dim=12) == "numba"
+    assert resolve_attention("auto", CPU, head_dim=16) == "sdpa"  # where SDPA is as fast
+    assert resolve_attention("auto", CPU, head_dim=4) == "sdpa"  # no kernel compiled for it
+    assert resolve_attention("numba", CPU, head_dim=16) == "numba"  # asked for: given
+    with pytest.raises(
+        ValueError, match=r"compiled for head dims \(8, 12, 16\); this model's is 6"
+    ):
+        resolve_attention("numba", CPU, head_dim=6)
     assert resolve_attention("auto", CPU, compiled=True) == "sdpa"
     assert resolve_attention("auto", cuda) == "sdpa"
     assert resolve_attention("sdpa", CPU) == "sdpa"
@@ -147,3 +154,9 @@ def test_stock_kernels_keep_old_fingerprints_and_others_change_them():
     assert "attention" not in stock and "gelu" not in stock  # as before these options existed
     assert fingerprint_settings(cfg, "numba")["attention"] == "numba"
     assert fingerprint_settings(TrainConfig(gelu="tanh"), "sdpa")["gelu"] == "tanh"
+
+
+def test_kernel_head_dims_agree_with_the_compiled_kernels():
+    from topotrain.training.attention_kernels import HEAD_DIMS
+
+    assert HEAD_DIMS == attention.KERNEL_HEAD_DIMS

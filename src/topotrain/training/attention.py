@@ -2,18 +2,19 @@
 
 PyTorch's CPU flash attention is slow at head dims of 8–12 (``benchmarks/training.py --profile``):
 it spends most of a small model's step there. ``TinyHeadAttention`` computes the same thing per
-(batch, head) tile, with the 128 × 128 scores of a tile kept in cache: causal rows only, keys and
-values transposed so that every inner loop runs over keys, contiguous. The forward keeps the
-attention probabilities for the backward (B·H·T² floats per layer).
+(batch, head) tile, with the 128 × 128 scores of a tile kept in cache: causal rows only, two query
+rows at a time, keys and values transposed so that every inner loop runs over keys, contiguous, and
+compiled for each head dim in ``KERNEL_HEAD_DIMS`` (8, 12, 16). The forward keeps the attention
+probabilities for the backward (B·H·T² floats per layer).
 
 It reads the fused q/k/v projection (B, T, 3C) and writes (B, T, C) directly, so neither the heads'
 transposes nor their copies are needed. It runs on one thread (``numba_error``), so its result does
 not depend on ``train.threads``. Backends (``train.attention``):
 
 - ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` (the stock path; CUDA, compile);
-- ``numba``: this kernel (CPU; needs the numba wheel);
-- ``auto``: ``numba`` on CPU without ``torch.compile`` for head dims ≤ 8 when numba imports, else
-  ``sdpa`` (at head dim 12 SDPA was as fast or faster: benchmarks/attention.py).
+- ``numba``: this kernel (CPU, head dims 8, 12 or 16; needs the numba wheel);
+- ``auto``: ``numba`` on CPU without ``torch.compile`` for head dims 8 and 12 when numba imports,
+  else ``sdpa`` (at head dim 16 the two were level: benchmarks/attention.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import torch
 from torch.nn import functional as F
 
 ATTENTION_CHOICES = ("auto", "sdpa", "numba")
-AUTO_MAX_HEAD_DIM = 8  # auto picks numba up to this head dim: where it beat SDPA (benchmarks)
+KERNEL_HEAD_DIMS = (8, 12, 16)  # the head dims the kernel is compiled for (attention_kernels)
+AUTO_MAX_HEAD_DIM = 12  # auto picks numba up to this head dim: where it beat SDPA (benchmarks)
 
 
 @cache
@@ -50,18 +52,24 @@ def resolve_attention(
     choice: str, device: torch.device, compiled: bool = False, head_dim: int = AUTO_MAX_HEAD_DIM
 ) -> str:
     """The backend a run uses: ``sdpa`` or ``numba`` (see the module docstring); ``auto`` takes
-    numba only for heads of at most AUTO_MAX_HEAD_DIM dimensions."""
+    numba only for heads of a compiled size up to AUTO_MAX_HEAD_DIM dimensions."""
     if choice not in ATTENTION_CHOICES:
         raise ValueError(f"train.attention must be one of {ATTENTION_CHOICES}, got {choice!r}")
     if choice == "sdpa":
         return "sdpa"
     if choice == "auto":
         fits = device.type == "cpu" and not compiled and head_dim <= AUTO_MAX_HEAD_DIM
+        fits = fits and head_dim in KERNEL_HEAD_DIMS
         return "numba" if fits and numba_error() is None else "sdpa"
     if device.type != "cpu" or compiled:
         raise ValueError(
             "train.attention: numba runs on CPU without torch.compile; this run is on "
             f"{device.type}{' with train.compile' if compiled else ''}: use auto or sdpa"
+        )
+    if head_dim not in KERNEL_HEAD_DIMS:
+        raise ValueError(
+            f"train.attention: numba is compiled for head dims {KERNEL_HEAD_DIMS}; this model's "
+            f"is {head_dim} (d_model / n_head): use auto or sdpa"
         )
     if numba_error():
         raise ValueError(f"train.attention: numba: {numba_error()}")
@@ -69,14 +77,17 @@ def resolve_attention(
 
 
 @cache
-def kernels():
-    """The forward and backward kernels (numba; compiled on first use, cached on disk)."""
+def kernels(head_dim: int):
+    """The forward and backward kernels for ``head_dim`` (numba; compiled on first use, cached on
+    disk)."""
     import numba
 
-    from topotrain.training.attention_kernels import backward, forward
+    from topotrain.training.attention_kernels import KERNELS
 
     numba.set_num_threads(1)  # if numba was imported before numba_error sized its pool
-    return forward, backward
+    if head_dim not in KERNELS:
+        raise ValueError(f"numba attention: head dim {head_dim} is not one of {KERNEL_HEAD_DIMS}")
+    return KERNELS[head_dim]
 
 
 class TinyHeadAttention(torch.autograd.Function):
@@ -84,9 +95,9 @@ class TinyHeadAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, qkv: torch.Tensor, n_head: int) -> torch.Tensor:
-        forward, _ = kernels()
         qkv = qkv.detach().contiguous()
         B, T, C3 = qkv.shape
+        forward, _ = kernels(C3 // 3 // n_head)
         y = torch.empty(B, T, C3 // 3, dtype=qkv.dtype)
         save = ctx.needs_input_grad[0]
         probs = torch.empty((B, n_head, T, T) if save else (1, 1, 1, 1), dtype=qkv.dtype)
@@ -99,8 +110,8 @@ class TinyHeadAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, None]:
-        _, backward = kernels()
         qkv, probs = ctx.saved_tensors
+        _, backward = kernels(qkv.shape[2] // 3 // ctx.n_head)
         dqkv = torch.empty_like(qkv)
         with torch.profiler.record_function("tiny_head_attention_backward"):
             backward(qkv.numpy(), probs.numpy(), dy.contiguous().numpy(), ctx.n_head, dqkv.numpy())
