@@ -4,7 +4,10 @@ Project: ``checkpoint_topology`` (float64 MST for H0 and neural persistence, gio
 for H1), warm, in-process. Reference, measured in the same run on the same matrices: ripser.py
 per matrix for H0/H1 and a pure-Python union-find over the sorted edges for neural persistence.
 Both must agree: every diagram to 1e-6, NP to 1e-9. Also timed: a cold process running the
-topology job on one checkpoint (what each Snakemake job pays: interpreter, imports, compute).
+topology job on one checkpoint (what each Snakemake job pays: interpreter, imports, compute), and
+beside it the per-run diagram-series job (``topology.series.run_series``: step distances and
+vectorisations) over CHECKPOINTS checkpoints of that size (the checkpoint's diagrams, jittered per
+step), as seconds per run and per checkpoint.
 """
 
 from __future__ import annotations
@@ -112,6 +115,22 @@ def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
 
 
 PATTERNS = GPT_LAYERS
+CHECKPOINTS = 51  # a study run's checkpoints
+
+
+def series_seconds(diagrams: dict[str, np.ndarray], checkpoints: int = CHECKPOINTS) -> float:
+    """Wall time of ``run_series`` over ``checkpoints`` copies of ``diagrams``, each bar's ends
+    jittered by a seeded 1 % so consecutive diagrams differ as in training."""
+    from topotrain.topology.series import run_series
+
+    rng = np.random.default_rng(0)
+    series = []
+    for step in range(checkpoints):
+        jittered = {k: d * (1 + 0.01 * rng.random(d.shape)) for k, d in diagrams.items()}
+        series.append((100 * step, jittered))
+    start = time.perf_counter()
+    run_series(series, {})
+    return time.perf_counter() - start
 
 
 def time_median(fn, repeats: int) -> float:
@@ -151,6 +170,8 @@ def run(repeats: int = 5, threads: int = 2, max_points: int = 200) -> list[dict]
                     "speedup": reference_s / project_s,
                     "max_abs_difference": max_difference(records, diagrams, ref),
                     "cold_job_s": cold_job_seconds(path, Path(tmp), threads),
+                    "series_run_s": (series_s := series_seconds(diagrams)),
+                    "series_per_checkpoint_ms": 1e3 * series_s / CHECKPOINTS,
                 }
             )
     return rows

@@ -79,6 +79,7 @@ def tiny_config(train: Path, valid: Path) -> dict:
             "seed": 0,
             "maxdim": 1,
             "threads": 1,
+            "gradients": {"enabled": True, "batch_size": 4, "seed": 0},
         },
         "analysis": {
             "bootstrap_resamples": 200,

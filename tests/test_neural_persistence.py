@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from topotrain.topology import neural_persistence, np_pairs
+from topotrain.topology.layers import layer_records
 
 
-def bruteforce_pairs(W: np.ndarray) -> list[float]:
-    """Rieck et al.'s filtration in pure Python: edges by decreasing |w|/max|W|, union-find."""
+def bruteforce_pairs(W: np.ndarray, top: float | None = None) -> list[float]:
+    """Rieck et al.'s filtration in pure Python: edges by decreasing |w|/top (default max|W|),
+    union-find."""
     rows, cols = W.shape
-    top = max(abs(float(x)) for x in W.ravel())
+    top = max(abs(float(x)) for x in W.ravel()) if top is None else top
     parent = list(range(rows + cols))
 
     def find(x):
@@ -69,8 +71,9 @@ def test_hand_computed_two_by_two():
     # np_p2 = √((0 + .0625 + .25) / 3) = √(.3125 / 3).
     W = np.array([[4.0, -2.0], [1.0, -3.0]])
     assert sorted(np_pairs(W)) == pytest.approx([0.0, 0.25, 0.5])
+    # The reference adds the unpaired component (1, 0): np_rieck = √(.3125 + 1) / √3.
     assert neural_persistence(W) == pytest.approx(
-        {"np_total": 0.25, "np_p2": math.sqrt(0.3125 / 3)}
+        {"np_total": 0.25, "np_p2": math.sqrt(0.3125 / 3), "np_rieck": math.sqrt(1.3125 / 3)}
     )
 
 
@@ -89,10 +92,18 @@ def test_np_is_invariant_to_transposition():
     assert neural_persistence(W.T) == pytest.approx(neural_persistence(W), abs=1e-15)
 
 
-@pytest.mark.parametrize("W", [np.zeros((4, 3)), np.full((5, 2), -0.7)], ids=["zeros", "constant"])
-def test_all_equal_weights_have_zero_persistence(W):
+@pytest.mark.parametrize(
+    ("W", "rieck"),
+    [(np.zeros((4, 3)), math.sqrt(7 / 6)), (np.full((5, 2), -0.7), math.sqrt(1 / 6))],
+    ids=["zeros", "constant"],
+)
+def test_all_equal_weights_have_zero_persistence(W, rieck):
     assert np.array_equal(np_pairs(W), np.zeros(sum(W.shape) - 1))
-    assert neural_persistence(W) == {"np_total": 0.0, "np_p2": 0.0}
+    result = neural_persistence(W)
+    assert (result["np_total"], result["np_p2"]) == (0.0, 0.0)
+    # The reference's |W| / max: zeros (0/0 taken as 0) put every edge at w' = 0, each pair
+    # persistence 1; a constant layer puts them at w' = 1, persistence 0; plus the unpaired 1.
+    assert result["np_rieck"] == pytest.approx(rieck, abs=1e-15)
 
 
 def test_one_by_one_matrix_has_one_zero_pair():
@@ -120,3 +131,39 @@ def test_one_dominant_weight_gives_persistence_near_one():
 def test_np_rejects_non_finite_empty_or_non_matrix(bad):
     with pytest.raises(ValueError):
         neural_persistence(bad)
+
+
+def reference_np(layers: list[np.ndarray]) -> float:
+    """BorgwardtLab/Neural-Persistence's global value, written from its definition: |W| divided by
+    the largest |w| over all layers, H0 pairs (1, w') by union-find plus the unpaired (1, 0), the
+    p = 2 norm over √(rows + cols − 1), the mean over layers."""
+    top = max(float(np.abs(W).max()) for W in layers)
+    values = []
+    for W in layers:
+        pers = bruteforce_pairs(W, top) + [1.0]
+        values.append(math.sqrt(sum(p * p for p in pers)) / math.sqrt(sum(W.shape) - 1))
+    return sum(values) / len(values)
+
+
+def test_np_rieck_of_two_layers_by_hand():
+    # A = [[.5, −.25]] (1×2), B = [[1], [.5]] (2×1); the largest |w| over both is 1.
+    # A: w' = .5, .25, both spanning-tree edges → persistence .5, .75; + (1, 0): √(1.8125) / √2.
+    # B: w' = 1, .5 → persistence 0, .5; + (1, 0): √(1.25) / √2. The global value is their mean.
+    # Per-layer scaling (np_p2's) would give A w' = 1, .5 instead: the global max matters.
+    A, B = np.array([[0.5, -0.25]]), np.array([[1.0], [0.5]])
+    by_hand = (math.sqrt(1.8125) + math.sqrt(1.25)) / (2 * math.sqrt(2))
+    assert reference_np([A, B]) == pytest.approx(by_hand, abs=1e-15)
+    records, _ = layer_records({"a.weight": A, "b.weight": B}, ["*.weight"], maxdim=0)
+    assert [r["np_rieck"] for r in records] == pytest.approx(
+        [math.sqrt(1.8125) / math.sqrt(2), math.sqrt(1.25) / math.sqrt(2)], abs=1e-15
+    )
+    assert np.mean([r["np_rieck"] for r in records]) == pytest.approx(by_hand, abs=1e-15)
+
+
+def test_np_rieck_matches_the_reference_definition_on_random_layers():
+    rng = np.random.default_rng(11)
+    layers = {f"h.{i}.weight": rng.normal(size=s) * scale
+              for i, (s, scale) in enumerate([((6, 4), 1.0), ((4, 12), 3.0), ((12, 4), 0.2)])}  # fmt: skip
+    records, _ = layer_records(layers, ["*.weight"], maxdim=0)
+    got = np.mean([r["np_rieck"] for r in records])
+    assert got == pytest.approx(reference_np(list(layers.values())), abs=1e-14)

@@ -161,6 +161,31 @@ def test_learned_recovers_a_linear_law_of_cutoff_features():
     assert out["note"].str.contains("trained on 29 runs").all()
 
 
+def test_learned_with_vectors_recovers_a_law_that_needs_them_and_beats_its_placebos():
+    df = synthetic_study(30, seed=4)
+    rng = np.random.default_rng(9)
+    for col in ("h0_landscape_l2", "h1_landscape_l2", "h0_image_mass", "h1_image_mass",
+                "h0_betti_auc", "h1_betti_auc"):  # fmt: skip
+        df[col] = rng.uniform(0, 1, len(df))
+    fraction = 0.3
+    window = df[df["frac"] <= fraction].groupby("model").last()
+    law = 0.3 + 0.8 * window["val_loss"] + 0.5 * window["h1_image_mass"]  # needs a vector
+    final = df["step"] == df["step"].max()
+    df.loc[final, "val_loss"] = df.loc[final, "model"].map(law).to_numpy()
+    pred = predict_final_loss(df, [fraction], alpha=1e-8)
+    out = rows(pred, "learned[+vectors]")
+    np.testing.assert_allclose(out["predicted"], out["actual"], rtol=1e-4)
+    assert rows(pred, "learned")["abs_error"].mean() > 10 * out["abs_error"].mean()
+    summary = prediction_summary(pred).set_index("method")
+    assert summary.loc["learned[+vectors]", "vectors_help"]
+    assert pd.isna(summary.loc["learned", "vectors_help"])
+    # without the columns: NaN rows that say why, and no flag
+    bare = predict_final_loss(synthetic_study(4), [fraction])
+    vec = rows(bare, "learned[+vectors]")
+    assert vec["predicted"].isna().all() and vec["note"].str.contains("no h0_landscape_l2").all()
+    assert rows(bare, "learned[+scale]")["predicted"].notna().all()  # l2_norm_mean is there
+
+
 def test_learned_needs_three_models():
     pred = predict_final_loss(synthetic_study(2), [0.3])
     learned = rows(pred, "learned")

@@ -29,7 +29,7 @@ SLURM_OVERRIDES = [
     "--jobs", "4",
     "--default-resources", "slurm_partition=debug",
     "--set-resources", "prepare_corpus:mem_mb=500", "train_model:mem_mb=1000",
-    "weight_topology:mem_mb=500", "aggregate_features:mem_mb=1000",
+    "weight_topology:mem_mb=500", "aggregate_features:mem_mb=1000", "diagram_series:mem_mb=500",
     "--group-components", f"topology={GROUP_SIZE}",
     "--slurm-init-seconds-before-status-checks", "2",
     "--slurm-keep-successful-logs",
@@ -41,6 +41,9 @@ def small_study(workdir):
     train, valid = write_corpus(workdir, n_chars=5_000)
     config = tiny_config(train, valid)
     config["train"]["checkpoint_interval"] = 20
+    config["topology"]["gradients"]["enabled"] = (
+        False  # plain per-checkpoint jobs: the tiny study runs them
+    )
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
@@ -92,13 +95,13 @@ def completed_jobs(jobcomp_log):
 def test_every_job_is_submitted_with_sbatch_and_completes(slurm_run, cluster):
     workdir, output = slurm_run
     submitted = [job for job, _ in submissions(output)]
-    # prepare_corpus, 2 x train_model, 2 topology group jobs, aggregate_features
-    assert len(submitted) == 1 + 2 + TOPOLOGY_JOBS // GROUP_SIZE + 1, output
+    # prepare_corpus, 2 x train_model, 2 topology group jobs, 2 x diagram_series, aggregate_features
+    assert len(submitted) == 1 + 2 + TOPOLOGY_JOBS // GROUP_SIZE + 2 + 1, output
     done = completed_jobs(cluster.jobcomp_log)
     states = {job: done[job]["JobState"] for job in submitted}
     assert set(states.values()) == {"COMPLETED"}, states
     logs = workdir / ".snakemake/slurm_logs"
-    for rule in ("prepare_corpus", "train_model", "aggregate_features"):
+    for rule in ("prepare_corpus", "train_model", "diagram_series", "aggregate_features"):
         assert list((logs / f"rule_{rule}").rglob("*.log")), rule
     assert "Falling back to 'sacct'" not in output  # squeue answered every status query
 

@@ -23,7 +23,7 @@ from topotrain.topology.checkpoint import checkpoint_topology, write_checkpoint_
 from topotrain.topology.layers import diagram_summaries, layer_rng, layer_topology, select_layers
 
 C_ATTN = "transformer.h.0.attn.c_attn.weight"
-KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2"]
+KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck"]
 SUMMARIES = [f"h{k}_{s}" for k in (0, 1) for s in ("count", "total", "max", "entropy")]
 KEYS += SUMMARIES + ["l2_norm"] + [f"{key}_scalefree" for key in SUMMARIES]
 
@@ -51,12 +51,12 @@ def summaries(h0, h1, suffix=""):
     return {f"h{k}_{s}{suffix}": f(d) for k, d in ((0, h0), (1, h1)) for s, f in funcs.items()}
 
 
-def expected_record(layer, W, cloud):
+def expected_record(layer, W, cloud, global_max=None):
     """A layer's record computed directly from the topology functions; the scale-free summaries
-    from the diagrams divided by the RMS of the whole matrix."""
+    from the diagrams divided by the RMS of the whole matrix; np_rieck scaled by ``global_max``."""
     h0, h1 = vr_diagrams(cloud)
     record = {"layer": layer, "rows": W.shape[0], "cols": W.shape[1], "n_points": len(cloud)}
-    record |= neural_persistence(W) | summaries(h0, h1)
+    record |= neural_persistence(W, global_max) | summaries(h0, h1)
     rms = np.sqrt((W**2).sum() / W.size)
     record |= {"l2_norm": float(np.sqrt((W**2).sum()))}
     return record | summaries(h0 / rms, h1 / rms, "_scalefree")
@@ -73,9 +73,10 @@ def test_records_match_direct_computation_and_skip_embeddings_and_biases(tmp_pat
     assert [r["layer"] for r in records] == sorted(
         n for n in tensors if ".h.0." in n and "weight" in n
     )
+    top = max(np.abs(tensors[r["layer"]]).max() for r in records)  # over the layers analysed
     for r in records:
         W = tensors[r["layer"]]
-        assert_record_matches(r, expected_record(r["layer"], W, W))
+        assert_record_matches(r, expected_record(r["layer"], W, W, top))
         h0, h1 = vr_diagrams(W)
         np.testing.assert_array_equal(diagrams[f"{r['layer']}/h0"], h0)
         np.testing.assert_array_equal(diagrams[f"{r['layer']}/h1"], h1)

@@ -134,11 +134,12 @@ def test_bad_config_fails_before_any_job(tmp_path, section, key, value, message)
 TABLES = [
     "models", "correlations", "correlations_across_seeds", "best_feature", "scaling",
     "prediction", "prediction_runs", "phases", "associations", "associations_summary",
-    "replication",
+    "replication", "stopping", "stopping_summary", "velocity", "velocity_summary", "layer_types",
+    "layer_types_summary",
 ]  # fmt: skip
 FIGURES = [
     "overview", "loss_curves", "np_evolution", "homology_evolution", "correlation_heatmap",
-    "prediction_mae", "scaling_fits",
+    "prediction_mae", "scaling_fits", "stopping", "layer_types",
 ]  # fmt: skip
 
 
@@ -170,7 +171,8 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
 ANALYSIS_JOBS = {
     "models_table": 1, "correlations": 1, "associations": 1, "scaling_fits": 1,
     "predict_final_loss": 1, "phase_transitions": 1, "training_figures": 1, "analysis_figures": 1,
-    "replication": 1, "report_markdown": 1, "all": 1,
+    "replication": 1, "report_markdown": 1, "all": 1, "stopping_rules": 1, "velocity": 1,
+    "layer_types": 1,
 }  # fmt: skip
 
 
@@ -187,11 +189,54 @@ def test_changing_an_analysis_parameter_reruns_only_analysis(tiny_run):
     assert jobs == {
         "correlations": 1,
         "associations": 1,
+        "layer_types": 1,
         "analysis_figures": 1,
         "replication": 1,
         "report_markdown": 1,
         "all": 1,
     }
+
+
+def test_changing_the_probe_batch_reruns_only_gradient_topology_and_downstream(tiny_run):
+    workdir, _, _ = tiny_run
+    for overlay in ("batch_size: 8", "seed: 3"):
+        jobs = plan_with_overlay(
+            workdir, f"topology:\n  gradients:\n    enabled: true\n    {overlay}\n"
+        )
+        assert jobs == {"gradient_topology": 2 * 5, "aggregate_features": 1, **ANALYSIS_JOBS}
+    features = pd.read_parquet(workdir / "results" / "features" / "weights.parquet")
+    for col in ("grad_np_mean", "grad_h0_total", "grad_h1_total", "grad_l2_norm_mean"):
+        assert features[col].notna().all(), col
+    layers = pd.read_parquet(workdir / "results" / "features" / "weights_layers.parquet")
+    assert layers["grad_np_total"].notna().all()
+    assoc = pd.read_csv(workdir / "results" / "tables" / "associations.csv")
+    assert "grad_h0_total" in set(assoc["feature"])  # a row in the analyses like any feature
+    corr = pd.read_csv(workdir / "results" / "tables" / "correlations.csv")
+    assert "grad_np_mean" in set(corr["feature"])
+
+
+def test_changing_a_series_parameter_reruns_the_series_and_downstream_only(tiny_run):
+    workdir, _, _ = tiny_run
+    jobs = plan_with_overlay(workdir, "topology:\n  series:\n    n_landscapes: 2\n")
+    assert jobs == {"diagram_series": 2, "aggregate_features": 1, **ANALYSIS_JOBS}
+    features = pd.read_parquet(workdir / "results" / "features" / "weights.parquet")
+    for col in ("h0_w1_step", "h0_bottleneck_step", "h0_landscape_l2", "h0_image_mass",
+                "h0_betti_auc", "h1_w1_step", "np_rieck_mean"):  # fmt: skip
+        assert col in features, col
+    first = features.groupby(["model", "seed"])["step"].transform("min") == features["step"]
+    assert features.loc[first, "h0_w1_step"].isna().all()  # no previous checkpoint
+    assert features.loc[~first, "h0_w1_step"].notna().all()
+
+
+def test_changing_a_stopping_rule_reruns_only_the_stopping_table_and_report(tiny_run):
+    workdir, _, _ = tiny_run
+    jobs = plan_with_overlay(workdir, "analysis:\n  stopping:\n    topology_patience: 3\n")
+    assert jobs == {"stopping_rules": 1, "report_markdown": 1, "all": 1}
+    stopping = pd.read_csv(workdir / "results" / "tables" / "stopping.csv")
+    features = pd.read_parquet(workdir / "results" / "features" / "weights.parquet")
+    runs = features.groupby(["model", "seed"]).ngroups
+    assert len(stopping) == runs * stopping["rule"].nunique()  # every run, every rule
+    assert stopping["stop_step"].le(stopping["final_step"]).all()
 
 
 @pytest.mark.parametrize(
@@ -205,7 +250,8 @@ def test_changing_an_analysis_parameter_reruns_only_analysis(tiny_run):
 def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_run, overlay):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, overlay)
-    assert jobs == {"weight_topology": 2 * 5, "aggregate_features": 1, **ANALYSIS_JOBS}
+    assert jobs == {"weight_topology": 2 * 5, "gradient_topology": 2 * 5, "diagram_series": 2,
+                    "aggregate_features": 1, **ANALYSIS_JOBS}  # fmt: skip
 
 
 def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
@@ -215,6 +261,8 @@ def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
     assert jobs == {
         "train_model": 1,
         "weight_topology": 5,
+        "gradient_topology": 5,
+        "diagram_series": 1,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
@@ -227,5 +275,5 @@ def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
 def test_adding_a_seed_trains_only_the_new_runs(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "seeds: [42, 7]\n")
-    assert jobs == {"train_model": 2, "weight_topology": 2 * 5, "aggregate_features": 1,
-                    **ANALYSIS_JOBS}  # fmt: skip
+    assert jobs == {"train_model": 2, "weight_topology": 2 * 5, "gradient_topology": 2 * 5,
+                    "diagram_series": 2, "aggregate_features": 1, **ANALYSIS_JOBS}  # fmt: skip

@@ -5,6 +5,8 @@ rule aggregate_features:
     input:
         records=[path for path, _ in get_topology_records()],
         logs=[r[k] for r in get_runs() for k in ("metrics", "evals")],
+        series=get_series_tables(),
+        gradients=get_gradient_records(),
     output:
         table=f"{RESULTS}/features/weights.parquet",
         table_csv=f"{RESULTS}/features/weights.csv",

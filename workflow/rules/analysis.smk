@@ -150,6 +150,86 @@ rule phase_transitions:
         "../scripts/phase_transitions.py"
 
 
+rule stopping_rules:
+    input:
+        FEATURES,
+    output:
+        **figure_outputs(["stopping"]),
+        stopping_csv=report(
+            f"{RESULTS}/tables/stopping.csv",
+            caption="../report/stopping_table.rst",
+            category="Tables",
+        ),
+        stopping_md=f"{RESULTS}/tables/stopping.md",
+        stopping_summary_csv=f"{RESULTS}/tables/stopping_summary.csv",
+        stopping_summary_md=f"{RESULTS}/tables/stopping_summary.md",
+    log:
+        f"{RESULTS}/logs/analysis/stopping_rules.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        stopping=config["analysis"].get("stopping", {}),
+    script:
+        "../scripts/stopping_rules.py"
+
+
+rule velocity:
+    input:
+        FEATURES,
+    output:
+        velocity_csv=report(
+            f"{RESULTS}/tables/velocity.csv",
+            caption="../report/velocity.rst",
+            category="Tables",
+        ),
+        velocity_md=f"{RESULTS}/tables/velocity.md",
+        velocity_summary_csv=f"{RESULTS}/tables/velocity_summary.csv",
+        velocity_summary_md=f"{RESULTS}/tables/velocity_summary.md",
+    log:
+        f"{RESULTS}/logs/analysis/velocity.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/velocity.py"
+
+
+rule layer_types:
+    input:
+        table=FEATURES,
+        layers=f"{RESULTS}/features/weights_layers.parquet",
+    output:
+        **figure_outputs(["layer_types"]),
+        layer_types_csv=report(
+            f"{RESULTS}/tables/layer_types.csv",
+            caption="../report/layer_types_table.rst",
+            category="Tables",
+        ),
+        layer_types_md=f"{RESULTS}/tables/layer_types.md",
+        layer_types_summary_csv=f"{RESULTS}/tables/layer_types_summary.csv",
+        layer_types_summary_md=f"{RESULTS}/tables/layer_types_summary.md",
+    log:
+        f"{RESULTS}/logs/analysis/layer_types.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        n_resamples=config["analysis"]["bootstrap_resamples"],
+        seed=config["analysis"]["bootstrap_seed"],
+    script:
+        "../scripts/layer_types.py"
+
+
 rule replication:
     input:
         **get_replication_inputs(),

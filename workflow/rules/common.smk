@@ -42,6 +42,9 @@ STEPS = checkpoint_steps(config["train"])
 RUN = "{model}/seed{seed}"
 CKPT = f"{RESULTS}/checkpoints/{RUN}/step_{{step}}.safetensors"
 TOPO = f"{RESULTS}/topology/{RUN}/step_{{step}}"
+GRAD = (
+    f"{RESULTS}/topology/{RUN}/grad_{{step}}"  # topology of the probe-batch gradients
+)
 
 
 wildcard_constraints:
@@ -94,6 +97,31 @@ def get_topology_params(wildcards):
     )
 
 
+GRADIENTS = config["topology"].get("gradients", {"enabled": False})
+
+
+def get_gradient_params(wildcards):
+    """The gradient job's probe batch (size, seed) and the topology it computes."""
+    return dict(
+        batch_size=GRADIENTS.get("batch_size", 32),
+        seed=GRADIENTS.get("seed", 0),
+        topology=get_topology_params(wildcards),
+    )
+
+
+def get_gradient_records():
+    """Every checkpoint's gradient-topology record (in get_topology_records' order), or none when
+    topology.gradients is off."""
+    if not GRADIENTS.get("enabled", False):
+        return []
+    return [
+        f"{GRAD.format(model=m, seed=s, step=step_tag(t))}.json"
+        for m in MODELS
+        for s in SEEDS
+        for t in STEPS
+    ]
+
+
 def get_topology_records():
     """(path, key) for every per-checkpoint topology record, in a fixed order."""
     return [
@@ -104,6 +132,19 @@ def get_topology_records():
         for m in MODELS
         for s in SEEDS
         for t in STEPS
+    ]
+
+
+def get_run_diagrams(wildcards):
+    """The diagram files of one run's checkpoints, in step order (the diagram_series input)."""
+    run = dict(model=wildcards.model, seed=wildcards.seed)
+    return [f"{TOPO.format(**run, step=step_tag(t))}.npz" for t in STEPS]
+
+
+def get_series_tables():
+    """Each run's diagram-series table, in the order of get_runs()."""
+    return [
+        f"{RESULTS}/topology/{m}/seed{s}/series.parquet" for m in MODELS for s in SEEDS
     ]
 
 
@@ -165,6 +206,8 @@ FIGURES = {
     "correlation_heatmap": "Correlations",
     "prediction_mae": "Prediction",
     "scaling_fits": "Scaling",
+    "stopping": "Stopping",
+    "layer_types": "Correlations",
 }
 
 
@@ -186,7 +229,9 @@ def report_tables():
     tables = ["replication", "models", "best_feature", "correlations"]
     tables += ["associations_summary"]
     tables += ["prediction", "prediction_runs"]
-    tables += ["scaling", "phases", "correlations_across_seeds"]
+    tables += ["layer_types_summary", "scaling", "phases", "stopping_summary"]
+    tables += ["velocity_summary"]
+    tables += ["correlations_across_seeds"]
     if pythia_revisions("weights"):
         tables += ["pythia_weights"]
     if pythia_revisions("embeddings"):

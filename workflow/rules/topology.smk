@@ -1,4 +1,5 @@
 # Weight topology: one job per checkpoint (neural persistence + Vietoris–Rips); never imports torch.
+# Gradient topology (topology.gradients): the same per checkpoint on a probe batch's gradients (torch).
 # Group "topology": on a cluster, --group-components topology=N submits N checkpoints as one job
 # (profiles/slurm); local runs ignore groups.
 
@@ -23,3 +24,47 @@ rule weight_topology:
         topology=get_topology_params,
     script:
         "../scripts/weight_topology.py"
+
+
+rule diagram_series:
+    input:
+        get_run_diagrams,
+    output:
+        table=f"{RESULTS}/topology/{RUN}/series.parquet",
+        arrays=f"{RESULTS}/topology/{RUN}/series.npz",
+    log:
+        f"{RESULTS}/logs/topology/{RUN}/series.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        steps=STEPS,
+        series=config["topology"].get("series", {}),
+    script:
+        "../scripts/diagram_series.py"
+
+
+rule gradient_topology:
+    input:
+        checkpoint=CKPT,
+        tokens=rules.prepare_corpus.output.train,
+    output:
+        record=f"{GRAD}.json",
+        diagrams=f"{GRAD}.npz",
+    log:
+        f"{RESULTS}/logs/topology/{RUN}/grad_{{step}}.log",
+    group:
+        "topology"
+    conda:
+        "../../envs/gradients.yaml"
+    threads: config["topology"].get("threads", 1)
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        gradients=get_gradient_params,
+    script:
+        "../scripts/gradient_topology.py"

@@ -3,4 +3,10 @@ from topotrain.logs import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
-aggregate_job(list(sm.input.records), dict(sm.params.items()), dict(sm.output.items()))
+aggregate_job(
+    list(sm.input.records),
+    dict(sm.params.items()),
+    dict(sm.output.items()),
+    list(sm.input.series),
+    list(sm.input.gradients),
+)

@@ -4,7 +4,9 @@ Two tables come out (columns documented in the README):
 - long per-layer table: one row per (model, seed, step, layer) with every per-layer feature;
 - checkpoint table: one row per (model, seed, step): losses, NP mean/std over layers, VR totals and
   counts summed over layers, entropies averaged over layers, max persistence maxed over layers (the
-  *_scalefree ones alike), and the mean finite H0 bar Σ h0_total / Σ h0_count.
+  *_scalefree ones alike), and the mean finite H0 bar Σ h0_total / Σ h0_count; with the per-run
+  diagram series (``topology.series``): the step distances summed (W1) or maxed (bottleneck) over
+  layers and the vectorisation summaries averaged over layers, under their per-layer names.
 """
 
 from __future__ import annotations
@@ -25,9 +27,43 @@ SCALEFREE = "_scalefree"  # suffix of the summaries of W / RMS(W) (topology.laye
 SUMMED = ["h0_count", "h0_total", "h1_count", "h1_total"]
 SUMMED += [c + SCALEFREE for c in SUMMED]
 AVERAGED = ["h0_entropy", "h1_entropy"]
-AVERAGED += [c + SCALEFREE for c in AVERAGED] + ["l2_norm"]
+AVERAGED += [c + SCALEFREE for c in AVERAGED] + ["l2_norm", "np_rieck"]
 MAXED = ["h0_max", "h1_max"]
 MAXED += [c + SCALEFREE for c in MAXED]
+SERIES_AGG = {"w1_step": "sum", "bottleneck_step": "max", "landscape_l2": "mean",
+              "image_mass": "mean", "betti_auc": "mean"}  # fmt: skip  # over layers, per checkpoint
+
+
+def read_series(paths: Iterable[str | Path], runs: Iterable[dict]) -> pd.DataFrame:
+    """The runs' per-(step, layer) diagram-series tables (``topology.series``) with model and seed."""
+    frames = []
+    for path, run in zip(paths, runs, strict=True):
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"cannot read diagram series {path} ({type(err).__name__}: {err}); "
+                             "delete it and rerun its diagram_series job") from err  # fmt: skip
+        frames.append(frame.assign(model=run["model"], seed=run["seed"]))
+    return pd.concat(frames, ignore_index=True)
+
+
+def prefixed(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``df`` with every column but ``keys`` renamed grad_<name> (the gradient features)."""
+    return df.rename(columns={c: f"grad_{c}" for c in df.columns if c not in keys})
+
+
+def series_features(series: pd.DataFrame) -> pd.DataFrame:
+    """Per checkpoint: SERIES_AGG over layers of each h{k}_* series column (NaN stays NaN: the
+    first checkpoint has no step distance)."""
+    grouped = series.groupby(["model", "seed", "step"], sort=True)
+    out = {}
+    for col in series.columns:
+        how = SERIES_AGG.get(col.split("_", 1)[-1])
+        if how == "sum":
+            out[col] = grouped[col].sum(min_count=1)
+        elif how:
+            out[col] = grouped[col].agg(how)
+    return pd.DataFrame(out).reset_index()
 
 
 def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.DataFrame:
@@ -116,12 +152,21 @@ def build_tables(
     runs: dict[tuple[str, int], dict],
     total_steps: int,
     interval: int,
+    series: pd.DataFrame | None = None,
+    gradients: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Join topology features with each run's metrics/evals and model metadata.
+    """Join topology features (the diagram series and the gradients' features, ``grad_*``, when
+    given) with each run's metrics/evals and model metadata.
 
     ``runs`` maps (model, seed) to {"metrics": path, "evals": path, "n_params": int, "d_model": …}.
     """
     feats = checkpoint_features(layers)
+    keys = ["model", "seed", "step"]
+    if series is not None:
+        feats = feats.merge(series_features(series), on=keys, how="left")
+    if gradients is not None:
+        grad = prefixed(checkpoint_features(gradients).drop(columns="n_layers"), keys)
+        feats = feats.merge(grad, on=keys, how="left")
     pieces = []
     for (model, seed), info in runs.items():
         metrics = pd.read_csv(info["metrics"])
@@ -157,15 +202,27 @@ def aggregate_weights(
     total_steps: int,
     interval: int,
     out: dict[str, str],
+    series: list[str] | None = None,
+    gradients: list[str] | None = None,
 ) -> pd.DataFrame:
     """The aggregate rule: per-checkpoint records + run logs → weights and weights_layers tables.
 
     ``runs`` holds one dict per (model, seed) with keys model, seed, metrics, evals, n_params,
     d_model, n_layer, n_head; ``out`` maps table, table_csv, layers, layers_csv to paths, which are
-    written all or none.
+    written all or none. ``series``: each run's diagram-series table, in the order of ``runs``;
+    ``gradients``: the gradient-topology record of each checkpoint, in the order of ``records``
+    (their features become ``grad_*`` columns of both tables).
     """
     layers = read_layer_records(records, keys)
-    table = build_tables(layers, {(r["model"], r["seed"]): r for r in runs}, total_steps, interval)
+    by_run = {(r["model"], r["seed"]): r for r in runs}
+    extra = read_series(series, runs) if series else None
+    grads = read_layer_records(gradients, keys) if gradients else None
+    table = build_tables(layers, by_run, total_steps, interval, extra, grads)
+    on = ["model", "seed", "step", "layer"]
+    if extra is not None:
+        layers = layers.merge(extra, on=on, how="left")
+    if grads is not None:
+        layers = layers.merge(prefixed(grads, on), on=on, how="left")
     writers = table_writers(layers, out["layers"], out["layers_csv"])
     atomic_write_all({**writers, **table_writers(table, out["table"], out["table_csv"])})
     log.info(

@@ -36,6 +36,7 @@ from topotrain.analysis.stats import (
     BASELINES,
     FEATURES,
     benjamini_hochberg,
+    gradient_features,
     kind,
     spearman_ci,
     spearman_rows,
@@ -63,8 +64,9 @@ SUMMARY_KEYS = ["model", "n_params", "feature", "kind", "target"]
 
 def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
     """(feature, kind) pairs: FEATURES, the table's size-normalised and scale-free columns
-    (``h0_mean_bar``, ``*_scalefree*``), then BASELINES."""
+    (``h0_mean_bar``, ``*_scalefree*``) and gradient features (``grad_*``), then BASELINES."""
     extra = [c for c in df.columns if c in SIZE_NORMALISED or SCALEFREE in c]
+    extra += gradient_features(df)
     return [(f, kind(f)) for f in [*FEATURES, *extra, *BASELINES]]
 
 

@@ -6,6 +6,9 @@ Methods, each returning (predicted, fallback, note) per run and cutoff fraction 
 - combined: the mean of the two;
 - learned: ridge regression on cutoff features, scored by leave-one-model-out cross-validation;
 - learned_forward: the same ridge trained only on smaller models (forward chaining by N);
+- learned[+vectors]: learned with the vectorised diagrams' summaries at the cutoff added
+  (VECTOR_FEATURES); its placebos learned[+step] and learned[+scale] add the clock or the scale
+  (LEARNED_EXTRAS) instead: the vectors help only if they beat both and plain learned;
 - placebos topology_only[p], combined[p]: NP replaced by a pacing series p in PLACEBOS;
 - baselines last_loss (the last observed val_loss) and mean_loss_only_last (mean of the two).
 Times t are optimizer steps; losses are validation nats/char; NP is the table's ``np_mean``.
@@ -30,7 +33,16 @@ TOPOLOGY_METHODS = ("topology_only", "combined")
 METHODS = (
     "loss_only", "topology_only", "combined", "learned", "learned_forward",
     *(f"{m}[{p}]" for p in PLACEBOS for m in TOPOLOGY_METHODS), "last_loss", "mean_loss_only_last",
+    "learned[+vectors]", "learned[+step]", "learned[+scale]",
 )  # fmt: skip
+VECTOR_FEATURES = tuple(
+    f"h{k}_{s}" for k in (0, 1) for s in ("landscape_l2", "image_mass", "betti_auc")
+)
+LEARNED_EXTRAS = {  # learned variants: cutoff values of these columns added to FEATURES
+    "learned[+vectors]": VECTOR_FEATURES,
+    "learned[+step]": ("step", "frac"),
+    "learned[+scale]": ("l2_norm_mean", "grad_norm"),
+}
 FRACTIONS = (0.2, 0.3, 0.5)
 MAXFEV = 10_000  # curve_fit's budget of function evaluations (read at call time)
 B_MAX = 10.0  # upper bound of the loss power-law exponent b
@@ -215,7 +227,9 @@ def cutoff_features(window: pd.DataFrame, loss_pred: float, n_params: int) -> di
         "h0_at_cutoff": last_finite(window["h0_total"].to_numpy(float)),
         "h0_slope": ols_slope(step, late["h0_total"].to_numpy(float)),
         "log_n_params": float(np.log(n_params)),
-    }
+        **{c: last_finite(window[c].to_numpy(float)) if c in window else np.nan
+           for extra in LEARNED_EXTRAS.values() for c in extra},
+    }  # fmt: skip
 
 
 def _learned_rows(rows: list[dict], feats: list[dict], alpha: float) -> list[dict]:
@@ -231,8 +245,18 @@ def _learned_rows(rows: list[dict], feats: list[dict], alpha: float) -> list[dic
         lomo = (np.full(len(rows), np.nan), [note] * len(rows))
     sizes = np.array([r["n_params"] for r in rows], dtype=float)
     forward = forward_chaining(x, y, models, sizes, alpha)
+    variants = [("learned", lomo), ("learned_forward", forward)]
+    for method, extra in LEARNED_EXTRAS.items():
+        xe = np.array([[f[name] for name in (*FEATURES, *extra)] for f in feats], dtype=float)
+        if n_models < MIN_MODELS:
+            variants.append((method, lomo))  # NaN with the same note
+        elif not np.isfinite(xe[:, len(FEATURES) :]).any():
+            note = f"no {'/'.join(extra)} in the feature table"
+            variants.append((method, (np.full(len(rows), np.nan), [note] * len(rows))))
+        else:
+            variants.append((method, leave_one_model_out(xe, y, models, alpha)))
     out = []
-    for method, (pred, notes) in (("learned", lomo), ("learned_forward", forward)):
+    for method, (pred, notes) in variants:
         for row, value, note in zip(rows, pred, notes, strict=True):
             value, note = clip_at_zero(float(value), note)
             out.append(

@@ -103,4 +103,19 @@ def prediction_summary(pred: pd.DataFrame) -> pd.DataFrame:
         extra = sorted(set(errors) - set(METHODS))
         for method in [m for m in METHODS if m in errors] + extra:
             rows.append({"fraction": fraction, **_method_row(errors, method, group)})
-    return flag_beats_placebos(pd.DataFrame(rows))
+    return flag_vectors_help(flag_beats_placebos(pd.DataFrame(rows)))
+
+
+def flag_vectors_help(summary: pd.DataFrame) -> pd.DataFrame:
+    """``vectors_help`` on the learned[+vectors] rows: its MAE strictly below plain learned's and
+    both placebos' (learned[+step], learned[+scale]) at that fraction; NaN on other rows."""
+    flags = pd.Series(np.nan, index=summary.index, dtype=object)
+    rivals = ["learned", "learned[+step]", "learned[+scale]"]
+    for _, group in summary.groupby("fraction", sort=False):
+        mae = group.set_index("method")["mae"]
+        for idx, method in group["method"].items():
+            if method == "learned[+vectors]":
+                values = [mae.get(m, np.nan) for m in [method, *rivals]]
+                ok = np.all(np.isfinite(values))
+                flags[idx] = bool(ok and all(values[0] < v for v in values[1:]))
+    return summary.assign(vectors_help=flags)

@@ -15,9 +15,16 @@ from scipy import stats
 
 FEATURES = [
     "h0_total", "h1_total", "np_mean", "h0_count", "h1_count",
-    "h0_entropy_mean", "h1_entropy_mean", "h0_max", "h1_max",
+    "h0_entropy_mean", "h1_entropy_mean", "h0_max", "h1_max", "np_rieck_mean",
 ]  # fmt: skip
 BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
+
+
+def gradient_features(df: pd.DataFrame) -> list[str]:
+    """The gradient-topology versions (grad_<feature>) of FEATURES that the table holds."""
+    return [f"grad_{f}" for f in FEATURES if f"grad_{f}" in df]
+
+
 CLOCK_AND_SCALE = ("step", "l2_norm_mean")  # baselines every topological ρ stands beside
 ALPHA = 0.05
 CORRELATION_COLUMNS = [

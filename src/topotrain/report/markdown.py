@@ -212,7 +212,11 @@ SECTIONS = {
         "topology-only with NP replaced by that series; with the step it is the linear extrapolation "
         "of the recent loss slope.\n"
         "- **baselines**: `last_loss`, the last observed validation loss; `mean_loss_only_last`, its "
-        "mean with loss-only.",
+        "mean with loss-only.\n"
+        "- **learned[+vectors]**: learned with the vectorised diagrams' summaries at t0 added "
+        "(landscape L2, image mass, Betti AUC of H0 and H1); its placebos add the clock "
+        "(`learned[+step]`: step, fraction) or the scale (`learned[+scale]`: L2 norm, gradient "
+        "norm) instead; `vectors_help` is yes only where it beats plain learned and both.",
     ),
     "scaling": (
         "Scaling with model size",
@@ -229,6 +233,37 @@ SECTIONS = {
         "The step (and fraction of training) of the largest change in mean NP between consecutive "
         "checkpoints, the first later checkpoint where the change falls below the configured fraction "
         "of that peak (diminishing returns), and changepoints from ruptures as a second opinion.",
+    ),
+    "layer_types_summary": (
+        "Where the signal lives: layer type and depth",
+        "The association of NP and the H0/H1 totals with loss, computed on subsets of each "
+        "checkpoint's matrices: by type (attention: c_attn and c_proj of each block's attention; "
+        "MLP: c_fc and c_proj) and by depth (one block's four matrices), each aggregated as the "
+        "feature table aggregates all layers. Per model, group, feature and target, over seeds: "
+        "the mean detrended ρ (first differences between checkpoints), the seeds whose block-"
+        "bootstrap CI excludes 0, and the seeds where the feature beats the clock (partial-on-step "
+        "CI excludes 0). Every view per run: `tables/layer_types.csv`; figure `layer_types`.",
+    ),
+    "stopping_summary": (
+        "Causal stopping rules",
+        "What each stopping rule would have saved and cost, as means over every run and seed "
+        "(per-run rows: `tables/stopping.csv`; figure: `figures/stopping.png`). Each rule sees only "
+        "the checkpoints up to its decision: `topology[f]` stops once |Δf| stayed below the "
+        "configured fraction of its running peak for the configured number of intervals; "
+        "`plateau[x,p]` once the validation loss improved by less than x (relative) in each of p "
+        "intervals; `fraction[q]` at q of the run. compute saved = 1 − stop / final step; "
+        "penalty = validation loss at the stop − at the end; pareto_rank 1 = no other rule saves "
+        "more without losing more.",
+    ),
+    "velocity_summary": (
+        "Topological velocity",
+        "Does the distance between consecutive checkpoints' diagrams track how far the loss moved? "
+        "Per model and feature, over seeds: the mean Spearman ρ of the step distance (W1 summed, "
+        "bottleneck maxed over layers) with |Δ validation loss| between the same checkpoints, the "
+        "seeds with p < 0.05 (iid p: consecutive intervals are not independent, so read it as a "
+        "screen), and the seeds in which it beats the clock (|ρ| above that of the step itself). "
+        "`l2_norm_step` is |Δ mean L2 norm|, the weights' scale moving. Per run: "
+        "`tables/velocity.csv`.",
     ),
     "pythia_weights": (
         "Pythia: weight topology over training",

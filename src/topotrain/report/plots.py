@@ -29,6 +29,7 @@ LABELS = {  # every column of the feature table a figure or heatmap shows
     "h1_entropy_mean": "H1 persistence entropy (mean over layers)",
     "h0_max": "longest H0 bar",
     "h1_max": "longest H1 bar",
+    "np_rieck_mean": "neural persistence, reference definition (mean over layers)",
     "grad_norm": "gradient norm (baseline)",
     "lr": "learning rate (baseline)",
     "l2_norm_mean": "weight L2 norm, mean over layers (baseline)",
@@ -171,6 +172,50 @@ def figure_prediction_mae(summary: pd.DataFrame, png: str, pdf: str) -> None:
     ax.set_xlabel("fraction of training observed")
     ax.set_ylabel("MAE of predicted final loss (nats/char, log)")
     ax.set_title("Final-loss prediction from early training")
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def figure_stopping(table: pd.DataFrame, png: str, pdf: str) -> None:
+    """Compute saved vs final-loss penalty: each rule's mean over runs (labelled, the Pareto front
+    joined) over the runs themselves (faint), coloured by rule family."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    families = sorted(table["family"].unique())
+    colours = dict(zip(families, sns.color_palette("colorblind", len(families)), strict=True))
+    for family, rows in table.groupby("family"):
+        ax.scatter(rows["compute_saved"], rows["penalty"], s=8, alpha=0.25, color=colours[family])
+    means = table.drop_duplicates("rule")
+    for _, r in means.iterrows():
+        ax.scatter(r["mean_compute_saved"], r["mean_penalty"], s=50, color=colours[r["family"]],
+                   edgecolor="black" if r["pareto_rank"] == 1 else "none",
+                   label=r["family"])  # fmt: skip
+        ax.annotate(r["rule"], (r["mean_compute_saved"], r["mean_penalty"]), fontsize=6,
+                    xytext=(3, 3), textcoords="offset points")  # fmt: skip
+    front = means[means["pareto_rank"] == 1].sort_values("mean_compute_saved")
+    ax.plot(front["mean_compute_saved"], front["mean_penalty"], color="black", lw=0.8)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, title="rule family")
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xlabel("compute saved (fraction of steps)")
+    ax.set_ylabel("validation loss at stop − at the end (nats/char)")
+    ax.set_title("Causal stopping rules: mean over runs (outlined: Pareto front), runs faint")
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def figure_layer_types(summary: pd.DataFrame, png: str, pdf: str) -> None:
+    """Mean detrended ρ with validation loss over seeds: models × (split group, feature)."""
+    part = summary[summary["target"] == "val_loss"].sort_values("n_params", kind="stable")
+    part = part.assign(column=part["group"] + " · " + part["feature"])
+    grid = part.pivot_table(index="model", columns="column", values="mean_rho", sort=False)
+    grid = grid.reindex(part.drop_duplicates("model")["model"])
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * grid.shape[1] + 2), 0.5 * len(grid) + 2))
+    sns.heatmap(grid, annot=True, fmt=".2f", cmap="RdBu_r", vmin=-1, vmax=1, ax=ax,
+                annot_kws={"fontsize": 6})  # fmt: skip
+    ax.set_xlabel("layer group · feature")
+    ax.set_ylabel("")
+    ax.set_title("Detrended ρ(feature, validation loss) by layer type and depth, mean over seeds")
     fig.tight_layout()
     save_figure(fig, png, pdf)
 

@@ -25,7 +25,7 @@ from topotrain.topology.summaries import (
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 RECORD_KEYS = (
-    "layer", "rows", "cols", "n_points", "np_total", "np_p2",
+    "layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck",
     "h0_count", "h0_total", "h0_max", "h0_entropy",
     "h1_count", "h1_total", "h1_max", "h1_entropy",
     "l2_norm",
@@ -92,10 +92,17 @@ def scalefree_summaries(dgms: list[np.ndarray], scale: float, maxdim: int) -> di
 
 
 def layer_topology(
-    W: np.ndarray, layer: str, max_points: int, seed: int, maxdim: int, n_threads: int
+    W: np.ndarray,
+    layer: str,
+    max_points: int,
+    seed: int,
+    maxdim: int,
+    n_threads: int,
+    global_max: float | None = None,
 ) -> tuple[dict, list[np.ndarray]]:
     """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix;
-    the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W)."""
+    the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W).
+    ``global_max``: the largest |w| over all matrices analysed with W (np_rieck; default W's own)."""
     cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
     dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
     record = {
@@ -103,7 +110,7 @@ def layer_topology(
         "rows": int(W.shape[0]),
         "cols": int(W.shape[1]),
         "n_points": int(cloud.shape[0]),
-        **neural_persistence(W),
+        **neural_persistence(W, global_max),
         **diagrams_summaries(dgms, maxdim),
         "l2_norm": float(np.linalg.norm(W)),  # Frobenius norm: the non-topological baseline
         **scalefree_summaries(dgms, rms(W), maxdim),  # "shape, not size"
@@ -134,12 +141,14 @@ def layer_records(
         raise ValueError(f"{source}: {err}") from err
     records, diagrams = [], {}
     for layer, W in chosen.items():
-        W = np.asarray(W, dtype=np.float64)
         if not np.isfinite(W).all():
             bad = int((~np.isfinite(W)).sum())
             raise ValueError(f"{source}, layer {layer}: {bad} NaN/inf weights")
+    top = max(float(np.max(np.abs(W), initial=0.0)) for W in chosen.values())  # np_rieck's scale
+    for layer, W in chosen.items():
+        W = np.asarray(W, dtype=np.float64)
         try:
-            record, dgms = layer_topology(W, layer, max_points, seed, maxdim, n_threads)
+            record, dgms = layer_topology(W, layer, max_points, seed, maxdim, n_threads, top)
         except ValueError as err:
             raise ValueError(f"{source}, layer {layer}: {err}") from err
         records.append(record)

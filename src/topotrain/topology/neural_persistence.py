@@ -31,12 +31,39 @@ def np_pairs(W: np.ndarray) -> np.ndarray:
     return bipartite_mst_weights(cost)
 
 
-def neural_persistence(W: np.ndarray) -> dict[str, float]:
-    """Normalised NP of layer W: np_total = Σ(1 − w')/(|V| − 1), np_p2 = √(Σ(1 − w')²/(|V| − 1)).
+def neural_persistence(W: np.ndarray, global_max: float | None = None) -> dict[str, float]:
+    """Normalised NP of layer W: np_total = Σ(1 − w')/(|V| − 1), np_p2 = √(Σ(1 − w')²/(|V| − 1)),
+    and np_rieck, the reference implementation's per-layer value (``rieck_persistence``).
 
-    Both lie in [0, 1): np_total is the study's p = 1 total persistence, np_p2 is Rieck's p = 2 norm
-    over its upper bound √(|V| − 1). Degenerate cases as in ``np_pairs`` (all-zero W → 0).
+    np_total and np_p2 lie in [0, 1) and use the layer's own max|W| (w' = |w| / max|W|) over the
+    |V| − 1 spanning-tree pairs: np_total is the study's p = 1 total persistence, np_p2 the p = 2
+    norm of the same pairs over its upper bound √(|V| − 1) (the unpaired component left out, unlike
+    the reference). ``global_max`` is the largest |w| over all matrices analysed with W (default:
+    W's own). Degenerate cases as in ``np_pairs`` (all-zero W → np_total = np_p2 = 0).
     """
     pers = np_pairs(W)
     n = pers.size
-    return {"np_total": float(pers.sum() / n), "np_p2": float(np.sqrt(np.square(pers).sum() / n))}
+    top = float(np.max(np.abs(W)))
+    return {
+        "np_total": float(pers.sum() / n),
+        "np_p2": float(np.sqrt(np.square(pers).sum() / n)),
+        "np_rieck": rieck_persistence(pers, top, top if global_max is None else global_max),
+    }
+
+
+def rieck_persistence(pers: np.ndarray, layer_max: float, global_max: float) -> float:
+    """One layer's normalised total persistence as BorgwardtLab/Neural-Persistence computes it
+    (``src/tda.py``, ``PerLayerCalculation``): ‖D‖₂ / √(n − 1), n = rows + cols = pers.size + 1.
+
+    D is the layer's H0 diagram of |W| / global_max (the largest |w| over every matrix analysed
+    together, not the layer's own) in the descending filtration with vertices born at 1: the
+    spanning-tree pairs (1, w') plus the one unpaired component as (1, 0), persistence 1. ``pers``
+    are the layer's own pairs 1 − |w| / layer_max (``np_pairs``): rescaled, 1 − (1 − p)·layer_max
+    / global_max. An all-zero layer: every edge enters at w' = 0, so every pair has persistence 1
+    (and so with global_max 0, taking 0 / 0 as 0).
+    """
+    if global_max < layer_max:
+        raise ValueError(f"global_max {global_max} is below this layer's max|W| {layer_max}")
+    ratio = layer_max / global_max if global_max > 0 else 0.0
+    scaled = 1.0 - (1.0 - np.asarray(pers, dtype=np.float64)) * ratio
+    return float(np.sqrt(np.square(scaled).sum() + 1.0) / np.sqrt(scaled.size))

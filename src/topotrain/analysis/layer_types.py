@@ -1,0 +1,95 @@
+"""Where the signal lives: the association views of topology with loss, split by layer type
+(attention: ``c_attn``, ``c_proj`` under ``attn``; MLP: ``c_fc``, ``c_proj`` under ``mlp``) and by
+depth (the block index), per model size.
+
+Each split is a subset of a checkpoint's matrices. Its features are aggregated over that subset
+exactly as the feature table aggregates them over all layers (``aggregate.checkpoint_features``:
+NP averaged, H0/H1 totals summed, the L2 norm averaged), joined with the run's losses and step, and
+put through ``associations.association_table``: raw, detrended, partial-on-step and
+partial-on-L2 views (the L2 norm of the same subset), block-bootstrap CIs and ``beats_clock``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.analysis.associations import association_table
+
+LAYER_FEATURES = ["np_mean", "h0_total", "h1_total"]
+LAYER_TYPE_COLUMNS = ["split", "group", "model", "seed", "n_params", "n_layers", "feature",
+                      "target", "view", "rho", "ci_low", "ci_high", "p", "p_bh", "n",
+                      "beats_clock", "beats_scale", "note"]  # fmt: skip
+DEPTH = re.compile(r"\.(?:h|layers)\.(\d+)\.")
+
+
+def layer_type(name: str) -> str:
+    """attention, mlp, embedding or other, from a tensor name (GPT-2 or GPT-NeoX style)."""
+    if ".attn." in name or ".attention." in name:
+        return "attention"
+    if ".mlp." in name:
+        return "mlp"
+    if name.endswith(("wte.weight", "wpe.weight", "embed_in.weight")):
+        return "embedding"
+    return "other"
+
+
+def layer_depth(name: str) -> int | None:
+    """The block index of a tensor name (``transformer.h.2.…`` → 2); None outside the blocks."""
+    match = DEPTH.search(name)
+    return int(match.group(1)) if match else None
+
+
+def groups(layers: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
+    """(split, group) → row mask of the per-layer table: by type, and by depth (blocks only)."""
+    kinds = layers["layer"].map(layer_type)
+    depth = layers["layer"].map(layer_depth)
+    out = {("type", t): kinds == t for t in sorted(kinds.unique())}
+    for d in sorted(depth.dropna().unique()):
+        out[("depth", f"block {int(d)}")] = depth == d
+    return out
+
+
+def layer_type_table(
+    layers: pd.DataFrame, features: pd.DataFrame, n_resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES of every split with train and
+    validation loss, per run. ``layers`` is the per-layer table, ``features`` the feature table."""
+    keep = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
+    if missing := sorted(set(keep) - set(features.columns)):
+        raise ValueError(f"layer types: the feature table lacks {missing}")
+    losses = features[keep]
+    tables = []
+    for (split, group), mask in groups(layers).items():
+        sub = checkpoint_features(layers[mask])  # l2_norm_mean: the subset's own scale
+        table = sub.merge(losses, on=["model", "seed", "step"], how="inner")
+        assoc = association_table(table, LAYER_FEATURES, n_resamples=n_resamples, seed=seed)
+        n_layers = sub.groupby("model")["n_layers"].first()
+        assoc = assoc[assoc["kind"] != "baseline"].assign(
+            split=split, group=group, n_layers=assoc["model"].map(n_layers)
+        )
+        tables.append(assoc)
+    if not tables:
+        return pd.DataFrame(columns=LAYER_TYPE_COLUMNS)
+    out = pd.concat(tables, ignore_index=True)
+    return out[LAYER_TYPE_COLUMNS].sort_values(["n_params", "model", "split", "group"],
+                                               kind="stable").reset_index(drop=True)  # fmt: skip
+
+
+def layer_type_summary(table: pd.DataFrame, view: str = "detrended") -> pd.DataFrame:
+    """Per model, split, group, feature and target: mean ρ of ``view`` over seeds, how many seeds'
+    CI excludes 0, and how many beat the clock."""
+    part = table[table["view"] == view]
+    excludes = (part["ci_low"] > 0) | (part["ci_high"] < 0)
+    g = part.assign(ci_excludes_0=excludes).groupby(
+        ["model", "n_params", "split", "group", "feature", "target"], sort=False
+    )
+    out = g.agg(
+        seeds=("seed", "size"),
+        mean_rho=("rho", "mean"),
+        ci_excludes_0=("ci_excludes_0", "sum"),
+        beats_clock=("beats_clock", "sum"),
+    ).reset_index()
+    return out.assign(view=view)

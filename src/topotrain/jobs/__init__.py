@@ -1,0 +1,70 @@
+"""One entry point per workflow rule: plain dicts and paths in, files out.
+
+``workflow/scripts/*.py`` unpack the ``snakemake`` object and call exactly one of these. Imports are
+local so that a job loads only what it needs (the topology job must never import torch): the spine's
+jobs (``jobs.spine``), the analysis (``jobs.analysis``) and the Pythia branch (``jobs.pythia``).
+"""
+
+from topotrain.jobs.analysis import (
+    analysis_figures_job,
+    associations_job,
+    correlations_job,
+    layer_types_job,
+    models_job,
+    phases_job,
+    prediction_job,
+    replication_job,
+    report_job,
+    scaling_job,
+    stopping_job,
+    training_figures_job,
+    velocity_job,
+)
+from topotrain.jobs.pythia import (
+    fetch_pythia_job,
+    pythia_embedding_tables_job,
+    pythia_embeddings_job,
+    pythia_figures_job,
+    pythia_texts_job,
+    pythia_weight_figure_job,
+    pythia_weight_tables_job,
+    pythia_weights_job,
+)
+from topotrain.jobs.spine import (
+    aggregate_job,
+    diagram_series_job,
+    gradient_topology_job,
+    prepare_corpus_job,
+    topology_job,
+    train_job,
+)
+
+__all__ = [
+    "prepare_corpus_job",
+    "train_job",
+    "topology_job",
+    "aggregate_job",
+    "diagram_series_job",
+    "gradient_topology_job",
+    "correlations_job",
+    "associations_job",
+    "scaling_job",
+    "prediction_job",
+    "phases_job",
+    "stopping_job",
+    "velocity_job",
+    "layer_types_job",
+    "replication_job",
+    "models_job",
+    "training_figures_job",
+    "analysis_figures_job",
+    "report_job",
+    "pythia_texts_job",
+    "fetch_pythia_job",
+    "pythia_weights_job",
+    "pythia_embeddings_job",
+    "pythia_weight_tables_job",
+    "pythia_embedding_tables_job",
+    "pythia_weight_figure_job",
+    "pythia_figures_job",
+]

@@ -1,0 +1,180 @@
+"""Jobs of the analysis: tables, figures and the report from the feature table."""
+
+from __future__ import annotations
+
+from topotrain.jobs.common import _tables
+
+
+def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """Spearman ρ of every feature with validation loss, bootstrap CIs, corrections, best feature."""
+    import pandas as pd
+
+    from topotrain.analysis.stats import (
+        BASELINES,
+        FEATURES,
+        across_seeds,
+        best_feature,
+        correlation_table,
+        gradient_features,
+    )
+
+    df = pd.read_parquet(table)
+    features = [*FEATURES, *gradient_features(df), *BASELINES]
+    corr = correlation_table(df, features, n_resamples=params["n_resamples"], seed=params["seed"])
+    _tables(out, "correlations", corr, "Spearman ρ(feature, validation loss) per model")
+    _tables(out, "seeds", across_seeds(corr), "ρ across seeds")
+    _tables(out, "best", best_feature(corr), "Feature that tracks loss best, per model")
+
+
+def associations_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """Raw, detrended and partial (step, L2) associations of every feature with train/val loss."""
+    import pandas as pd
+
+    from topotrain.analysis.associations import association_summary, association_table
+
+    df = pd.read_parquet(table)
+    assoc = association_table(df, n_resamples=params["n_resamples"], seed=params["seed"])
+    _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
+    _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
+
+
+def scaling_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """Power-law fits of final-checkpoint values against parameter count."""
+    import pandas as pd
+
+    from topotrain.analysis.scaling import scaling_table
+
+    fits = scaling_table(pd.read_parquet(table), features=tuple(params["features"]))
+    _tables(out, "scaling", fits, "Scaling of final values with model size")
+
+
+def prediction_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """Final-loss prediction from early training: per-run errors and the MAE summary."""
+    import pandas as pd
+
+    from topotrain.analysis.predict import predict_final_loss
+    from topotrain.analysis.predict_summary import prediction_summary
+
+    pred = predict_final_loss(pd.read_parquet(table), fractions=tuple(params["fractions"]))
+    _tables(out, "runs", pred, "Final-loss predictions per run")
+    _tables(out, "summary", prediction_summary(pred), "Prediction MAE by method and fraction")
+
+
+def phases_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """Phase transitions of NP (peak |ΔNP|, diminishing returns) and changepoints."""
+    import pandas as pd
+
+    from topotrain.analysis.phases import phase_table
+
+    phases = phase_table(
+        pd.read_parquet(table), threshold=params["threshold"], n_bkps=params["n_bkps"]
+    )
+    _tables(out, "phases", phases, "Phase transitions")
+
+
+def stopping_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """Causal stopping rules per run: stopping step, compute saved, final-loss penalty, Pareto
+    rank; the per-run table, its per-rule summary and the figure."""
+    import pandas as pd
+
+    from topotrain.analysis.stopping import stopping_summary, stopping_table
+    from topotrain.report import plots
+
+    table = stopping_table(pd.read_parquet(table), params["stopping"])
+    _tables(out, "stopping", table, "Causal stopping rules, per run")
+    _tables(out, "stopping_summary", stopping_summary(table), "Causal stopping rules")
+    plots.figure_stopping(table, out["stopping_png"], out["stopping_pdf"])
+
+
+def velocity_job(table: str, out: dict[str, str]) -> None:
+    """ρ of each step distance between consecutive diagrams with |Δ validation loss|, per run,
+    beside the clock and the weights' scale (analysis.velocity)."""
+    import pandas as pd
+
+    from topotrain.analysis.velocity import velocity_summary, velocity_table
+
+    table = velocity_table(pd.read_parquet(table))
+    _tables(out, "velocity", table, "Topological velocity vs |Δ loss|, per run")
+    _tables(out, "velocity_summary", velocity_summary(table), "Topological velocity vs |Δ loss|")
+
+
+def layer_types_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+    """Association views of topology with loss by layer type (attention/MLP) and depth."""
+    import pandas as pd
+
+    from topotrain.analysis.layer_types import layer_type_summary, layer_type_table
+    from topotrain.report import plots
+
+    layers, features = (pd.read_parquet(inputs[k]) for k in ("layers", "table"))
+    table = layer_type_table(layers, features, params["n_resamples"], params["seed"])
+    summary = layer_type_summary(table)
+    _tables(out, "layer_types", table, "Associations by layer type and depth, per run")
+    _tables(out, "layer_types_summary", summary, "Where the signal lives: layer type and depth")
+    plots.figure_layer_types(summary, out["layer_types_png"], out["layer_types_pdf"])
+
+
+def replication_job(inputs: dict[str, str], out: dict[str, str]) -> None:
+    """Replication verdicts: every claim of the paper beside our number and its rule."""
+    import pandas as pd
+
+    from topotrain.analysis.replication import read_paper_values, replication_table
+
+    tables = {name: pd.read_csv(path) for name, path in inputs.items() if name != "paper"}
+    verdicts = replication_table(read_paper_values(inputs["paper"]), tables)
+    _tables(out, "replication", verdicts, "Replication of the paper's claims")
+
+
+def models_job(table: str, out: dict[str, str]) -> None:
+    """The models table: architecture, parameters, final losses."""
+    import pandas as pd
+
+    from topotrain.report.markdown import models_table
+
+    _tables(out, "models", models_table(pd.read_parquet(table)), "Models")
+
+
+def training_figures_job(table: str, out: dict[str, str]) -> None:
+    """Overview, loss curves, NP evolution and H0/H1 evolution figures."""
+    import pandas as pd
+
+    from topotrain.report import plots
+
+    df = pd.read_parquet(table)
+    plots.figure_overview(df, out["overview_png"], out["overview_pdf"])
+    plots.figure_curves(
+        df, ["train_loss", "val_loss"], out["loss_curves_png"], out["loss_curves_pdf"]
+    )
+    plots.figure_curves(df, ["np_mean", "np_std"], out["np_evolution_png"], out["np_evolution_pdf"])
+    plots.figure_curves(
+        df, ["h0_total", "h1_total"], out["homology_evolution_png"], out["homology_evolution_pdf"]
+    )
+
+
+def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
+    """Correlation heatmap, prediction MAE and scaling-fit figures."""
+    import pandas as pd
+
+    from topotrain.report import plots
+
+    corr = pd.read_csv(inputs["correlations"])
+    plots.figure_correlation_heatmap(
+        corr, out["correlation_heatmap_png"], out["correlation_heatmap_pdf"]
+    )
+    summary = pd.read_csv(inputs["prediction"])
+    plots.figure_prediction_mae(summary, out["prediction_mae_png"], out["prediction_mae_pdf"])
+    plots.figure_scaling_fits(
+        pd.read_parquet(inputs["table"]),
+        pd.read_csv(inputs["scaling"]),
+        out["scaling_fits_png"],
+        out["scaling_fits_pdf"],
+    )
+
+
+def report_job(tables: dict[str, str], out: str) -> None:
+    """Assemble REPORT.md: the replication verdicts first, findings from the CSV tables, then every
+    other Markdown table explained."""
+    from topotrain.report.markdown import SECTIONS, assemble_report, findings
+
+    preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
+    sections = [(SECTIONS[k][0], SECTIONS[k][1], p) for k, p in tables.items() if k in SECTIONS]
+    assemble_report(sections, out, preface, lead=int("replication" in tables))

@@ -1,0 +1,110 @@
+"""Jobs of the Pythia branch: texts, fetch, weight and embedding topology, tables, figures."""
+
+from __future__ import annotations
+
+from topotrain.jobs.common import _hub_corpus, _read_json, _write_json, log
+
+
+def pythia_texts_job(corpus: dict, params: dict, out: str) -> None:
+    """Choose the validation paragraphs the Pythia embeddings are computed on."""
+    from topotrain.sources.corpus import validation_paragraphs
+    from topotrain.sources.pythia import select_texts
+
+    paragraphs = validation_paragraphs(
+        corpus["source"], validation=corpus.get("validation"), **_hub_corpus(corpus)
+    )
+    texts = select_texts(paragraphs, params["n_texts"], params["min_chars"], params["seed"])
+    _write_json(out, {"params": params, "texts": texts})
+    log.info("selected %d of %d validation paragraphs", len(texts), len(paragraphs))
+
+
+def fetch_pythia_job(model: str, step: int, out: str) -> None:
+    """Resolve (download, or find in the offline cache) one Pythia revision; record where it is."""
+    from topotrain.sources.pythia import fetch_revision
+
+    info = fetch_revision(model, step)
+    _write_json(out, info)
+    log.info("%s step %d → %s", model, step, info["snapshot"])
+
+
+def pythia_weights_job(revision: str, params: dict, out: str) -> None:
+    """Neural persistence and VR of one revision's linear maps → JSON record."""
+    from topotrain.sources.pythia import weight_record
+
+    _write_json(out, weight_record(_read_json(revision), params))
+
+
+def pythia_embeddings_job(revision: str, texts: str, params: dict, out: dict[str, str]) -> None:
+    """Embeddings of the validation texts at one revision → topological + spectral features, perplexity."""
+    import json
+
+    import numpy as np
+    import torch
+
+    from topotrain.io import atomic_write_all
+    from topotrain.sources.pythia import embedding_record
+
+    torch.set_num_threads(params.get("threads", 1))
+    doc, diagrams = embedding_record(_read_json(revision), _read_json(texts)["texts"], params)
+    text = json.dumps(doc, indent=1) + "\n"
+    atomic_write_all(
+        {
+            out["diagrams"]: lambda fh: np.savez(
+                fh, **{f"h{k}": d for k, d in enumerate(diagrams)}
+            ),
+            out["record"]: lambda fh: fh.write(text.encode()),
+        }
+    )
+    log.info("%s step %d: perplexity %.2f in %.1f s", doc["model"], doc["step"],
+             doc["features"]["perplexity"], doc["seconds"])  # fmt: skip
+
+
+def pythia_weight_tables_job(records: list[str], out: dict[str, str]) -> None:
+    """The Pythia weight-topology table over revisions."""
+    from topotrain.analysis import pythia as pa
+    from topotrain.report.markdown import write_table
+
+    table = pa.weights_table(pa.read_records(records))
+    write_table(table, out["weights_csv"], out["weights_md"], "Pythia weight topology")
+
+
+def pythia_embedding_tables_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
+    """Embedding features, their correlations with perplexity, and topological vs spectral."""
+    from topotrain.analysis import pythia as pa
+    from topotrain.report.markdown import write_table
+
+    emb = pa.embeddings_table(pa.read_records(inputs["records"]), inputs["diagrams"])
+    write_table(emb, out["embeddings_csv"], out["embeddings_md"], "Pythia embedding features")
+    corr = pa.perplexity_correlations(emb, n_resamples=params["n_resamples"])
+    write_table(corr, out["correlations_csv"], out["correlations_md"], "ρ with perplexity")
+    comparison = pa.topological_vs_spectral(corr)
+    write_table(comparison, out["comparison_csv"], out["comparison_md"], "Topological vs spectral")
+    write_table(pa.kind_summary(comparison), out["kinds_csv"], out["kinds_md"], "By kind")
+
+
+def pythia_weight_figure_job(table: str, out: dict[str, str]) -> None:
+    """NP and H0 total of Pythia's weights over training steps."""
+    import pandas as pd
+
+    from topotrain.report import plots
+
+    plots.figure_pythia_weights(
+        pd.read_csv(table), out["pythia_weights_png"], out["pythia_weights_pdf"]
+    )
+
+
+def pythia_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
+    """Perplexity curves, features over log-step, scatter, |ρ| bars, Wasserstein rate of change."""
+    import pandas as pd
+
+    from topotrain.report import plots
+
+    emb = pd.read_csv(inputs["embeddings"])
+    corr = pd.read_csv(inputs["correlations"])
+    plots.figure_pythia_perplexity(emb, out["pythia_perplexity_png"], out["pythia_perplexity_pdf"])
+    plots.figure_pythia_features(emb, out["pythia_features_png"], out["pythia_features_pdf"])
+    plots.figure_pythia_scatter(emb, out["pythia_scatter_png"], out["pythia_scatter_pdf"])
+    plots.figure_pythia_wasserstein(
+        emb, out["pythia_wasserstein_png"], out["pythia_wasserstein_pdf"]
+    )
+    plots.figure_pythia_rho(corr, out["pythia_rho_png"], out["pythia_rho_pdf"])

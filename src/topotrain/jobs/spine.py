@@ -1,0 +1,119 @@
+"""Jobs of the spine: corpus, training, per-checkpoint topology, per-run series, aggregate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topotrain.jobs.common import _hub_corpus, log
+
+
+def prepare_corpus_job(corpus: dict, out: dict[str, str]) -> None:
+    """Load the configured corpus, encode it and write train/validation codes + manifest."""
+    from topotrain.sources.corpus import load_splits, prepare_corpus
+
+    splits = load_splits(
+        corpus["source"],
+        train=corpus.get("train"),
+        validation=corpus.get("validation"),
+        **_hub_corpus(corpus),
+    )
+    prepare_corpus(splits, out["train"], out["validation"], out["manifest"])
+
+
+def train_job(
+    model: str,
+    arch: dict,
+    train: dict,
+    train_bin: str,
+    val_bin: str,
+    out_dir: str,
+    state_dir: str,
+    threads: int = 1,
+) -> None:
+    """Train one (model, seed) run; errors are re-raised with the model's name in front."""
+    from topotrain.training.model import GPTConfig
+    from topotrain.training.train import TrainConfig, train_model
+
+    model_cfg = GPTConfig(
+        vocab_size=arch["vocab_size"],
+        block_size=arch["context"],
+        n_layer=arch["n_layer"],
+        n_head=arch["n_head"],
+        n_embd=arch["d_model"],
+    )
+    cfg = TrainConfig(**{**train, "threads": threads})
+    log.info("training %s (seed %d) → %s", model, cfg.seed, out_dir)
+    try:
+        train_model(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir)
+    except (RuntimeError, ValueError) as err:
+        raise type(err)(f"model {model}, seed {cfg.seed}: {err}") from err
+
+
+def topology_job(
+    checkpoint: str, record: str, diagrams: str, params: dict, threads: int = 1
+) -> None:
+    """Weight topology of one checkpoint → JSON record + npz diagrams."""
+    from topotrain.topology.checkpoint import write_checkpoint_topology
+
+    write_checkpoint_topology(
+        checkpoint,
+        record,
+        diagrams,
+        patterns=params["patterns"],
+        max_points=params["max_points"],
+        seed=params.get("seed", 0),
+        maxdim=params.get("maxdim", 1),
+        n_threads=threads,
+    )
+
+
+def aggregate_job(
+    records: list[str],
+    params: dict,
+    out: dict[str, str],
+    series: list[str] | None = None,
+    gradients: list[str] | None = None,
+) -> None:
+    """Join every checkpoint's features (each run's diagram series, the gradient records when
+    given: one per record, same order) with the training logs into the feature tables."""
+    from topotrain.analysis.aggregate import aggregate_weights
+
+    for path in out.values():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    aggregate_weights(
+        records,
+        params["record_keys"],
+        params["runs"],
+        params["total_steps"],
+        params["interval"],
+        out,
+        series,
+        gradients,
+    )
+
+
+def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
+    """One run's diagram series: step distances and vectorised diagrams (topology.series)."""
+    from topotrain.topology.series import write_run_series
+
+    write_run_series(diagrams, params["steps"], params["series"], out)
+
+
+def gradient_topology_job(
+    checkpoint: str, tokens: str, out: dict[str, str], params: dict, threads: int = 1
+) -> None:
+    """Topology of one checkpoint's probe-batch gradients → JSON record + npz diagrams."""
+    from topotrain.training.gradients import write_gradient_topology
+
+    topo = params["topology"]
+    write_gradient_topology(
+        out["record"],
+        out["diagrams"],
+        checkpoint,
+        tokens,
+        topo["patterns"],
+        params["batch_size"],
+        params["seed"],
+        {k: topo[k] for k in ("max_points", "seed", "maxdim") if k in topo},
+        n_threads=threads,
+    )

@@ -1,0 +1,94 @@
+"""Gradient-space topology of a checkpoint, without touching training.
+
+A checkpoint's gradient is taken on a fixed probe batch: ``batch_size`` windows of the training
+split at offsets drawn by a ``torch.Generator`` seeded with ``seed`` (the same windows at every
+checkpoint of every run), in eval mode (as the training job evaluates), with the training loss
+(mean next-character cross-entropy). The gradient matrices of the configured layers then get the
+same per-layer topology as the weights (``topology.layers.layer_records``: neural persistence and
+Vietoris–Rips of the rows), written as a record + diagrams beside the weights' ones.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from topotrain.io import atomic_write_all
+from topotrain.topology.layers import layer_records
+from topotrain.training.model import GPT
+from topotrain.training.run_state import load_checkpoint
+from topotrain.training.train import get_batch, load_tokens, sample_offsets
+
+
+def probe_offsets(n_tokens: int, block_size: int, batch_size: int, seed: int) -> torch.Tensor:
+    """The probe batch's window starts: ``batch_size`` offsets drawn with ``seed``."""
+    if batch_size < 1:
+        raise ValueError(f"topology.gradients.batch_size must be >= 1, got {batch_size}")
+    gen = torch.Generator().manual_seed(seed)
+    return sample_offsets(n_tokens, block_size, (batch_size,), gen)
+
+
+def probe_gradients(
+    model: GPT, tokens: torch.Tensor, offsets: torch.Tensor
+) -> tuple[dict[str, np.ndarray], float]:
+    """∂loss/∂θ for every parameter (float64, by name; a tied matrix once, under its first name)
+    and the probe loss, with the model in eval mode."""
+    model.eval()
+    model.zero_grad(set_to_none=True)
+    x, y = get_batch(tokens, offsets, model.config.block_size)
+    _, loss = model(x, y)
+    loss.backward()
+    grads = {
+        name: p.grad.detach().cpu().numpy().astype(np.float64)
+        for name, p in model.named_parameters()
+        if p.grad is not None
+    }
+    return grads, float(loss.item())
+
+
+def gradient_topology(
+    checkpoint: str | Path,
+    train_tokens: str | Path,
+    patterns,
+    batch_size: int,
+    seed: int,
+    topology: dict,
+    n_threads: int = 1,
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """The record {"checkpoint", "params", "probe_loss", "layers"} and the diagrams of one
+    checkpoint's probe-batch gradients; ``topology`` holds max_points, seed and maxdim."""
+    model, step = load_checkpoint(checkpoint)
+    data = load_tokens(train_tokens, model.config)
+    tokens = torch.from_numpy(np.array(data, dtype=np.uint8))
+    offsets = probe_offsets(len(tokens), model.config.block_size, batch_size, seed)
+    grads, loss = probe_gradients(model, tokens, offsets)
+    if not np.isfinite(loss):
+        raise ValueError(f"{checkpoint}: probe loss is {loss}: the checkpoint's weights diverged")
+    records, diagrams = layer_records(
+        grads,
+        patterns,
+        topology["max_points"],
+        topology.get("seed", 0),
+        topology.get("maxdim", 1),
+        n_threads,
+        source=f"gradients of checkpoint {checkpoint}",
+    )
+    params = {"patterns": list(patterns), "batch_size": batch_size, "probe_seed": seed, **topology}
+    doc = {"checkpoint": str(checkpoint), "step": step, "params": params, "probe_loss": loss,
+           "layers": records}  # fmt: skip
+    return doc, diagrams
+
+
+def write_gradient_topology(out_json: str | Path, out_npz: str | Path, *args, **kwargs) -> dict:
+    """``gradient_topology`` written as JSON + npz, both or neither (temp files, then rename)."""
+    torch.set_num_threads(kwargs.get("n_threads", 1))
+    doc, diagrams = gradient_topology(*args, **kwargs)
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    atomic_write_all({
+        out_npz: lambda fh: np.savez(fh, **diagrams),
+        out_json: lambda fh: fh.write(text.encode()),
+    })  # fmt: skip
+    return doc

@@ -1,0 +1,83 @@
+"""Layer-type and depth splits: name parsing, the subsets' features, and their associations."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from topotrain.analysis.layer_types import (
+    LAYER_TYPE_COLUMNS,
+    groups,
+    layer_depth,
+    layer_type,
+    layer_type_summary,
+    layer_type_table,
+)
+
+NAMES = [f"transformer.h.{b}.{m}.weight" for b in (0, 1)
+         for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]  # fmt: skip
+
+
+def test_layer_names_parse_to_type_and_depth():
+    assert layer_type("transformer.h.0.attn.c_proj.weight") == "attention"
+    assert layer_type("transformer.h.3.mlp.c_proj.weight") == "mlp"
+    assert layer_type("gpt_neox.layers.2.attention.dense.weight") == "attention"
+    assert layer_type("transformer.wte.weight") == "embedding"
+    assert layer_depth("transformer.h.12.mlp.c_fc.weight") == 12
+    assert layer_depth("gpt_neox.layers.2.attention.dense.weight") == 2
+    assert layer_depth("transformer.wpe.weight") is None
+
+
+def synthetic(seed=1):
+    rng = np.random.default_rng(seed)
+    steps = np.arange(12) * 10
+    rows = []
+    for step in steps:
+        for name in NAMES:
+            rows.append({"model": "m", "seed": seed, "step": int(step), "layer": name,
+                         "np_total": rng.random(), "np_p2": rng.random(),
+                         "h0_total": rng.random() + step / 100,
+                         "h1_total": rng.random(), "l2_norm": 1 + step / 50 + rng.random()})  # fmt: skip
+    layers = pd.DataFrame(rows)
+    loss = 3 - steps / 60 + rng.normal(0, 0.05, steps.size)
+    features = pd.DataFrame({"model": "m", "seed": seed, "step": steps, "n_params": 500,
+                             "train_loss": loss + 0.1, "val_loss": loss})  # fmt: skip
+    return layers, features
+
+
+def test_groups_split_by_type_and_depth():
+    layers, _ = synthetic()
+    masks = groups(layers)
+    assert set(masks) == {("type", "attention"), ("type", "mlp"), ("depth", "block 0"),
+                          ("depth", "block 1")}  # fmt: skip
+    assert masks[("type", "mlp")].sum() == 12 * 4
+    assert set(layers[masks[("depth", "block 1")]]["layer"]) == set(NAMES[4:])
+
+
+def test_layer_type_table_against_a_direct_computation():
+    layers, features = synthetic()
+    table = layer_type_table(layers, features, n_resamples=100, seed=0)
+    assert list(table.columns) == LAYER_TYPE_COLUMNS
+    # raw ρ of the attention subset's NP (mean over its 4 matrices per checkpoint) with val loss
+    attn = layers[layers["layer"].str.contains(".attn.", regex=False)]
+    np_attn = attn.groupby("step")["np_total"].mean()
+    expected = stats.spearmanr(np_attn.to_numpy(), features["val_loss"].to_numpy())[0]
+    row = table[(table["group"] == "attention") & (table["feature"] == "np_mean")
+                & (table["target"] == "val_loss") & (table["view"] == "raw")]  # fmt: skip
+    assert row["rho"].item() == pytest.approx(expected, abs=1e-12)
+    # H0 total of block 1 is the sum over its four matrices
+    block = layers[layers["layer"].isin(NAMES[4:])].groupby("step")["h0_total"].sum()
+    det = stats.spearmanr(np.diff(block.to_numpy()), np.diff(features["val_loss"].to_numpy()))[0]
+    row = table[(table["group"] == "block 1") & (table["feature"] == "h0_total")
+                & (table["target"] == "val_loss") & (table["view"] == "detrended")]  # fmt: skip
+    assert row["rho"].item() == pytest.approx(det, abs=1e-12)
+    assert set(table["n_layers"]) == {4}
+    summary = layer_type_summary(table)
+    assert len(summary) == 4 * 3 * 2  # groups × features × targets
+    assert (summary["view"] == "detrended").all()
+
+
+def test_layer_type_table_names_missing_columns():
+    layers, features = synthetic()
+    with pytest.raises(ValueError, match=r"lacks \['val_loss'\]"):
+        layer_type_table(layers, features.drop(columns="val_loss"))

@@ -1,0 +1,12 @@
+from topotrain.jobs import gradient_topology_job
+from topotrain.logs import setup_logging
+
+sm = snakemake  # noqa: F821 - injected by Snakemake
+setup_logging(sm.log[0])
+gradient_topology_job(
+    sm.input.checkpoint,
+    sm.input.tokens,
+    dict(sm.output.items()),
+    sm.params.gradients,
+    sm.threads,
+)
