@@ -57,6 +57,14 @@ def write_checkpoint_topology(
     params = {"patterns": list(patterns), "max_points": max_points, "seed": seed, "maxdim": maxdim}
     records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
     doc = {"checkpoint": str(ckpt_path), "params": params, "layers": records}
+    write_record(out_json, out_npz, doc, diagrams)
+    return records
+
+
+def write_record(
+    out_json: str | Path, out_npz: str | Path, doc: dict, diagrams: dict[str, np.ndarray]
+) -> None:
+    """A topology record as JSON (no NaN) and its diagrams as npz, both or neither."""
     text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     atomic_write_all(
         {
@@ -64,4 +72,3 @@ def write_checkpoint_topology(
             out_json: lambda fh: fh.write(text.encode()),
         }
     )
-    return records

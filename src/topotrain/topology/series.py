@@ -100,7 +100,8 @@ def persistence_image(d: np.ndarray, resolution: int, im_range: Sequence[float],
 
 def run_grid(diagrams: Sequence[np.ndarray], resolution: int) -> np.ndarray:
     """[0, largest finite death over ``diagrams``] in ``resolution`` points (a unit grid if none)."""
-    deaths = [finite_bars(d)[:, 1].max() for d in diagrams if finite_bars(d).size]
+    bars = [finite_bars(d) for d in diagrams]
+    deaths = [b[:, 1].max() for b in bars if b.size]
     top = max(deaths) if deaths and max(deaths) > 0 else 1.0
     return np.linspace(0.0, top, resolution)
 
@@ -126,6 +127,7 @@ def layer_series(dgms: Sequence[np.ndarray], params: dict) -> tuple[dict, dict]:
     """For one layer and homology dimension over a run's checkpoints (in step order): the scalars
     (``SCALARS``, one value per checkpoint) and the arrays (grid, landscapes, images, Betti curves)."""
     p = {**SERIES_DEFAULTS, **params}
+    dgms = [finite_bars(d) for d in dgms]  # once: every function below reads the finite bars only
     grid = run_grid(dgms, p["resolution"])
     im_range, sigma = image_range(dgms, p["image_bandwidth"])
     n = len(dgms)

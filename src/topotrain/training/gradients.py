@@ -10,13 +10,12 @@ Vietoris–Rips of the rows), written as a record + diagrams beside the weights'
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from topotrain.io import atomic_write_all
+from topotrain.topology.checkpoint import write_record
 from topotrain.topology.layers import layer_records
 from topotrain.training.model import GPT
 from topotrain.training.run_state import load_checkpoint
@@ -86,9 +85,5 @@ def write_gradient_topology(out_json: str | Path, out_npz: str | Path, *args, **
     """``gradient_topology`` written as JSON + npz, both or neither (temp files, then rename)."""
     torch.set_num_threads(kwargs.get("n_threads", 1))
     doc, diagrams = gradient_topology(*args, **kwargs)
-    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    atomic_write_all({
-        out_npz: lambda fh: np.savez(fh, **diagrams),
-        out_json: lambda fh: fh.write(text.encode()),
-    })  # fmt: skip
+    write_record(out_json, out_npz, doc, diagrams)
     return doc
