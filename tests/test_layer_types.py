@@ -75,6 +75,15 @@ def test_layer_type_table_against_a_direct_computation():
     summary = layer_type_summary(table)
     assert len(summary) == 4 * 3 * 2  # groups × features × targets
     assert (summary["view"] == "detrended").all()
+    # beside each feature: the clock's and the subset's scale's ρ in the same view
+    assert summary["step_rho"].isna().all()  # detrended: Δstep is constant
+    l2 = layers[layers["layer"].isin(NAMES[4:])].groupby("step")["l2_norm"].mean()
+    l2_det = stats.spearmanr(np.diff(l2.to_numpy()), np.diff(features["val_loss"].to_numpy()))[0]
+    row = summary[(summary["group"] == "block 1") & (summary["target"] == "val_loss")]
+    assert row["l2_norm_mean_rho"].to_numpy() == pytest.approx([l2_det] * 3, abs=1e-12)
+    raw = layer_type_summary(table, view="raw")
+    clock = stats.spearmanr(features["step"], features["val_loss"])[0]
+    assert raw[raw["target"] == "val_loss"]["step_rho"].to_numpy() == pytest.approx(clock)
 
 
 def test_layer_type_table_names_missing_columns():

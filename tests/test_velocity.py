@@ -34,6 +34,11 @@ def test_velocity_by_hand():
     assert rows.loc["l2_norm_step", "rho"] == pytest.approx(stats.spearmanr(l2, dloss)[0])
     assert rows.loc["step", "kind"] == "baseline" and rows.loc["h0_w1_step", "kind"] == "topology"
     assert (table["n"] == 7).all()
+    # p: every rotation of |Δ loss| against the series, by brute force (not the iid p)
+    w1 = np.abs(np.diff(run()["val_loss"])) * 10
+    rotated = [abs(stats.spearmanr(w1, np.roll(dloss, k))[0]) for k in range(1, 7)]
+    expected_p = (1 + sum(r >= 1.0 - 1e-12 for r in rotated)) / 7
+    assert rows.loc["h0_w1_step", "p"] == pytest.approx(expected_p)
     assert "h0_bottleneck_step" not in rows.index  # absent columns: no row
 
 

@@ -19,6 +19,7 @@ from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.associations import association_table
 
 LAYER_FEATURES = ["np_mean", "h0_total", "h1_total"]
+LAYER_BASELINES = ["step", "l2_norm_mean"]  # the clock, and the subset's own scale
 LAYER_TYPE_COLUMNS = ["split", "group", "model", "seed", "n_params", "n_layers", "feature",
                       "target", "view", "rho", "ci_low", "ci_high", "p", "p_bh", "n",
                       "beats_clock", "beats_scale", "note"]  # fmt: skip
@@ -55,8 +56,9 @@ def groups(layers: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
 def layer_type_table(
     layers: pd.DataFrame, features: pd.DataFrame, n_resamples: int = 1000, seed: int = 0
 ) -> pd.DataFrame:
-    """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES of every split with train and
-    validation loss, per run. ``layers`` is the per-layer table, ``features`` the feature table."""
+    """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES, and of LAYER_BASELINES beside
+    them, of every split with train and validation loss, per run. ``layers`` is the per-layer
+    table, ``features`` the feature table."""
     keep = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
     if missing := sorted(set(keep) - set(features.columns)):
         raise ValueError(f"layer types: the feature table lacks {missing}")
@@ -65,11 +67,10 @@ def layer_type_table(
     for (split, group), mask in groups(layers).items():
         sub = checkpoint_features(layers[mask])  # l2_norm_mean: the subset's own scale
         table = sub.merge(losses, on=["model", "seed", "step"], how="inner")
-        assoc = association_table(table, LAYER_FEATURES, n_resamples=n_resamples, seed=seed)
+        names = LAYER_FEATURES + LAYER_BASELINES
+        assoc = association_table(table, names, n_resamples=n_resamples, seed=seed)
         n_layers = sub.groupby("model")["n_layers"].first()
-        assoc = assoc[assoc["kind"] != "baseline"].assign(
-            split=split, group=group, n_layers=assoc["model"].map(n_layers)
-        )
+        assoc = assoc.assign(split=split, group=group, n_layers=assoc["model"].map(n_layers))
         tables.append(assoc)
     if not tables:
         return pd.DataFrame(columns=LAYER_TYPE_COLUMNS)
@@ -79,9 +80,16 @@ def layer_type_table(
 
 
 def layer_type_summary(table: pd.DataFrame, view: str = "detrended") -> pd.DataFrame:
-    """Per model, split, group, feature and target: mean ρ of ``view`` over seeds, how many seeds'
-    CI excludes 0, and how many beat the clock."""
+    """Per model, split, group, feature (LAYER_FEATURES) and target: mean ρ of ``view`` over seeds,
+    how many seeds' CI excludes 0, how many beat the clock, and beside them the mean ρ of the same
+    view for ``step`` and for the subset's ``l2_norm_mean`` (NaN for the step in the detrended
+    view: its differences are constant)."""
     part = table[table["view"] == view]
+    keys = ["model", "split", "group", "target"]
+    base = part[part["feature"].isin(LAYER_BASELINES)]
+    base = base.groupby([*keys, "feature"], sort=False)["rho"].mean().unstack("feature")
+    base = base.reindex(columns=LAYER_BASELINES).add_suffix("_rho").reset_index()
+    part = part[part["feature"].isin(LAYER_FEATURES)]
     excludes = (part["ci_low"] > 0) | (part["ci_high"] < 0)
     g = part.assign(ci_excludes_0=excludes).groupby(
         ["model", "n_params", "split", "group", "feature", "target"], sort=False
@@ -92,4 +100,4 @@ def layer_type_summary(table: pd.DataFrame, view: str = "detrended") -> pd.DataF
         ci_excludes_0=("ci_excludes_0", "sum"),
         beats_clock=("beats_clock", "sum"),
     ).reset_index()
-    return out.assign(view=view)
+    return out.merge(base, on=keys, how="left").assign(view=view)

@@ -5,7 +5,9 @@ Per run, over checkpoints 1 … n (checkpoint i carries the change from i − 1 
 each ``*_step`` distance (``topology.series``) with |Δ validation loss|, beside two baselines: the
 step itself (late intervals move the loss less, whatever the topology does) and |Δ l2_norm_mean|
 (how far the weights' scale moved). A distance "beats the clock" in a run when its |ρ| exceeds the
-step's.
+step's. p is the circular-shift p of the associations (``associations.shift_pvalue`` on the ranks:
+|Δ loss| rotated against the series by every shift), which keeps each series' autocorrelation
+instead of treating consecutive intervals as independent draws.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from topotrain.analysis.associations import shift_pvalue
 
 DISTANCES = ["h0_w1_step", "h1_w1_step", "h0_bottleneck_step", "h1_bottleneck_step"]
 BASELINES = ["step", "l2_norm_step"]
@@ -37,7 +41,8 @@ def run_velocity(run: pd.DataFrame) -> list[dict]:
         if n < MIN_POINTS or constant:
             rho, p = np.nan, np.nan
         else:
-            rho, p = (float(x) for x in stats.spearmanr(values[ok], target[ok]))
+            rho = float(stats.spearmanr(values[ok], target[ok])[0])
+            p = shift_pvalue(stats.rankdata(values[ok]), stats.rankdata(target[ok]))
         kind = "baseline" if feature in BASELINES else "topology"
         rows.append({"feature": feature, "kind": kind, "rho": rho, "p": p, "n": n})
     clock = next(r["rho"] for r in rows if r["feature"] == "step")

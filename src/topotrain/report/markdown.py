@@ -242,7 +242,9 @@ SECTIONS = {
         "feature table aggregates all layers. Per model, group, feature and target, over seeds: "
         "the mean detrended ρ (first differences between checkpoints), the seeds whose block-"
         "bootstrap CI excludes 0, and the seeds where the feature beats the clock (partial-on-step "
-        "CI excludes 0). Every view per run: `tables/layer_types.csv`; figure `layer_types`.",
+        "CI excludes 0); beside them the same view's mean ρ for `step` (empty when detrended: its "
+        "differences are constant) and for the subset's own `l2_norm_mean`. Every view per run, "
+        "baselines included: `tables/layer_types.csv`; figure `layer_types`.",
     ),
     "stopping_summary": (
         "Causal stopping rules",
@@ -260,8 +262,9 @@ SECTIONS = {
         "Does the distance between consecutive checkpoints' diagrams track how far the loss moved? "
         "Per model and feature, over seeds: the mean Spearman ρ of the step distance (W1 summed, "
         "bottleneck maxed over layers) with |Δ validation loss| between the same checkpoints, the "
-        "seeds with p < 0.05 (iid p: consecutive intervals are not independent, so read it as a "
-        "screen), and the seeds in which it beats the clock (|ρ| above that of the step itself). "
+        "seeds with p < 0.05 (circular-shift p: |Δ loss| rotated against the distance by every "
+        "shift, so consecutive intervals are not taken as independent; with n intervals p ≥ 1/n), "
+        "and the seeds in which it beats the clock (|ρ| above that of the step itself). "
         "`l2_norm_step` is |Δ mean L2 norm|, the weights' scale moving. Per run: "
         "`tables/velocity.csv`.",
     ),
