@@ -1,9 +1,12 @@
-"""Benchmark: one Pythia embedding revision on CPU, Pythia-70M's real architecture, random weights.
+"""Benchmark: one Pythia embedding revision, Pythia-70M's (or 410M's) real architecture, random weights.
 
 The project's path (offline fetch from a hub cache → load → batched embedding pass → PCA + VR +
 spectra) is timed per revision against a plain reference measured in the same run: the same model
 fed one text at a time, mean-pooled by hand. Both must give the same embeddings (to 1e-4).
 The hub cache is fabricated in a temp dir (tests/hub_fixtures.py): no network is used.
+
+    python benchmarks/pythia_embedding.py                                   # 70M, CPU, 2 threads
+    python benchmarks/pythia_embedding.py --arch 410m --device cuda --dtype float16
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ PYTHIA_70M = {  # EleutherAI/pythia-70m config.json
     "rotary_pct": 0.25,
     "use_parallel_residual": True,
 }
+PYTHIA_410M = PYTHIA_70M | {  # EleutherAI/pythia-410m config.json
+    "hidden_size": 1024,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "intermediate_size": 4096,
+}
+ARCHS = {"70m": PYTHIA_70M, "410m": PYTHIA_410M}
 
 
 def _paragraphs() -> list[str]:
@@ -52,9 +62,19 @@ def reference_embeddings(model, tokenizer, texts, max_length: int):
     return np.stack(rows)
 
 
-def run(n_revisions: int = 2, n_texts: int = 200, max_length: int = 128, threads: int = 2) -> dict:
+def run(
+    n_revisions: int = 2,
+    n_texts: int = 200,
+    max_length: int = 128,
+    threads: int = 2,
+    arch: str = "70m",
+    device: str = "cpu",
+    dtype: str = "auto",
+    reference: bool = True,
+) -> dict:
     """Seconds per revision by phase (fetch+load, embedding pass, features) and the embedding
-    pass's speed-up over the one-text-at-a-time reference on the same loaded model."""
+    pass's speed-up over the one-text-at-a-time reference on the same loaded model (``dtype``:
+    the project's ``pythia.embeddings.dtype``, auto = float16 on CUDA)."""
     import hub_fixtures
     import torch
 
@@ -72,27 +92,36 @@ def run(n_revisions: int = 2, n_texts: int = 200, max_length: int = 128, threads
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.update(HF_HOME=tmp, HF_HUB_OFFLINE="1")
         steps = list(range(n_revisions))
-        hub_fixtures.make_tiny_neox_cache(
-            Path(tmp), "EleutherAI/pythia-70m-random", steps, **PYTHIA_70M
-        )
-        phases, reference, max_diff = [], [], 0.0
+        model_id = f"EleutherAI/pythia-{arch}-random"
+        hub_fixtures.make_tiny_neox_cache(Path(tmp), model_id, steps, **ARCHS[arch])
+        phases, ref_s, max_diff = [], [], 0.0
         for step in steps:
+            sync(device)
             t = [time.perf_counter()]
-            rev = fetch_revision("EleutherAI/pythia-70m-random", step)
-            model, tok = load_model(rev["snapshot"], device="cpu", dtype="auto")
+            rev = fetch_revision(model_id, step)
+            model, tok = load_model(rev["snapshot"], device=device, dtype=dtype)
+            sync(device)
             t.append(time.perf_counter())
             E, nll, n_tok = embed_texts(model, tok, texts, max_length, batch_size=16)
             t.append(time.perf_counter())
             embedding_features(E, pca_dims=50, maxdim=1)
             t.append(time.perf_counter())
             phases.append(np.diff(t))
-            R = reference_embeddings(model, tok, texts, max_length)
-            reference.append(time.perf_counter() - t[-1])
-            max_diff = max(max_diff, float(np.abs(E - R).max()))
+            print(f"revision {step}: load {t[1] - t[0]:.2f} s, embed {t[2] - t[1]:.2f} s, "
+                  f"features {t[3] - t[2]:.2f} s", flush=True)  # fmt: skip
+            if reference:
+                R = reference_embeddings(model, tok, texts, max_length)
+                ref_s.append(time.perf_counter() - t[-1])
+                max_diff = max(max_diff, float(np.abs(E - R).max()))
+            del model
     load, embed, features = np.median(phases, axis=0)
+    a = ARCHS[arch]
     return {
         "benchmark": "pythia_embedding",
-        "architecture": "pythia-70m (6 layers, d 512, 8 heads, vocab 50304), random weights",
+        "architecture": f"pythia-{arch} ({a['num_hidden_layers']} layers, d {a['hidden_size']}, "
+        f"{a['num_attention_heads']} heads, vocab {a['vocab_size']}), random weights",
+        "device": device,
+        "dtype": dtype,
         "texts": n_texts,
         "tokens": n_tok + n_texts,
         "threads": threads,
@@ -100,13 +129,43 @@ def run(n_revisions: int = 2, n_texts: int = 200, max_length: int = 128, threads
         "embed_s": float(embed),
         "features_s": float(features),
         "project_s_per_revision": float(load + embed + features),
-        "reference_embed_s": float(np.median(reference)),
-        "embed_speedup": float(np.median(reference) / embed),
-        "max_abs_embedding_difference": max_diff,
+        "reference_embed_s": float(np.median(ref_s)) if ref_s else None,
+        "embed_speedup": float(np.median(ref_s) / embed) if ref_s else None,
+        "max_abs_embedding_difference": max_diff if ref_s else None,
     }
 
 
-if __name__ == "__main__":
+def sync(device: str) -> None:
+    """Wait for the GPU (timings on CUDA)."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
     import json
 
-    print(json.dumps(run(), indent=1))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", choices=list(ARCHS), default="70m")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="auto", help="auto: float16 on CUDA, float32 on CPU")
+    parser.add_argument("--texts", type=int, default=200)
+    parser.add_argument("--revisions", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-reference", action="store_true", help="skip the one-text loop")
+    parser.add_argument("--out", type=Path, help="also write the result here (JSON)")
+    args = parser.parse_args(argv)
+    result = run(args.revisions, args.texts, 128, args.threads, args.arch, args.device,
+                 args.dtype, not args.no_reference)  # fmt: skip
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

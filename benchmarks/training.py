@@ -41,6 +41,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import attention as attention_bench
@@ -159,54 +160,109 @@ def gemm_share(trainer: Reference, steps: int = 5) -> float:
     return inside / wall_us
 
 
+def device_busy(trainer, steps: int = 20) -> float:
+    """CUDA: the share of the wall time of ``steps`` updates during which the GPU runs kernels
+    (their device time from torch.profiler; kernels of one process do not overlap here). Far under 1:
+    the step is bound by the host (Python, launches, syncs), not by the GPU's arithmetic."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with step_profile.quiet_stderr(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        trainer.train(steps)
+        torch.cuda.synchronize()
+        wall_us = 1e6 * (time.perf_counter() - start)
+    busy = sum(getattr(e, "self_device_time_total", 0) for e in prof.key_averages())
+    return busy / wall_us
+
+
+def make_trainer(loop: str, model_cfg: GPTConfig, cfg: TrainConfig):
+    """``project`` (as configured), ``eager`` (the project's path with compile off) or
+    ``reference``."""
+    if loop == "eager":
+        return Project(model_cfg, replace(cfg, compile="false"), corpus())
+    return (Project if loop == "project" else Reference)(model_cfg, cfg, corpus())
+
+
 def worker(conn, loop: str, model_cfg: GPTConfig, cfg: TrainConfig) -> None:
     """Child process: build one loop, then run the number of updates asked for and answer
-    (seconds, last training loss) until sent None; the reference then answers its gemm_share."""
-    trainer = (Project if loop == "project" else Reference)(model_cfg, cfg, corpus())
+    (seconds, last training loss) until sent None; then it answers its GPU busy share on CUDA
+    (``device_busy``), and the reference its gemm_share on CPU."""
+    trainer = make_trainer(loop, model_cfg, cfg)
     conn.send(trainer.compiled)
     while (n := conn.recv()) is not None:
         start = time.perf_counter()
         losses = trainer.train(n)
         conn.send((time.perf_counter() - start, losses[-1]))
-    if loop == "reference":
+    if resolve_device(cfg.device) == "cuda":
+        conn.send(device_busy(trainer))
+    elif loop == "reference":
         conn.send(gemm_share(trainer))
 
 
-def time_both(model_cfg: GPTConfig, cfg: TrainConfig, steps: int, warmup: int) -> dict:
-    """Seconds per update of both loops over ``steps`` updates in 4 alternating chunks after
+def time_both(model_cfg: GPTConfig, cfg: TrainConfig, steps: int, warmup: int, loops=LOOPS) -> dict:
+    """Seconds per update of each loop over ``steps`` updates in 4 alternating chunks after
     ``warmup`` updates, the project's first update alone, and each loop's last training loss."""
     ctx, links = mp.get_context("spawn"), {}
-    for loop in LOOPS:
+    for loop in loops:
         links[loop], child = ctx.Pipe()
         ctx.Process(target=worker, args=(child, loop, model_cfg, cfg), daemon=True).start()
-    compiled = [links[loop].recv() for loop in LOOPS][0]
+    compiled = [links[loop].recv() for loop in loops][0]
 
     def ask(loop: str, n: int) -> tuple[float, float]:
         links[loop].send(n)
         return links[loop].recv()
 
     first_s, _ = ask("project", 1)  # compiles, where compiled
-    ask("project", warmup - 1), ask("reference", warmup)
-    seconds, loss = dict.fromkeys(LOOPS, 0.0), {}
+    ask("project", warmup - 1)
+    for loop in loops[1:]:
+        ask(loop, warmup)
+    seconds, loss = dict.fromkeys(loops, 0.0), {}
     for _ in range(4):
-        for loop in LOOPS:
+        for loop in loops:
             elapsed, loss[loop] = ask(loop, steps // 4)
             seconds[loop] += elapsed
-    for loop in LOOPS:
+    for loop in loops:
         links[loop].send(None)
-    share = links["reference"].recv()  # after the timed chunks: profiling does not slow them
-    per_step = {f"{loop}_s": seconds[loop] / (steps // 4 * 4) for loop in LOOPS}
+    # after the timed chunks, so that profiling does not slow them
+    if resolve_device(cfg.device) == "cuda":
+        busy, share = {loop: links[loop].recv() for loop in loops}, float("nan")
+    else:
+        busy, share = {}, links["reference"].recv()
+    per_step = {f"{loop}_s": seconds[loop] / (steps // 4 * 4) for loop in loops}
     return dict(
-        per_step, first_s=first_s, compiled=compiled, loss=loss, steps=warmup + steps, share=share
+        per_step,
+        first_s=first_s,
+        compiled=compiled,
+        loss=loss,
+        steps=warmup + steps,
+        share=share,
+        busy=busy,
     )
 
 
-def measure(name: str, threads: int, device: str, compile: str, steps: int, warmup: int) -> dict:
+def measure(
+    name: str,
+    threads: int,
+    device: str,
+    compile: str,
+    steps: int,
+    warmup: int,
+    deterministic: bool = True,
+) -> dict:
     """One result row. tokens/s = batch·context / seconds per update; compile time = first update
     − a steady one; amortised: over a 5,000-step run that pays the compile once."""
     model_cfg = MODELS[name]
-    cfg = TrainConfig(steps=RUN_STEPS, device=device, threads=threads, compile=compile)
-    m = time_both(model_cfg, cfg, steps, warmup)
+    cfg = TrainConfig(
+        steps=RUN_STEPS,
+        device=device,
+        threads=threads,
+        compile=compile,
+        deterministic=deterministic,
+    )
+    cuda = resolve_device(device) == "cuda"
+    m = time_both(model_cfg, cfg, steps, warmup, (*LOOPS, "eager") if cuda else LOOPS)
     tokens, project_s, reference_s = (
         cfg.batch_size * model_cfg.block_size,
         m["project_s"],
@@ -236,6 +292,24 @@ def measure(name: str, threads: int, device: str, compile: str, steps: int, warm
         "gemm_share": round(m["share"], 3),
         "overhead_bound": round(1 / m["share"], 2),
         "equal_loss": abs(loss / ref_loss - 1) <= LOSS_TOLERANCE,
+    } | (cuda_columns(m, tokens, run_s) if cuda else {})
+
+
+def cuda_columns(m: dict, tokens: int, run_s: float) -> dict:
+    """On CUDA: the project's path without compile (eager), the CUDA-graph speed-up over it (per
+    steady step, and over a 5,000-step run with the compile paid), steps/s, and each loop's GPU busy
+    share (``device_busy``)."""
+    eager_s = m["eager_s"]
+    return {
+        "eager_tokens_per_s": round(tokens / eager_s),
+        "project_steps_per_s": round(1 / m["project_s"], 1),
+        "eager_steps_per_s": round(1 / eager_s, 1),
+        "reference_steps_per_s": round(1 / m["reference_s"], 1),
+        "graph_speedup": round(eager_s / m["project_s"], 3),
+        "graph_amortised_speedup": round(RUN_STEPS * eager_s / run_s, 3),
+        "eager_5000_steps_s": round(RUN_STEPS * eager_s, 1),
+        "eager_loss": round(m["loss"]["eager"], 5),
+        **{f"{loop}_gpu_busy": round(share, 3) for loop, share in m["busy"].items()},
     }
 
 
@@ -247,6 +321,7 @@ def run(
     steps: int = 100,
     warmup: int = 5,
     progress=print,
+    deterministic: bool = True,
 ) -> list[dict]:
     """On CPU, attention rows (benchmarks/attention.py); one row per model × thread count: the
     project's path against the reference; on a CPU with two or more cores, a
@@ -255,7 +330,7 @@ def run(
     rows = attention_bench.run(progress=progress) if cpu else []
     for n in threads:
         for name in chosen:
-            rows.append(measure(name, n, device, compile, steps, warmup))
+            rows.append(measure(name, n, device, compile, steps, warmup, deterministic))
             progress(report([rows[-1]]).splitlines()[1])
     if cpu and len(os.sched_getaffinity(0)) >= 2:
         rows.append(concurrency(chosen[-1], steps))
@@ -338,6 +413,8 @@ def report(rows: list[dict]) -> str:
     together = [r for r in rows if r["benchmark"] == "training_concurrency"]
     attn = [r for r in rows if r["benchmark"] == "attention"]
     rows = [r for r in rows if r["benchmark"] == "training"]
+    if rows and rows[0]["device"] == "cuda":
+        return cuda_report(rows)
     for r in rows:
         lines.append(
             f"{r['model']:<11} {r['threads']:>3}  {'yes' if r['compiled'] else 'no':>4}"
@@ -367,6 +444,34 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def cuda_report(rows: list[dict]) -> str:
+    """The CUDA table: steps/s of the project's path (CUDA graphs where compiled), the same path
+    eager, and the reference; the speed-ups; the GPU busy shares; the five-model totals."""
+    lines = [
+        "model       comp  compile_s  steps/s: project  eager  reference  tok/s project"
+        "  graph×  vs ref×  amortised×  GPU busy (project/eager/ref)  loss Δ vs ref"
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['model']:<11} {'yes' if r['compiled'] else 'no':>4}  {r['compile_s']:>9.1f}"
+            f"  {r['project_steps_per_s']:>16,.0f}  {r['eager_steps_per_s']:>5,.0f}"
+            f"  {r['reference_steps_per_s']:>9,.0f}  {r['project_tokens_per_s']:>13,}"
+            f"  {r['graph_speedup']:>5.2f}×  {r['speedup']:>6.2f}×  {r['amortised_speedup']:>9.2f}×"
+            f"  {r['project_gpu_busy']:>7.0%} / {r['eager_gpu_busy']:>4.0%} /"
+            f" {r['reference_gpu_busy']:>4.0%}  {100 * r['loss_rel_diff']:+.2f}%"
+        )
+    project = sum(r["project_5000_steps_s"] for r in rows)
+    compile_s = sum(r["compile_s"] for r in rows)
+    eager = sum(r["eager_5000_steps_s"] for r in rows)
+    reference = sum(r["reference_5000_steps_s"] for r in rows)
+    lines.append(
+        f"{len(rows)} models × {RUN_STEPS} steps, one after the other on one GPU: project "
+        f"{project:.0f} s (compile {compile_s:.0f} s of it), eager {eager:.0f} s, reference "
+        f"{reference:.0f} s; × 3 seeds: {3 * project:.0f} s (target < 30 s)"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
@@ -375,6 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100, help="timed updates per model")
     parser.add_argument("--models", nargs="+", choices=list(MODELS))
     parser.add_argument("--profile", action="store_true", help="only the step profile, per size")
+    parser.add_argument(
+        "--deterministic",
+        default="true",
+        choices=["true", "false"],
+        help="train.deterministic of the project's path (CUDA only; default true, as configured)",
+    )
     args = parser.parse_args(argv)
     if args.profile:
         rows = profile_rows(args.models, (args.threads or [1])[0], progress=_flush_print)
@@ -382,7 +493,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     threads = args.threads or ([1] if resolve_device(args.device) == "cuda" else [1, 2])
     rows = run(
-        args.models, tuple(threads), args.device, args.compile, args.steps, progress=_flush_print
+        args.models,
+        tuple(threads),
+        args.device,
+        args.compile,
+        args.steps,
+        progress=_flush_print,
+        deterministic=args.deterministic == "true",
     )
     print(report(rows))
     _write(rows)

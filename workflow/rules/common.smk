@@ -70,8 +70,11 @@ def model_params(arch):
 
 
 def get_train_params(wildcards):
-    """Training hyper-parameters of one run; threads are left out (they come from the rule)."""
+    """Training hyper-parameters of one run; threads are left out (they come from the rule), and so
+    is ``deterministic: true``, the default: results made before the key existed stay valid."""
     params = {k: v for k, v in config["train"].items() if k != "threads"}
+    if params.get("deterministic") is True:
+        del params["deterministic"]
     return dict(params, seed=int(wildcards.seed))
 
 

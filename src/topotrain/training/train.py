@@ -21,6 +21,7 @@ import ctypes
 import ctypes.util
 import logging
 import math
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -73,6 +74,7 @@ class TrainConfig:
     compile: str = "auto"  # torch.compile the model: auto, true or false (see use_compile)
     attention: str = "auto"  # attention kernel: auto, sdpa or numba (training.attention)
     gelu: str = "exact"  # exact (erf, the paper's) or tanh GELU
+    deterministic: bool = True  # on CUDA: cuda_determinism (bit-identical reruns and resumes)
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION_CHOICES:
@@ -81,6 +83,8 @@ class TrainConfig:
             )
         if self.gelu not in GELU_CHOICES:
             raise ValueError(f"gelu must be one of {GELU_CHOICES}, got {self.gelu!r}")
+        if not isinstance(self.deterministic, bool):
+            raise ValueError(f"deterministic must be true or false, got {self.deterministic!r}")
         if isinstance(self.compile, bool):  # YAML true/false
             object.__setattr__(self, "compile", str(self.compile).lower())
         if self.compile not in COMPILE_CHOICES:
@@ -136,10 +140,10 @@ def head_dim(model_cfg: GPTConfig) -> int:
 
 def fingerprint_settings(cfg: TrainConfig, attention: str) -> dict:
     """The training settings a run's fingerprint covers: ``asdict(cfg)`` with the attention kernel
-    resolved; the stock kernels (sdpa, exact GELU) leave no key, so runs from before these options
-    keep their fingerprint."""
+    resolved; the stock kernels (sdpa, exact GELU) and ``deterministic: true`` leave no key, so runs
+    from before these options keep their fingerprint."""
     settings = asdict(cfg) | {"attention": attention}
-    for key, stock in (("attention", "sdpa"), ("gelu", "exact")):
+    for key, stock in (("attention", "sdpa"), ("gelu", "exact"), ("deterministic", True)):
         if settings[key] == stock:
             del settings[key]
     return settings
@@ -292,12 +296,25 @@ def keep_freed_memory() -> bool:
         return False
 
 
+def cuda_determinism(warn_only: bool = False) -> None:
+    """Make CUDA training repeatable: deterministic algorithms for the process (strict: with
+    ``warn_only`` an op lacking a deterministic kernel only warns, and the memory-efficient attention
+    backward keeps its nondeterministic default) and a fixed cuBLAS workspace (read when cuBLAS
+    starts: call before the first matrix product). Measured on a GPU: README, "GPU"."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=warn_only)
+    torch.backends.cudnn.benchmark = False
+
+
 def setup_device(cfg: TrainConfig) -> torch.device:
-    """Resolve the device and set the thread count; on CPU keep freed memory, on CUDA use TF32."""
+    """Resolve the device and set the thread count; on CPU keep freed memory; on CUDA use TF32 and,
+    with ``deterministic``, ``cuda_determinism``."""
     torch.set_num_threads(cfg.threads)
     device = torch.device(resolve_device(cfg.device))
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")  # TF32 (inductor reads this setting)
+        if cfg.deterministic:
+            cuda_determinism()
     else:
         keep_freed_memory()
     return device

@@ -1,0 +1,132 @@
+"""The CUDA path, on a real GPU (skipped without one): CUDA against CPU, CUDA graphs against eager
+CUDA, a SIGKILLed CUDA run resumed, and bit-identical reruns under ``train.deterministic``.
+
+Every run is a separate process: deterministic algorithms, the cuBLAS workspace and TF32 are
+process-wide settings. The tolerances are stated here and measured in the README ("GPU"),
+from benchmarks/cuda_checks.py on the study's models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import write_random_tokens
+
+from topotrain.training.model import GPTConfig
+from topotrain.training.train import TrainConfig
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+MODEL = GPTConfig(n_layer=2, n_head=2, n_embd=16, block_size=32)  # head dim 8
+CFG = TrainConfig(
+    steps=200,
+    checkpoint_interval=50,
+    batch_size=16,
+    warmup_steps=20,
+    eval_batches=2,
+    eval_batch_size=16,
+    seed=3,
+    device="cuda",
+    compile="false",
+)
+# CUDA trains with TF32 matrix products (10-bit mantissa) against float32 on the CPU: per-step losses
+# agree to this relative tolerance over 200 updates (measured: README, "GPU").
+LOSS_RTOL = 1e-2
+TRAIN = """
+import json, sys, time
+import topotrain.training.train as tr
+from topotrain.training.model import GPTConfig
+if sys.argv[1] == "slow":  # slow enough to be killed mid-run
+    real = tr.train_step
+    def slow(*args):
+        time.sleep(0.02)
+        return real(*args)
+    tr.train_step = slow
+model, cfg = GPTConfig(**json.loads(sys.argv[2])), tr.TrainConfig(**json.loads(sys.argv[3]))
+tr.train_model(model, cfg, *sys.argv[4:8], progress=False)
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, Path]:
+    return write_random_tokens(tmp_path_factory.mktemp("corpus"))
+
+
+def start(root: Path, corpus, cfg: TrainConfig, slow: bool = False) -> subprocess.Popen:
+    """A training process for ``cfg`` into root/out, state in root/state."""
+    args = [json.dumps(asdict(MODEL)), json.dumps(asdict(cfg))]
+    paths = [*map(str, corpus), str(root / "out"), str(root / "state")]
+    mode = "slow" if slow else "fast"
+    return subprocess.Popen([sys.executable, "-c", TRAIN, mode, *args, *paths])
+
+
+def train(root: Path, corpus, cfg: TrainConfig = CFG) -> Path:
+    """Train ``cfg`` to completion in its own process; returns root/out."""
+    assert start(root, corpus, cfg).wait() == 0
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def cuda_run(tmp_path_factory, corpus) -> Path:
+    """An uninterrupted eager CUDA run of CFG (deterministic, the default)."""
+    return train(tmp_path_factory.mktemp("cuda"), corpus)
+
+
+def losses(out: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Per-step training losses and per-checkpoint validation losses of a finished run."""
+    return (
+        pd.read_csv(out / "metrics.csv")["train_loss"].to_numpy(),
+        pd.read_csv(out / "evals.csv")["val_loss"].to_numpy(),
+    )
+
+
+def assert_close_losses(out: Path, ref: Path, rtol: float = LOSS_RTOL) -> None:
+    (train_a, val_a), (train_b, val_b) = losses(out), losses(ref)
+    assert len(train_a) == CFG.steps and len(val_a) == CFG.steps // CFG.checkpoint_interval + 1
+    assert np.isfinite(train_a).all() and np.isfinite(val_a).all()
+    assert np.max(np.abs(train_a - train_b) / train_b) <= rtol
+    assert np.max(np.abs(val_a - val_b) / val_b) <= rtol
+
+
+def assert_same_outputs(out: Path, ref: Path) -> None:
+    names = sorted(p.name for p in ref.iterdir())
+    assert sorted(p.name for p in out.iterdir()) == names
+    for name in names:
+        assert (out / name).read_bytes() == (ref / name).read_bytes(), name
+
+
+def test_cuda_training_matches_cpu_within_tolerance(tmp_path, corpus, cuda_run):
+    cpu = train(tmp_path, corpus, replace(CFG, device="cpu"))
+    assert_close_losses(cuda_run, cpu)
+
+
+def test_cuda_graphs_match_eager_cuda(tmp_path, corpus, cuda_run):
+    compiled = train(tmp_path, corpus, replace(CFG, compile="true"))
+    assert_close_losses(compiled, cuda_run)
+
+
+def test_deterministic_cuda_reruns_are_bit_identical(tmp_path, corpus, cuda_run):
+    assert_same_outputs(train(tmp_path, corpus), cuda_run)
+
+
+def test_sigkilled_cuda_run_resumes_bit_identical(tmp_path, corpus, cuda_run):
+    proc, state = start(tmp_path, corpus, CFG, slow=True), tmp_path / "state"
+    deadline = time.monotonic() + 120
+    while not (state / "step_00100.safetensors").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "training ended too soon"
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    assert not (tmp_path / "out" / "metrics.csv").exists() and (state / "resume.pt").exists()
+    assert_same_outputs(train(tmp_path, corpus), cuda_run)
