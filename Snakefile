@@ -19,6 +19,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/pythia.smk"
+include: "workflow/rules/runs.smk"
 
 
 rule all:

@@ -113,12 +113,15 @@ def make_tiny_neox_cache(
     *,
     dtype: str = "float32",
     weights: str = "safetensors",
+    same_weights: dict[int, int] | None = None,
     **config,
 ) -> dict[int, str]:
     """Write revisions step<n> (weights seeded by seed + n, one shared tokenizer) to the hub cache.
 
-    dtype: "float32", "float16" or "bfloat16" weights; weights: "safetensors" or "bin"
-    (pytorch_model.bin only). Returns {step: commit hash}.
+    dtype: "float32", "float16" or "bfloat16" weights; weights: "safetensors", "bin"
+    (pytorch_model.bin only) or "both" (model.safetensors and pytorch_model.bin). same_weights
+    {step: other}: step serves other's weights byte for byte (as pythia-2.8b's step branches serve
+    the final checkpoint's), so both snapshots link one blob. Returns {step: commit hash}.
     """
     import torch
 
@@ -127,16 +130,18 @@ def make_tiny_neox_cache(
     tokenizer = make_tokenizer(paragraphs())
     if len(tokenizer) > TINY_CONFIG["vocab_size"]:
         raise AssertionError(f"tokenizer has {len(tokenizer)} tokens > vocab_size")
+    same_weights = same_weights or {}
     commits = {}
     for step in steps:
-        model = tiny_model(seed + step, **config).to(getattr(torch, dtype))
+        model = tiny_model(seed + same_weights.get(step, step), **config).to(getattr(torch, dtype))
         with tempfile.TemporaryDirectory(dir=repo) as staging:
             staging = Path(staging)
             model.save_pretrained(staging)
             tokenizer.save_pretrained(staging)
+            if weights in ("bin", "both"):
+                torch.save(model.state_dict(), staging / "pytorch_model.bin")
             if weights == "bin":
                 (staging / "model.safetensors").unlink()
-                torch.save(model.state_dict(), staging / "pytorch_model.bin")
             commits[step] = commit_hash(model_id, step, seed)
             add_snapshot(repo, commits[step], staging)
         (repo / "refs" / f"step{step}").write_text(commits[step])

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hub_fixtures import make_tiny_neox_cache, paragraphs
 from scipy.sparse.csgraph import minimum_spanning_tree
@@ -14,6 +17,7 @@ from scipy.spatial.distance import pdist, squareform
 from scipy.special import logsumexp
 
 from topotrain.config import GPT_NEOX_LAYERS
+from topotrain.sources.identity import IdenticalWeightsError
 from topotrain.sources.pythia import (
     EMBEDDING_KEYS,
     PythiaError,
@@ -22,9 +26,11 @@ from topotrain.sources.pythia import (
     fetch_revision,
     load_model,
     perplexity,
+    revision_doc,
     revision_name,
     revision_weight_matrices,
     select_texts,
+    weight_record,
     weight_topology,
 )
 from topotrain.topology.checkpoint import checkpoint_topology
@@ -314,3 +320,94 @@ def test_non_finite_pythia_weights_name_revision_and_layer(tmp_path):
         weight_topology(snapshot, max_points=20)
     other = ["gpt_neox.layers.0.attention.dense.weight"]  # the bad layer not selected: no error
     assert len(weight_topology(snapshot, other, max_points=20)) == 1
+
+
+# ---- checkpoint series you can trust: one weight format, identical weights at two steps ----
+
+
+def test_fetch_revision_records_the_sha256_of_one_weight_format(tmp_path, monkeypatch):
+    use_cache(monkeypatch, tmp_path)
+    commits = make_tiny_neox_cache(tmp_path, MODEL, steps=(4,), weights="both")
+    info = fetch_revision(MODEL, 4)
+    weights = snapshot_path(tmp_path, commits[4]) / "model.safetensors"
+    assert {"model.safetensors", "pytorch_model.bin"} <= set(info["files"])
+    assert info["sha256"] == {"model.safetensors": hashlib.sha256(weights.read_bytes()).hexdigest()}
+
+
+@pytest.fixture(scope="module")
+def twin_cache(tmp_path_factory):
+    """(hf_home, {step: commit}): step0 serves step2's weights byte for byte (issue 205's fault)."""
+    home = tmp_path_factory.mktemp("hf-twins")
+    return home, make_tiny_neox_cache(home, MODEL, steps=(0, 1, 2), same_weights={0: 2})
+
+
+@pytest.fixture
+def twin_revisions(twin_cache, monkeypatch, tmp_path):
+    """The three fetched revisions and the sha256 of step2's weights, computed here by hashlib."""
+    home, commits = twin_cache
+    use_cache(monkeypatch, home)
+    blobs = {
+        s: (snapshot_path(home, c) / "model.safetensors").resolve() for s, c in commits.items()
+    }
+    assert blobs[0] == blobs[2] != blobs[1]  # two revisions, one blob
+    return [fetch_revision(MODEL, s) for s in (0, 1, 2)], hashlib.sha256(
+        blobs[2].read_bytes()
+    ).hexdigest()
+
+
+def write_docs(tmp_path: Path, docs: list[dict], name: str) -> list[str]:
+    paths = []
+    for doc in docs:
+        paths.append(str(tmp_path / f"{name}{doc['step']}.json"))
+        Path(paths[-1]).write_text(json.dumps(doc))
+    return paths
+
+
+def assert_stops_naming_the_twins(job, out: dict, sha: str) -> None:
+    with pytest.raises(IdenticalWeightsError) as err:
+        job({"allow_identical_steps": False})
+    message = str(err.value)
+    assert message.startswith(f"{MODEL}: ")
+    assert f"steps 0, 2 (final): model.safetensors, sha256 {sha}" in message
+    assert "pythia.allow_identical_steps: true" in message
+    assert not any(Path(p).exists() for p in out.values())
+
+
+def test_identical_revisions_stop_the_weight_tables_job_unless_allowed(twin_revisions, tmp_path):
+    from topotrain.jobs import pythia_weight_tables_job
+
+    revisions, sha = twin_revisions
+    params = {"layers": list(GPT_NEOX_LAYERS), "max_points": 20, "seed": 0}
+    records = write_docs(tmp_path, [weight_record(r, params) for r in revisions], "weights")
+    out = {"weights_csv": str(tmp_path / "w.csv"), "weights_md": str(tmp_path / "w.md")}
+    assert_stops_naming_the_twins(lambda p: pythia_weight_tables_job(records, p, out), out, sha)
+    pythia_weight_tables_job(records, {"allow_identical_steps": True}, out)
+    table = pd.read_csv(out["weights_csv"], keep_default_na=False)
+    assert table["step"].tolist() == [0, 1, 2]
+    assert table["same_weights_as"].astype(str).tolist() == ["2", "", "0"]
+    assert table["equals_final"].tolist() == [True, False, False]
+
+
+def test_identical_revisions_stop_the_embedding_tables_job_unless_allowed(twin_revisions, tmp_path):
+    from topotrain.jobs import pythia_embedding_tables_job
+
+    revisions, sha = twin_revisions
+    rng = np.random.default_rng(0)
+    docs, diagrams = [], []
+    for rev in revisions:
+        features = {k: float(rng.uniform(1, 2)) for k in (*EMBEDDING_KEYS, "perplexity")}
+        docs.append(revision_doc(rev, features=features, seconds=0.0))
+        diagrams.append(str(tmp_path / f"d{rev['step']}.npz"))
+        np.savez(diagrams[-1], h0=rng.uniform(size=(3, 2)), h1=rng.uniform(size=(2, 2)))
+    inputs = {"records": write_docs(tmp_path, docs, "emb"), "diagrams": diagrams}
+    names = ("embeddings", "correlations", "comparison", "kinds")
+    out = {f"{n}_{x}": str(tmp_path / f"{n}.{x}") for n in names for x in ("csv", "md")}
+
+    def job(params):
+        pythia_embedding_tables_job(inputs, {"n_resamples": 100, **params}, out)
+
+    assert_stops_naming_the_twins(job, out, sha)
+    job({"allow_identical_steps": True})
+    emb = pd.read_csv(out["embeddings_csv"], keep_default_na=False)
+    assert emb["same_weights_as"].astype(str).tolist() == ["2", "", "0"]
+    assert emb["equals_final"].tolist() == [True, False, False]

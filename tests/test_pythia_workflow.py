@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pandas as pd
@@ -170,3 +171,41 @@ def test_default_config_plans_every_pythia_revision():
     assert counts["pythia_weight_topology"] == 7 and counts["pythia_embedding_topology"] == 57
     assert counts["fetch_pythia"] == 7 + 57
     assert counts["train_model"] == 5 * 3 and counts["weight_topology"] == 5 * 3 * 51  # 3 seeds
+
+
+def test_identical_weights_at_two_steps_stop_the_run_unless_allowed(tmp_path):
+    """step0 serves step2's weights (one blob, as on pythia-2.8b's branches): the weight-tables job
+    stops naming both steps, the file and the hash; allow_identical_steps: true flags them."""
+    hf_home = tmp_path / "hf"
+    commits = hub_fixtures.make_tiny_neox_cache(
+        hf_home, model_id=MODELS[0], steps=[0, 1, 2], same_weights={0: 2}
+    )
+    repo = hf_home / "hub" / f"models--{MODELS[0].replace('/', '--')}"
+    blob = (repo / "snapshots" / commits[0] / "model.safetensors").resolve()
+    sha = hashlib.sha256(blob.read_bytes()).hexdigest()
+    train, _ = write_corpus(tmp_path, n_chars=2_000)
+    config = tiny_config(train, train)
+    config["pythia"] = pythia_config(MODELS[:1], [0, 1, 2])
+    config["pythia"]["embeddings"].update(models=[], steps=[])
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    config["pythia"]["allow_identical_steps"] = True
+    (tmp_path / "allow.yaml").write_text(yaml.safe_dump(config))
+    target = "results/tables/pythia_weights.csv"
+    env = {"HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        stopped = run_snakemake(tmp_path, "--cores", "2", target, check=False)
+        log = (tmp_path / "results/logs/pythia/weight_tables.log").read_text()
+        assert not (tmp_path / target).exists()
+        run_snakemake(
+            tmp_path, "--cores", "2", target, "--configfile", str(tmp_path / "allow.yaml")
+        )
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    assert stopped.returncode != 0 and "IdenticalWeightsError" in log
+    assert f"steps 0, 2 (final): model.safetensors, sha256 {sha}" in log
+    weights = pd.read_csv(tmp_path / target, keep_default_na=False)
+    assert weights["same_weights_as"].astype(str).tolist() == ["2", "", "0"]
+    assert weights["equals_final"].tolist() == [True, False, False]

@@ -142,7 +142,7 @@ def order_like_schema(config: dict, schema: dict) -> dict:
 
 def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None = None) -> None:
     """Raise ConfigError for what the schema cannot catch: floats for integers, heads vs width,
-    checkpoint grid, warm-up, corpus files, empty layer patterns.
+    checkpoint grid, warm-up, corpus files, empty layer patterns, the runs: entries.
 
     ``schema`` (default: workflow/schemas/config.schema.yaml) tells which keys take integers.
     """
@@ -173,8 +173,55 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
     for pattern in config["topology"]["layers"]:
         if not pattern.strip():
             problems.append("topology.layers: empty pattern")
+    for name, entry in (config.get("runs") or {}).items():
+        problems += run_problems(name, entry, base_dir)
+    if not spine_enabled(config) and not config.get("runs") and not pythia_enabled(config):
+        problems.append("spine.enabled is false and there are no runs and no pythia: nothing to do")
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+def spine_enabled(config: dict) -> bool:
+    """Whether the paper's study (models × seeds, trained here) is part of the run."""
+    return bool((config.get("spine") or {}).get("enabled", True))
+
+
+def pythia_enabled(config: dict) -> bool:
+    return bool((config.get("pythia") or {}).get("enabled", False))
+
+
+def run_problems(name: str, entry: dict, base_dir: str | Path = ".") -> list[str]:
+    """What is wrong with one ``runs:`` entry that the schema cannot say (empty: nothing)."""
+    key, problems = f"runs.{name}", []
+    local, hub = bool(entry.get("path")), bool(entry.get("hub"))
+    listed, pattern = bool(entry.get("revisions")), bool(entry.get("revision_pattern"))
+    if local == hub:
+        problems.append(f"{key}: give either path (a local folder) or hub (a repo id)")
+    elif hub and listed == pattern:
+        problems.append(
+            f"{key}: a hub run needs revisions (a list) or revision_pattern, one of them"
+        )
+    elif local and (listed or pattern):
+        problems.append(f"{key}: revisions and revision_pattern are for hub runs, not path")
+    if hub and entry.get("glob"):
+        problems.append(f"{key}: glob is for a local path, not a hub run")
+    for field in ("step_regex", "revision_pattern"):
+        try:
+            groups = re.compile(entry.get(field) or "").groups
+        except re.error as err:
+            problems.append(f"{key}.{field}: not a regular expression ({err})")
+            continue
+        if field == "step_regex" and groups > 1:
+            problems.append(f"{key}.step_regex: one group (the step), got {groups}")
+    if local and not (Path(base_dir) / entry["path"]).is_dir():
+        problems.append(f"{key}.path: folder {entry['path']} does not exist")
+    for field in ("losses", "config"):
+        if entry.get(field) and not (Path(base_dir) / entry[field]).exists():
+            problems.append(f"{key}.{field}: {entry[field]} does not exist")
+    if entry.get("transposed") and not entry.get("layers"):
+        problems.append(f"{key}.transposed: only used with layers: patterns (no config.json)")
+    problems += [f"{key}.layers: empty pattern" for p in entry.get("layers", []) if not p.strip()]
+    return problems
 
 
 def checkpoint_steps(train: dict) -> list[int]:

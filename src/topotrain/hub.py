@@ -16,7 +16,8 @@ TRUE = {"1", "true", "yes", "on"}
 HF_DATASET = "Salesforce/wikitext"
 HF_CONFIG = "wikitext-2-raw-v1"
 SPLIT_FILES = {"train": "train-*.parquet", "validation": "validation-*.parquet"}  # per corpus split
-WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")  # a snapshot's weights, by preference
+# a snapshot's weights are the files of the first pattern that matches: one format, never both
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 PROBE_TIMEOUT_S = 3.0  # the preflight's one request to the hub
 LOCAL_FILES = "workflow/configs/local-files.yaml"
 
@@ -64,10 +65,11 @@ def revision_download_command(model_id: str, revision: str) -> str:
 
 @dataclass(frozen=True)
 class HubNeeds:
-    """What a run reads from the hub: the corpus (dataset id, configuration) and Pythia (model, step)."""
+    """What a run reads from the hub: the corpus (dataset id, configuration) and model revisions
+    (repo id, revision name): Pythia's step{n} and the hub runs' (runs:)."""
 
     dataset: tuple[str, str] | None = None
-    revisions: tuple[tuple[str, int], ...] = ()
+    revisions: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:
         return self.dataset is not None or bool(self.revisions)
@@ -79,7 +81,8 @@ def corpus_dataset(corpus: dict) -> tuple[str, str]:
 
 
 def snapshot_complete(snapshot: str | Path) -> bool:
-    """Whether a model snapshot folder holds config.json and weights (any WEIGHT_PATTERNS file)."""
+    """Whether a model snapshot folder holds config.json and weights (files of a WEIGHT_PATTERNS
+    pattern; the first that matches is the one format fetched and read)."""
     root = Path(snapshot)
     return (root / "config.json").is_file() and any(
         any(root.glob(pattern)) for pattern in WEIGHT_PATTERNS
@@ -87,17 +90,20 @@ def snapshot_complete(snapshot: str | Path) -> bool:
 
 
 def hub_needs(config: dict) -> HubNeeds:
-    """The corpus dataset if ``corpus.source: huggingface``; every (model, step) of ``pythia.weights``
-    and ``pythia.embeddings`` if ``pythia.enabled`` (each pair once, in config order)."""
+    """The corpus dataset if ``corpus.source: huggingface``; every (model, step{n}) of
+    ``pythia.weights`` and ``pythia.embeddings`` if ``pythia.enabled`` (each pair once, in config
+    order). The hub runs' revisions are listed by the workflow (it resolves their patterns)."""
     corpus = config["corpus"]
     dataset = corpus_dataset(corpus) if corpus["source"] == "huggingface" else None
     pythia = config.get("pythia") or {}
-    revisions: list[tuple[str, int]] = []
+    revisions: list[tuple[str, str]] = []
     if pythia.get("enabled", False):
         for part in ("weights", "embeddings"):
             section = pythia.get(part) or {}
             pairs = [
-                (m, int(s)) for m in section.get("models", []) for s in section.get("steps", [])
+                (m, revision_name(int(s)))
+                for m in section.get("models", [])
+                for s in section.get("steps", [])
             ]
             revisions += [p for p in pairs if p not in revisions]
     return HubNeeds(dataset, tuple(revisions))
@@ -124,10 +130,11 @@ def dataset_cached(dataset: str, config: str) -> bool:
     )
 
 
-def revision_cached(model_id: str, step: int) -> bool:
-    """Whether the cache holds revision step{n}, complete as ``sources.pythia.fetch_revision``
-    requires (``snapshot_complete``)."""
-    snapshot = cached_snapshot(model_id, revision_name(step))
+def revision_cached(model_id: str, revision: str | int) -> bool:
+    """Whether the cache holds a revision (a name, or a Pythia step for step{n}), complete as
+    ``sources.hub_files.fetch_snapshot`` requires (``snapshot_complete``)."""
+    name = revision if isinstance(revision, str) else revision_name(revision)
+    snapshot = cached_snapshot(model_id, name)
     return snapshot is not None and snapshot_complete(snapshot)
 
 
@@ -178,16 +185,16 @@ def _preflight(config: dict, needs: HubNeeds | None) -> tuple[list[str], HubNeed
     where = f"not in the HF cache {hub_cache_dir()}"
     if missing.dataset:
         problems.append(f"{where}: dataset {missing.dataset[0]} ({missing.dataset[1]})")
-    for model, steps in revisions_by_model(missing.revisions).items():
-        problems.append(f"{where}: {model} {summarise([revision_name(s) for s in steps])}")
+    for model, names in revisions_by_model(missing.revisions).items():
+        problems.append(f"{where}: {model} {summarise(names)}")
     return problems, missing
 
 
-def revisions_by_model(revisions: tuple[tuple[str, int], ...]) -> dict[str, list[int]]:
-    """{model: [steps]} of (model, step) pairs, in order."""
-    out: dict[str, list[int]] = {}
-    for model, step in revisions:
-        out.setdefault(model, []).append(step)
+def revisions_by_model(revisions: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
+    """{model: [revision names]} of (model, revision) pairs, in order."""
+    out: dict[str, list[str]] = {}
+    for model, revision in revisions:
+        out.setdefault(model, []).append(revision)
     return out
 
 
@@ -202,8 +209,7 @@ def download_commands(missing: HubNeeds, loop_from: int = 3) -> list[str]:
     """Commands that pre-download what is missing: one per item, or a shell loop per model once
     ``loop_from`` or more of its revisions are missing."""
     commands = [dataset_download_command(*missing.dataset)] if missing.dataset else []
-    for model, steps in revisions_by_model(missing.revisions).items():
-        names = [revision_name(s) for s in steps]
+    for model, names in revisions_by_model(missing.revisions).items():
         if len(names) < loop_from:
             commands += [revision_download_command(model, n) for n in names]
         else:
@@ -228,7 +234,10 @@ def preflight_message(problems: list[str], missing: HubNeeds) -> str:
         f'     (make study SNAKEMAKE_ARGS="--configfile {LOCAL_FILES}")',
     ]
     if missing.revisions:
-        lines.append("  3. skip only the Pythia branch: --config pythia='{enabled: false}'")
+        lines.append(
+            "  3. skip only the Pythia branch: --config pythia='{enabled: false}' (a hub run of "
+            "runs: needs its revisions cached: remove it from runs:)"
+        )
     return "\n".join(lines)
 
 

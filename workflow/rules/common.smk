@@ -16,12 +16,14 @@ os.environ.update(
 )
 
 from topotrain.config import (
+    ConfigError,
     check_config,
     checkpoint_steps,
     coerce_config,
     layer_patterns,
     n_params,
     order_like_schema,
+    spine_enabled,
 )
 from topotrain.devices import wants_gpu
 from topotrain.sources.corpus import VOCAB_SIZE
@@ -36,7 +38,8 @@ validate(config, schema=SCHEMA)
 check_config(config, schema=CONFIG_SCHEMA)
 
 RESULTS = config["results"].rstrip("/")
-MODELS = list(config["models"])
+SPINE_ON = spine_enabled(config)  # the paper's study, trained here (spine.enabled)
+MODELS = list(config["models"]) if SPINE_ON else []
 SEEDS = [int(s) for s in config["seeds"]]
 STEPS = checkpoint_steps(config["train"])
 RUN = "{model}/seed{seed}"
@@ -53,6 +56,8 @@ wildcard_constraints:
     step=r"\d{5}",
     slug=r"[A-Za-z0-9_.-]+--[A-Za-z0-9_.-]+",
     rev=r"\d+",
+    run="|".join(map(re.escape, config.get("runs") or {})) or "(?!)",
+    ckpt=r"\d+",
 
 
 def step_tag(step):
@@ -174,19 +179,24 @@ def get_runs():
 
 
 def get_final_output():
-    """Everything the study produces: feature tables, analysis tables, figures, REPORT.md."""
-    return [
+    """Everything the study produces: feature tables, analysis tables, figures, REPORT.md (the
+    spine's when spine.enabled, the Pythia branch's, each run's)."""
+    spine = [
         f"{RESULTS}/features/weights.parquet",
         f"{RESULTS}/features/weights_layers.parquet",
         f"{RESULTS}/tables/models.csv",
         f"{RESULTS}/tables/phases.csv",
-        f"{RESULTS}/REPORT.md",
         *[
             f"{RESULTS}/figures/{name}.{ext}"
             for name in FIGURES
             for ext in ("png", "pdf")
         ],
+    ]
+    return [
+        *(spine if SPINE_ON else []),
+        f"{RESULTS}/REPORT.md",
         *get_pythia_outputs(),
+        *get_run_outputs(),
     ]
 
 
@@ -228,13 +238,16 @@ def figure_outputs(names):
 
 
 def report_tables():
-    """The Markdown tables REPORT.md is assembled from, in reading order."""
-    tables = ["replication", "models", "best_feature", "correlations"]
-    tables += ["associations_summary"]
-    tables += ["prediction", "prediction_runs"]
-    tables += ["layer_types_summary", "scaling", "phases", "stopping_summary"]
-    tables += ["velocity_summary"]
-    tables += ["correlations_across_seeds"]
+    """The Markdown tables REPORT.md is assembled from, in reading order (the spine's only when
+    spine.enabled), and each run's section (``runs``)."""
+    tables = []
+    if SPINE_ON:
+        tables += ["replication", "models", "best_feature", "correlations"]
+        tables += ["associations_summary"]
+        tables += ["prediction", "prediction_runs"]
+        tables += ["layer_types_summary", "scaling", "phases", "stopping_summary"]
+        tables += ["velocity_summary"]
+        tables += ["correlations_across_seeds"]
     if pythia_revisions("weights"):
         tables += ["pythia_weights"]
     if pythia_revisions("embeddings"):
@@ -243,8 +256,9 @@ def report_tables():
     csv = {
         f"{name}_csv": f"{RESULTS}/tables/{name}.csv"
         for name in ("best_feature", "prediction")
+        if SPINE_ON
     }
-    return {**md, **csv}
+    return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUNS]}
 
 
 PAPER_VALUES = os.path.join(workflow.basedir, "workflow", "data", "paper_values.csv")
@@ -323,6 +337,126 @@ PYTHIA_FIGURES = {
 FIGURES_ALL = {**FIGURES, **PYTHIA_FIGURES, "pythia_weights": "Pythia"}
 
 
+# ---- Your own runs (runs:) --------------------------------------------------------------------
+from topotrain.sources.runs import RunError, layer_options, run_checkpoints
+from topotrain.report.runs import RUN_FIGURES
+
+RUNS_DIR = f"{RESULTS}/runs"
+RUN_ENTRIES = config.get("runs") or {}
+RUN_TOPO = f"{RUNS_DIR}/{{run}}/topology/step{{ckpt}}"
+
+
+def resolve_runs():
+    """{run: {step: Checkpoint}}: each entry's checkpoints, listed once while parsing (a local
+    folder's glob; a hub revision_pattern against the hub's, or offline the cache's, branches)."""
+    runs = {}
+    for name, entry in RUN_ENTRIES.items():
+        try:
+            runs[name] = {c.step: c for c in run_checkpoints(name, entry)}
+        except (RunError, OSError, RuntimeError) as err:  # HubFetchError is a RuntimeError
+            raise ConfigError(f"invalid configuration:\n  - {err}") from None
+    return runs
+
+
+RUNS = resolve_runs()
+
+
+def run_path(run, name):
+    return f"{RUNS_DIR}/{run}/{name}"
+
+
+def run_steps(run):
+    """The run's checkpoint steps, ascending."""
+    return sorted(RUNS[run])
+
+
+def checkpoint_inputs(run, step):
+    """A run checkpoint's inputs: its local weight files (all shards), or the fetch record of its
+    hub revision."""
+    if RUN_ENTRIES[run].get("hub"):
+        return [run_path(run, f"revisions/step{step}.json")]
+    return list(RUNS[run][step].files)
+
+
+def get_run_checkpoint(wildcards):
+    return checkpoint_inputs(wildcards.run, int(wildcards.ckpt))
+
+
+def get_run_probe(wildcards):
+    """The first checkpoint's inputs: the layer map is read from it."""
+    return checkpoint_inputs(wildcards.run, run_steps(wildcards.run)[0])
+
+
+def get_run_revision(wildcards):
+    return RUNS[wildcards.run][int(wildcards.ckpt)].revision
+
+
+def get_run_layer_options(wildcards):
+    """The entry's options that decide which matrices are analysed (a rule param: a change reruns
+    the run's layer map and topology)."""
+    return layer_options(RUN_ENTRIES[wildcards.run])
+
+
+def get_run_topology_params(wildcards):
+    """The spine's topology settings (max_points, seed, maxdim) for a run's checkpoints."""
+    topo = config["topology"]
+    return dict(
+        max_points=topo["max_points"],
+        seed=topo.get("seed", 0),
+        maxdim=topo.get("maxdim", 1),
+    )
+
+
+def get_run_checkpoint_diagrams(wildcards):
+    """The diagram files of a run's checkpoints, in step order (run_diagram_series' input)."""
+    return [f"{RUN_TOPO.format(run=wildcards.run, ckpt=s)}.npz" for s in run_steps(wildcards.run)]
+
+
+def get_run_feature_inputs(wildcards):
+    """The run's topology records, diagram series and layer map, and its losses file if any."""
+    run = wildcards.run
+    inputs = dict(
+        records=[f"{RUN_TOPO.format(run=run, ckpt=s)}.json" for s in run_steps(run)],
+        series=run_path(run, "series.parquet"),
+        layers=run_path(run, "layers.json"),
+    )
+    if RUN_ENTRIES[run].get("losses"):
+        inputs["losses"] = RUN_ENTRIES[run]["losses"]
+    return inputs
+
+
+def get_run_description(wildcards):
+    """Where the run comes from, for its REPORT.md section."""
+    entry = RUN_ENTRIES[wildcards.run]
+    keys = ("path", "glob", "hub", "losses")
+    return dict(name=wildcards.run, **{k: entry.get(k) for k in keys}) | {
+        "glob": entry.get("glob") or "checkpoint-*"
+    }
+
+
+def run_figure_outputs():
+    """Each run figure as PNG (in the HTML report) and PDF."""
+    out = {}
+    for name in RUN_FIGURES:
+        png = f"{RUNS_DIR}/{{run}}/figures/{name}.png"
+        out[f"{name}_png"] = report(png, caption="../report/runs.rst", category="Runs")
+        out[f"{name}_pdf"] = f"{RUNS_DIR}/{{run}}/figures/{name}.pdf"
+    return out
+
+
+def get_run_outputs():
+    """Each run's feature table, tables, figures and REPORT.md section."""
+    return [
+        path
+        for run in RUNS
+        for path in (
+            run_path(run, "features.parquet"),
+            run_path(run, "REPORT.md"),
+            *[run_path(run, f"figures/{f}.png") for f in RUN_FIGURES],
+        )
+    ]
+
+
 # ---- Preflight: can the hub or the HF cache serve the jobs about to run? -------------------
 # Runs in `onstart`, not at parse time: Snakemake 9 parses this file before it picks the executor
 # (DAGApi.__post_init__ → WorkflowApi._workflow in snakemake/api.py), so while parsing
@@ -335,7 +469,7 @@ FIGURES_ALL = {**FIGURES, **PYTHIA_FIGURES, "pythia_weights": "Pythia"}
 # ExecMode.DEFAULT, not SUBPROCESS or REMOTE) and not `workflow.touch` (--touch runs no job).
 from snakemake.logging import logger
 
-from topotrain.hub import HubNeeds, HubUnavailable, check_hub, hub_needs
+from topotrain.hub import HubNeeds, HubUnavailable, check_hub, hub_needs, revision_name
 
 HUB_CORPUS_RULES = {"prepare_corpus", "pythia_texts"}  # read the corpus dataset
 HUB_REVISION_RULES = {
@@ -346,19 +480,25 @@ HUB_REVISION_RULES = {
 
 
 def get_hub_needs(jobs):
-    """What the given jobs read from the hub: the corpus dataset if a corpus job is among them, and
-    the Pythia revisions of their revision jobs (hub_needs(config) narrowed to the jobs).
-    """
+    """What the given jobs read from the hub: the corpus dataset if a corpus job is among them, the
+    Pythia revisions of their revision jobs (hub_needs(config) narrowed to the jobs), and the
+    revisions their fetch_run_revision jobs resolve (runs:)."""
     needs = hub_needs(config)
     names = {job.rule.name for job in jobs}
     revisions = {
-        (model_id(job.wildcards), int(job.wildcards.rev))
+        (model_id(job.wildcards), revision_name(int(job.wildcards.rev)))
         for job in jobs
         if job.rule.name in HUB_REVISION_RULES
     }
+    runs = [
+        (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
+        for job in jobs
+        if job.rule.name == "fetch_run_revision"
+    ]
+    pythia = [r for r in needs.revisions if r in revisions]
     return HubNeeds(
         dataset=needs.dataset if names & HUB_CORPUS_RULES else None,
-        revisions=tuple(r for r in needs.revisions if r in revisions),
+        revisions=tuple(dict.fromkeys(pythia + runs)),
     )
 
 

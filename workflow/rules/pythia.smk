@@ -109,6 +109,8 @@ rule pythia_weight_tables:
     resources:
         mem_mb=1000,
         runtime=5,
+    params:
+        allow_identical_steps=PYTHIA.get("allow_identical_steps", False),
     script:
         "../scripts/pythia_weight_tables.py"
 
@@ -140,6 +142,7 @@ rule pythia_embedding_tables:
         runtime=10,
     params:
         n_resamples=PYTHIA.get("bootstrap_resamples", 1000),
+        allow_identical_steps=PYTHIA.get("allow_identical_steps", False),
     script:
         "../scripts/pythia_embedding_tables.py"
 

@@ -3,4 +3,4 @@ from topotrain.logs import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
-pythia_weight_tables_job(list(sm.input), dict(sm.output.items()))
+pythia_weight_tables_job(list(sm.input), dict(sm.params.items()), dict(sm.output.items()))

@@ -295,18 +295,19 @@ def association_table(
     seed: int = 0,
     confidence: float = 0.95,
     alpha: float = ALPHA,
+    targets: Sequence[str] = TARGETS,
 ) -> pd.DataFrame:
     """One row per (model, seed, feature, target, view) with ASSOCIATION_COLUMNS.
 
-    ``features`` defaults to feature_kinds(df). Every resampling is seeded by
-    cell_seed(seed, model, run seed, feature, target, view); p_bh is Benjamini–Hochberg over the
-    whole table within each view.
+    ``features`` defaults to feature_kinds(df); ``targets`` to train and validation loss. Every
+    resampling is seeded by cell_seed(seed, model, run seed, feature, target, view); p_bh is
+    Benjamini–Hochberg over the whole table within each view.
     """
     if features is None:
         features = feature_kinds(df)
     else:
         features = [(f, kind(f)) for f in features]
-    missing = [c for c in [f for f, _ in features] + TARGETS if c not in df]
+    missing = [c for c in [f for f, _ in features] + list(targets) if c not in df]
     if missing:
         raise ValueError(f"feature table lacks columns {missing}")
     kw = dict(n_resamples=n_resamples, confidence=confidence, alpha=alpha)
@@ -315,7 +316,7 @@ def association_table(
         log.info("associations: %s seed %s (%d checkpoints)", model, run_seed, len(run))
         head = {"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0])}
         for feature, feature_kind in features:
-            for target in TARGETS:
+            for target in targets:
                 for view in VIEWS:
                     s = cell_seed(seed, model, run_seed, feature, target, view)
                     res = _cell(run, feature, target, view, seed=s, **kw)

@@ -42,6 +42,17 @@ def weights_table(docs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["model", "step"]).reset_index(drop=True)
 
 
+def add_step_flags(table: pd.DataFrame, flags: dict[tuple[str, int], dict]) -> pd.DataFrame:
+    """table with the columns same_weights_as (';'-joined steps whose weights it shares) and
+    equals_final per (model, step), from ``sources.identity.series_flags``; '' and None where
+    the series was not checked."""
+    keys = [(m, int(s)) for m, s in zip(table["model"], table["step"], strict=True)]
+    return table.assign(
+        same_weights_as=[flags[k]["same_weights_as"] if k in flags else "" for k in keys],
+        equals_final=[flags[k]["equals_final"] if k in flags else None for k in keys],
+    )
+
+
 def h1_wasserstein_steps(diagrams: list[np.ndarray]) -> np.ndarray:
     """Wasserstein (p=2, persim) distance between consecutive H1 diagrams; NaN for the first."""
     from persim import wasserstein

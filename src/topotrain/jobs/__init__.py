@@ -2,7 +2,8 @@
 
 ``workflow/scripts/*.py`` unpack the ``snakemake`` object and call exactly one of these. Imports are
 local so that a job loads only what it needs (the topology job must never import torch): the spine's
-jobs (``jobs.spine``), the analysis (``jobs.analysis``) and the Pythia branch (``jobs.pythia``).
+jobs (``jobs.spine``), the analysis (``jobs.analysis``), the Pythia branch (``jobs.pythia``) and the
+user's own runs (``jobs.runs``).
 """
 
 from topotrain.jobs.analysis import (
@@ -29,6 +30,13 @@ from topotrain.jobs.pythia import (
     pythia_weight_figure_job,
     pythia_weight_tables_job,
     pythia_weights_job,
+)
+from topotrain.jobs.runs import (
+    fetch_run_revision_job,
+    run_analysis_job,
+    run_features_job,
+    run_layers_job,
+    run_topology_job,
 )
 from topotrain.jobs.spine import (
     aggregate_job,
@@ -67,4 +75,9 @@ __all__ = [
     "pythia_embedding_tables_job",
     "pythia_weight_figure_job",
     "pythia_figures_job",
+    "fetch_run_revision_job",
+    "run_layers_job",
+    "run_topology_job",
+    "run_features_job",
+    "run_analysis_job",
 ]

@@ -172,9 +172,12 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
 
 def report_job(tables: dict[str, str], out: str) -> None:
     """Assemble REPORT.md: the replication verdicts first, findings from the CSV tables, then every
-    other Markdown table explained."""
+    other Markdown table explained, then each run's section (``tables["runs"]``)."""
     from topotrain.report.markdown import SECTIONS, assemble_report, findings
 
-    preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
+    runs = list(tables.get("runs", []))  # each run's own section, after the study's
+    preface = ""
+    if "best_feature_csv" in tables:  # the spine's findings (spine.enabled)
+        preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
     sections = [(SECTIONS[k][0], SECTIONS[k][1], p) for k, p in tables.items() if k in SECTIONS]
-    assemble_report(sections, out, preface, lead=int("replication" in tables))
+    assemble_report(sections, out, preface, lead=int("replication" in tables), appendix=runs)

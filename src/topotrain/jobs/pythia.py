@@ -59,21 +59,35 @@ def pythia_embeddings_job(revision: str, texts: str, params: dict, out: dict[str
              doc["features"]["perplexity"], doc["seconds"])  # fmt: skip
 
 
-def pythia_weight_tables_job(records: list[str], out: dict[str, str]) -> None:
-    """The Pythia weight-topology table over revisions."""
+def _checked_steps(docs: list[dict], params: dict) -> dict:
+    """{(model, step): flags} after checking each model's revisions for identical weights."""
+    from topotrain.sources.identity import series_flags
+
+    allow = params.get("allow_identical_steps", False)
+    refetch = "to check, refetch them: snakemake --forcerun fetch_pythia"
+    return series_flags(docs, allow, section="pythia", refetch=refetch)
+
+
+def pythia_weight_tables_job(records: list[str], params: dict, out: dict[str, str]) -> None:
+    """The Pythia weight-topology table over revisions, once no two revisions share weights."""
     from topotrain.analysis import pythia as pa
     from topotrain.report.markdown import write_table
 
-    table = pa.weights_table(pa.read_records(records))
+    docs = pa.read_records(records)
+    flags = _checked_steps(docs, params)
+    table = pa.add_step_flags(pa.weights_table(docs), flags)
     write_table(table, out["weights_csv"], out["weights_md"], "Pythia weight topology")
 
 
 def pythia_embedding_tables_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
-    """Embedding features, their correlations with perplexity, and topological vs spectral."""
+    """Embedding features (once no two revisions share weights), their correlations with
+    perplexity, and topological vs spectral."""
     from topotrain.analysis import pythia as pa
     from topotrain.report.markdown import write_table
 
-    emb = pa.embeddings_table(pa.read_records(inputs["records"]), inputs["diagrams"])
+    docs = pa.read_records(inputs["records"])
+    flags = _checked_steps(docs, params)
+    emb = pa.add_step_flags(pa.embeddings_table(docs, inputs["diagrams"]), flags)
     write_table(emb, out["embeddings_csv"], out["embeddings_md"], "Pythia embedding features")
     corr = pa.perplexity_correlations(emb, n_resamples=params["n_resamples"])
     write_table(corr, out["correlations_csv"], out["correlations_md"], "ρ with perplexity")

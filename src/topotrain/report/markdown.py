@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -122,13 +123,17 @@ def assemble_report(
     out: str | Path,
     preface: str = "",
     lead: int = 0,
+    appendix: Sequence[str | Path] = (),
 ) -> None:
     """REPORT.md: a title, the first ``lead`` sections, an optional preface (findings), then the
-    other sections; each section is (heading, text, Markdown table file)."""
+    other sections; each section is (heading, text, Markdown table file); then the ``appendix``
+    files as they are (each run's section)."""
     parts = [
         "# topotrain — weight-space study report\n",
-        "Every number below is produced by the workflow from `results/features/weights.parquet`; "
-        "each table also exists as CSV under `results/tables/`, figures under `results/figures/`.\n",
+        "Every number below is produced by the workflow from its feature tables "
+        "(`results/features/weights.parquet`; a run's `results/runs/<name>/features.parquet`); "
+        "each table also exists as CSV under `results/tables/` (a run's under "
+        "`results/runs/<name>/tables/`), figures under `results/figures/`.\n",
     ]
     for i, (heading, text, table) in enumerate(sections):
         if i == lead and preface:
@@ -139,6 +144,7 @@ def assemble_report(
         parts.append(f"## {heading}\n\n{text.strip()}\n\n{body}")
     if preface and lead >= len(sections):
         parts.append(preface)
+    parts += [Path(section).read_text() for section in appendix]
     atomic_write_text(out, "\n".join(parts))
 
 

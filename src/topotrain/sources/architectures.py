@@ -107,7 +107,9 @@ def read_config(source: str | Path | Mapping) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        raise ArchitectureError(f"cannot read model config {path}: {type(err).__name__}: {err}")
+        raise ArchitectureError(
+            f"cannot read model config {path}: {type(err).__name__}: {err}"
+        ) from err
 
 
 def meta_model(config: Mapping):
@@ -128,7 +130,9 @@ def meta_model(config: Mapping):
     try:
         cfg = AutoConfig.for_model(**config)
     except (KeyError, ValueError) as err:
-        raise ArchitectureError(f"transformers does not know model_type {model_type!r}: {err}")
+        raise ArchitectureError(
+            f"transformers does not know model_type {model_type!r}: {err}"
+        ) from err
     names = config.get("architectures") or []
     cls = getattr(transformers, names[0], None) if names else None
     with torch.device("meta"):

@@ -17,19 +17,14 @@ import numpy as np
 
 from topotrain.config import GPT_NEOX_LAYERS
 from topotrain.devices import resolve_device
-from topotrain.hub import (
-    hub_cache_dir,
-    hub_offline,
-    revision_download_command,
-    revision_name,
-    snapshot_complete,
-)
+from topotrain.hub import revision_name
+from topotrain.sources.hub_files import HubFetchError, fetch_snapshot
+from topotrain.sources.hub_files import download_hint as revision_hint
 from topotrain.sources.weights import weight_matrices
 from topotrain.topology.layers import diagrams_summaries, layer_records
 from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
-ALLOW_PATTERNS = ["*.json", "*.safetensors", "*.bin", "*.txt", "tokenizer*", "*.model"]
 EMBEDDING_KEYS = (
     "n_texts", "dim", "pca_dims", "pca_variance_ratio", "n_points",
     "h0_count", "h0_total", "h0_max", "h0_entropy",
@@ -38,62 +33,31 @@ EMBEDDING_KEYS = (
 )  # fmt: skip  # embedding_features' record, in this order
 
 
-class PythiaError(RuntimeError):
+class PythiaError(HubFetchError):
     """A Pythia revision cannot be resolved or loaded; the message says how to pre-download it."""
 
 
 def download_hint(model_id: str, step: int) -> str:
     """How to pre-fill the cache for one revision, and which variables point at it."""
-    return (
-        f"pre-download it with `{revision_download_command(model_id, revision_name(step))}` "
-        f"(or `hf download ...`) into $HF_HOME/hub (now {hub_cache_dir()}), then set HF_HUB_OFFLINE=1 "
-        "to resolve from the cache only"
-    )
-
-
-def snapshot_files(snapshot: str | Path) -> list[str]:
-    """Relative paths of the files in a snapshot folder (symlinks to blobs count), sorted."""
-    root = Path(snapshot)
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    return revision_hint(model_id, revision_name(step))
 
 
 def fetch_revision(model_id: str, step: int) -> dict:
-    """Resolve ``model_id`` at revision step{n} to its cached snapshot, downloading if online.
+    """Resolve ``model_id`` at revision step{n} to its cached snapshot, downloading if online the
+    weights of one format only (``hub_files.fetch_snapshot``).
 
-    Returns {"model", "step", "revision", "snapshot", "commit" (the snapshot folder's name), "files"}.
-    Any failure (unknown revision, offline without cache, no network) raises PythiaError at once.
+    Returns {"model", "step", "revision", "snapshot", "commit" (the snapshot folder's name),
+    "files", "sha256" ({weight file: sha256})}. Any failure (unknown revision, offline without cache, no
+    network, no weights) raises PythiaError at once.
     """
-    from huggingface_hub import snapshot_download
-
-    revision = revision_name(step)
-    offline = hub_offline()
     try:
-        snapshot = snapshot_download(
-            model_id,
-            revision=revision,
-            cache_dir=hub_cache_dir(),
-            local_files_only=offline,
-            allow_patterns=ALLOW_PATTERNS,
-        )
-    except Exception as err:  # RevisionNotFound, LocalEntryNotFound, connection errors, ...
-        mode = "offline (HF_HUB_OFFLINE=1)" if offline else "online"
-        raise PythiaError(
-            f"cannot resolve {model_id} revision {revision} ({mode}, cache {hub_cache_dir()}): "
-            f"{type(err).__name__}: {err}. To fix, {download_hint(model_id, step)}."
-        ) from err
-    files = snapshot_files(snapshot)
-    if not snapshot_complete(snapshot):
-        raise PythiaError(
-            f"{model_id} revision {revision}: snapshot {snapshot} lacks config.json or weights "
-            f"(has {files}). To fix, {download_hint(model_id, step)}."
-        )
+        snapshot = fetch_snapshot(model_id, revision_name(step))
+    except HubFetchError as err:
+        raise PythiaError(str(err)) from err
     return {
         "model": model_id,
         "step": int(step),
-        "revision": revision,
-        "snapshot": str(snapshot),
-        "commit": Path(snapshot).name,
-        "files": files,
+        **{k: snapshot[k] for k in ("revision", "snapshot", "commit", "files", "sha256")},
     }
 
 
@@ -295,13 +259,12 @@ def weight_topology(
 
 
 def revision_doc(revision: dict, **fields) -> dict:
-    """A per-revision record: the revision's model, step and commit (from fetch_revision), then fields."""
-    return {
-        "model": revision["model"],
-        "step": revision["step"],
-        "commit": revision["commit"],
-        **fields,
-    }
+    """A per-revision record: the revision's model, step, commit and weights_sha256 ({weight
+    file: sha256} from fetch_revision; absent if an older topotrain fetched it), then fields."""
+    doc = {"model": revision["model"], "step": revision["step"], "commit": revision["commit"]}
+    if "sha256" in revision:
+        doc["weights_sha256"] = revision["sha256"]
+    return {**doc, **fields}
 
 
 def weight_record(revision: dict, params: dict) -> dict:

@@ -1,13 +1,19 @@
-"""Weight files of a checkpoint folder (a hub snapshot, a ``save_pretrained`` directory) as NumPy
-matrices, without building a model.
+"""Weight files of a checkpoint (a hub snapshot, a ``save_pretrained`` directory, a folder of
+safetensors or PyTorch files) as NumPy matrices, without building a model.
 
 safetensors is read directly (``safetensors.numpy`` when NumPy knows every dtype, else through
-torch for bf16/fp8); a ``.bin`` only through ``torch.load(weights_only=True)``. Every matrix comes
-back as float32, keyed as in the checkpoint.
+torch for bf16/fp8). A PyTorch file (``.bin``, ``.pt``, ``.pth``) is read only through
+``torch.load(weights_only=True)``, PyTorch's restricted unpickler: a file that needs anything more
+(pickled classes, argparse namespaces, …) is refused with the command that converts it to
+safetensors. A sharded checkpoint is read through its index (``model.safetensors.index.json``), or
+as every shard in the folder. Every matrix comes back as float32, keyed as in the checkpoint.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +22,95 @@ from topotrain.hub import WEIGHT_PATTERNS
 from topotrain.topology.checkpoint import load_tensors
 
 NUMPY_DTYPES = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL"}  # safetensors.numpy
+TORCH_SUFFIXES = (".bin", ".pt", ".pth")  # read with torch.load(weights_only=True)
+INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")  # shard maps
+STATE_KEYS = ("state_dict", "model_state_dict", "model", "module")  # where .pt files nest weights
+
+
+class UnsafeCheckpointError(ValueError):
+    """A PyTorch file that ``torch.load(weights_only=True)`` refuses: it pickles more than tensors."""
 
 
 def weight_files(folder: str | Path) -> list[Path]:
-    """The folder's files of the first WEIGHT_PATTERNS that matches: *.safetensors, else
-    pytorch_model*.bin (shards sorted)."""
+    """The shards of a checkpoint folder: those its index file lists (a listed shard that is missing
+    is a FileNotFoundError naming both), else the files of the first WEIGHT_PATTERNS that matches:
+    *.safetensors, else pytorch_model*.bin (sorted)."""
     root = Path(folder)
+    for index in INDEX_FILES:
+        if (root / index).is_file():
+            return index_shards(root / index)
     return next((found for p in WEIGHT_PATTERNS if (found := sorted(root.glob(p)))), [])
+
+
+def index_shards(index: Path) -> list[Path]:
+    """The shard files a ``*.index.json`` weight map names, sorted; each must exist."""
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"cannot read shard index {index}: {type(err).__name__}: {err}") from err
+    shards = [index.parent / name for name in sorted(set(weight_map.values()))]
+    missing = [s.name for s in shards if not s.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{index} lists shards that are missing: {missing}")
+    return shards
+
+
+def conversion_hint(path: Path) -> str:
+    """How to turn a PyTorch pickle the restricted loader refuses into a safetensors file."""
+    out = path.with_suffix(".safetensors")
+    code = (
+        "import torch; from safetensors.torch import save_file; "
+        f"sd = torch.load('{path}', map_location='cpu', weights_only=False); "
+        "sd = next((sd[k] for k in ('state_dict', 'model') if isinstance(sd, dict) and k in sd), sd); "
+        "save_file({k: v.contiguous() for k, v in sd.items() if torch.is_tensor(v)}, "
+        f"'{out}')"
+    )
+    return (
+        "topotrain never unpickles arbitrary objects. If you trust the file, convert it once "
+        f'(this runs its pickle):\n  python -c "{code}"\n'
+        "or, for a transformers model, model.save_pretrained(folder) (safetensors by default), and "
+        "point the run at the safetensors file"
+    )
+
+
+def torch_state(path: Path) -> dict:
+    """The tensors of a PyTorch file, loaded with ``weights_only=True`` on the CPU; a file the
+    restricted unpickler refuses raises UnsafeCheckpointError with ``conversion_hint``."""
+    import pickle
+
+    import torch
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        if "weights only" not in str(err).lower():
+            raise
+        found = re.search(r"GLOBAL ([\w.]+)", str(err))
+        what = f" (it pickles {found.group(1)})" if found else ""
+        raise UnsafeCheckpointError(
+            f"refused {path}: torch.load(weights_only=True) cannot read it{what}. "
+            + conversion_hint(path)
+        ) from None
+    return state_dict_of(obj, path)
+
+
+def state_dict_of(obj, path: Path) -> dict:
+    """The tensors of a loaded PyTorch object: its top-level tensors, else those of the first
+    STATE_KEYS entry that holds some (nanoGPT's ``{"model": …, "iter_num": …}``)."""
+    import torch
+
+    if isinstance(obj, Mapping):
+        tensors = {k: v for k, v in obj.items() if torch.is_tensor(v)}
+        if tensors:
+            return tensors
+        for key in STATE_KEYS:
+            if isinstance(obj.get(key), Mapping):
+                nested = {k: v for k, v in obj[key].items() if torch.is_tensor(v)}
+                if nested:
+                    return nested
+        keys = list(obj)[:10]
+        raise ValueError(f"{path} holds no tensors (top-level keys {keys}; looked in {STATE_KEYS})")
+    raise ValueError(f"{path} holds a {type(obj).__name__}, not a state dict")
 
 
 def safetensors_dtypes(path: Path) -> set[str]:
@@ -33,24 +121,26 @@ def safetensors_dtypes(path: Path) -> set[str]:
         return {fh.get_slice(k).get_dtype() for k in fh.keys()}
 
 
-def read_weight_file(path: Path) -> dict[str, np.ndarray]:
-    """The 2-D floating tensors of one safetensors or .bin file as float32 NumPy arrays.
+def read_weight_file(path: Path, names: Collection[str] | None = None) -> dict[str, np.ndarray]:
+    """The 2-D floating tensors of one safetensors or PyTorch file (only those in ``names`` when
+    given: a safetensors file then reads no other tensor) as float32 NumPy arrays.
 
-    Unreadable (truncated, corrupted, wrong format) → ValueError naming the file.
+    Unreadable (truncated, corrupted, wrong format) → ValueError naming the file; a pickle that
+    needs more than tensors → UnsafeCheckpointError.
     """
+    path = Path(path)
     try:
-        if path.suffix == ".bin":
-            import torch
-
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            tensors = {k: v.float().numpy() for k, v in state.items() if v.is_floating_point()}
-        elif safetensors_dtypes(path) <= NUMPY_DTYPES:
-            tensors = load_tensors(path)
+        if path.suffix in TORCH_SUFFIXES:
+            state = torch_state(path)
+            tensors = {
+                k: v.float().numpy()
+                for k, v in state.items()
+                if v.is_floating_point() and (names is None or k in names)
+            }
         else:
-            from safetensors import safe_open
-
-            with safe_open(str(path), framework="pt") as fh:
-                tensors = {k: fh.get_tensor(k).float().numpy() for k in fh.keys()}
+            tensors = _safetensors(path, names)
+    except UnsafeCheckpointError:
+        raise
     except Exception as err:
         raise ValueError(f"cannot read weights {path}: {type(err).__name__}: {err}") from err
     return {
@@ -58,17 +148,64 @@ def read_weight_file(path: Path) -> dict[str, np.ndarray]:
     }
 
 
+def _safetensors(path: Path, names: Collection[str] | None) -> dict[str, np.ndarray]:
+    """The tensors (all, or those in ``names``) of a safetensors file as NumPy arrays; dtypes
+    NumPy lacks (bf16, fp8) go through torch and come back as float32."""
+    from safetensors import safe_open
+
+    if names is None and safetensors_dtypes(path) <= NUMPY_DTYPES:
+        return load_tensors(path)
+    framework = "np" if safetensors_dtypes(path) <= NUMPY_DTYPES else "pt"
+    with safe_open(str(path), framework=framework) as fh:
+        keys = [k for k in fh.keys() if names is None or k in names]
+        if framework == "np":
+            return {k: fh.get_tensor(k) for k in keys}
+        return {k: fh.get_tensor(k).float().numpy() for k in keys}
+
+
+def tensor_shapes(paths: Sequence[str | Path]) -> dict[str, tuple[int, ...]]:
+    """{name: shape} of every tensor in the files: safetensors headers only (no tensor read);
+    a PyTorch file is loaded (restricted unpickler)."""
+    from safetensors import safe_open
+
+    shapes = {}
+    for path in map(Path, paths):
+        try:
+            if path.suffix in TORCH_SUFFIXES:
+                shapes |= {k: tuple(v.shape) for k, v in torch_state(path).items()}
+                continue
+            with safe_open(str(path), framework="np") as fh:
+                shapes |= {k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()}
+        except UnsafeCheckpointError:
+            raise
+        except Exception as err:
+            raise ValueError(f"cannot read weights {path}: {type(err).__name__}: {err}") from err
+    return shapes
+
+
+def read_weights(
+    paths: Sequence[str | Path], label: str, names: Collection[str] | None = None
+) -> dict[str, np.ndarray]:
+    """Every 2-D floating tensor (or those in ``names``) of a checkpoint's files (all shards),
+    float32; errors are prefixed with ``label``."""
+    if not paths:
+        raise FileNotFoundError(f"{label}: no weight files")
+    matrices = {}
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise FileNotFoundError(f"{label}: weight file {path} does not exist")
+        try:
+            matrices.update(read_weight_file(path, names))
+        except ValueError as err:
+            raise type(err)(f"{label}: {err}") from err
+    return matrices
+
+
 def weight_matrices(folder: str | Path, label: str | None = None) -> dict[str, np.ndarray]:
-    """Every 2-D floating tensor of the folder's weight files (all shards), float32; errors are
-    prefixed with ``label`` (default: the folder)."""
+    """Every 2-D floating tensor of the folder's weight files (``weight_files``: all shards),
+    float32; errors are prefixed with ``label`` (default: the folder)."""
     label = label or str(folder)
     files = weight_files(folder)
     if not files:
         raise FileNotFoundError(f"{label}: no *.safetensors or pytorch_model*.bin")
-    matrices = {}
-    for path in files:
-        try:
-            matrices.update(read_weight_file(path))
-        except ValueError as err:
-            raise ValueError(f"{label}: {err}") from err
-    return matrices
+    return read_weights(files, label)

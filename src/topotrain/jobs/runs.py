@@ -1,0 +1,105 @@
+"""Jobs of the ``runs:`` branch: fetch a hub revision, find a run's matrices, the topology of one
+checkpoint, a run's feature tables, and its analysis (tables, figures, its REPORT.md section)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topotrain.jobs.common import _read_json, _tables, _write_json, log
+
+
+def fetch_run_revision_job(repo: str, revision: str, step: int, out: str) -> None:
+    """Resolve one hub revision of a run into the HF cache (one weight format); record where it is."""
+    from topotrain.sources.hub_files import fetch_snapshot
+
+    info = fetch_snapshot(repo, revision)
+    _write_json(out, {**info, "step": int(step)})
+    log.info("%s %s (step %d) → %s", repo, revision, step, info["snapshot"])
+
+
+def checkpoint_files(inputs: list[str]) -> tuple[list[str], dict[str, str] | None, str]:
+    """(weight files, their sha256 when a hub record gives them, a label) of one checkpoint's
+    inputs: its local weight files, or the one JSON record of a fetched hub revision."""
+    if len(inputs) == 1 and inputs[0].endswith(".json"):
+        record = _read_json(inputs[0])
+        files = [str(Path(record["snapshot"]) / f) for f in record["weights"]]
+        label = f"{record['repo']}@{record['revision']} (commit {record['commit']})"
+        return files, dict(record["sha256"]), label
+    return list(inputs), None, str(Path(inputs[0]).parent if len(inputs) > 1 else inputs[0])
+
+
+def run_layers_job(checkpoint: list[str], options: dict, name: str, out: str) -> None:
+    """The run's layer map (which matrices, stored how) from one checkpoint: by architecture when a
+    config.json describes it, else by the entry's patterns."""
+    from topotrain.sources.runs import config_source, layer_map
+
+    files, _, label = checkpoint_files(checkpoint)
+    doc = layer_map(options, files, config_source(options, files), f"runs.{name} ({label})")
+    _write_json(out, doc)
+    log.info("runs.%s: %d matrices (%s, %s)", name, len(doc["layers"]), doc["source"],
+             doc.get("architecture") or "no config")  # fmt: skip
+
+
+def run_topology_job(
+    checkpoint: list[str], layers: str, params: dict, out: dict[str, str], threads: int = 1
+) -> None:
+    """Weight topology of one checkpoint of a run → JSON record (with its files' sha256) + npz."""
+    from topotrain.sources.hub_files import file_sha256
+    from topotrain.sources.runs import checkpoint_topology
+    from topotrain.topology.checkpoint import write_record
+
+    files, hashes, label = checkpoint_files(checkpoint)
+    topo = params["topology"]
+    records, diagrams = checkpoint_topology(files, _read_json(layers), label, topo, threads)
+    if hashes is None:
+        hashes = {Path(f).name: file_sha256(f) for f in files}
+    doc = {"checkpoint": label, "step": params["step"], "files": files, "sha256": hashes,
+           "params": topo, "layers": records}  # fmt: skip
+    write_record(out["record"], out["diagrams"], doc, diagrams)
+    log.info("%s: %d layers", label, len(records))
+
+
+def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
+    """A run's feature tables (spine columns, losses aligned, identical weights checked first)."""
+    from topotrain.analysis.aggregate import table_writers
+    from topotrain.analysis.runs import record_hashes, run_tables
+    from topotrain.io import atomic_write_all
+    from topotrain.sources.identity import check_identical_steps
+    from topotrain.sources.losses import align_losses, coverage, read_losses
+
+    name, steps, records = params["name"], params["steps"], list(inputs["records"])
+    hashes = record_hashes(records, steps)
+    allow = params["allow_identical_steps"]
+    flags = check_identical_steps(f"runs.{name}", hashes, allow, section=f"runs.{name}")
+    losses = None
+    if inputs.get("losses"):
+        losses = align_losses(read_losses(inputs["losses"]), steps)
+        log.info("runs.%s: logged values per column over %d checkpoints: %s", name, len(steps),
+                 coverage(losses))  # fmt: skip
+    meta = _read_json(inputs["layers"])
+    table, layers = run_tables(name, records, steps, meta, losses, inputs.get("series"), flags)
+    writers = table_writers(table, out["table"], out["table_csv"])
+    atomic_write_all({**writers, **table_writers(layers, out["layers"], out["layers_csv"])})
+    log.info("runs.%s: %d checkpoints, %d layer rows", name, len(table), len(layers))
+
+
+def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+    """A run's associations with its logged losses, phases, figures and REPORT.md section."""
+    import pandas as pd
+
+    from topotrain.analysis.runs import run_analysis
+    from topotrain.io import atomic_write_text
+    from topotrain.report.runs import RUN_FIGURES, figure_run, run_section
+
+    table = pd.read_parquet(inputs["table"])
+    assoc, summary, phases, notes = run_analysis(
+        table, params["n_resamples"], params["seed"], params["threshold"], params["n_bkps"]
+    )
+    _tables(out, "associations", assoc, f"runs.{params['name']}: associations with loss")
+    _tables(out, "summary", summary, f"runs.{params['name']}: beyond the clock")
+    _tables(out, "phases", phases, f"runs.{params['name']}: phases")
+    for figure, features in RUN_FIGURES.items():
+        figure_run(table, features, out[f"{figure}_png"], out[f"{figure}_pdf"])
+    layers = _read_json(inputs["layers"])
+    text = run_section(params, table, layers, summary, phases, notes, out)
+    atomic_write_text(out["section"], text)

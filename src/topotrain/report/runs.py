@@ -1,0 +1,132 @@
+"""A ``runs:`` entry's figures and its section of REPORT.md.
+
+The workflow reads RUN_FIGURES while parsing, so plotting and tables are imported where used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUN_FIGURES = {  # figure name → the feature-table columns it draws over training steps
+    "run_losses": ["train_loss", "val_loss"],
+    "run_np": ["np_mean", "np_std"],
+    "run_homology": ["h0_total", "h1_total"],
+}
+RUN_LABELS = {
+    "train_loss": "train loss (as logged)",
+    "val_loss": "validation loss (as logged)",
+    "np_mean": "neural persistence (mean over layers)",
+    "np_std": "neural persistence (std over layers)",
+    "h0_total": "H0 total persistence (sum over layers)",
+    "h1_total": "H1 total persistence (sum over layers)",
+}
+SUMMARY_COLUMNS = ["feature", "kind", "target", "rho_raw", "rho_detrended", "rho_partial_step",
+                   "rho_partial_l2", "n_beats_clock", "n_beats_scale"]  # fmt: skip
+PHASE_COLUMNS = ["total_steps", "checkpoint_frac", "peak_step", "peak_frac", "diminishing_step",
+                 "diminishing_frac", "changepoints", "note"]  # fmt: skip
+
+
+def figure_run(table: pd.DataFrame, features: list[str], png: str, pdf: str) -> None:
+    """One panel per feature over the run's checkpoint steps; a panel says so when the feature was
+    not logged (a loss the run did not give)."""
+    import matplotlib.pyplot as plt
+
+    from topotrain.report.plots import save_figure  # sets the Agg backend
+
+    fig, axes = plt.subplots(1, len(features), figsize=(5.5 * len(features), 4), squeeze=False)
+    rows = table.sort_values("step")
+    for ax, feature in zip(axes[0], features, strict=True):
+        ax.set_title(RUN_LABELS.get(feature, feature))
+        ax.set_xlabel("step")
+        if feature not in rows or rows[feature].notna().sum() == 0:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+            continue
+        values = rows[feature]
+        ok = values.notna()
+        ax.plot(rows.loc[ok, "step"], values[ok], "o-", ms=3, lw=1)
+        flagged = rows["equals_final"].astype(bool) & ok if "equals_final" in rows else None
+        if flagged is not None and flagged.any():
+            ax.plot(rows.loc[flagged, "step"], values[flagged], "rx", ms=8, label="= final weights")
+            ax.legend(fontsize=7)
+    fig.suptitle(str(table["model"].iloc[0]))
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def _source_line(params: Mapping, table: pd.DataFrame) -> str:
+    steps = table["step"].tolist()
+    where = (
+        f"local folder `{params['path']}` (glob `{params['glob']}`)"
+        if params.get("path")
+        else f"hub repo `{params['hub']}`"
+    )
+    return f"{where}; {len(steps)} checkpoints, steps {steps[0]} … {steps[-1]}"
+
+
+def _layers_line(layers: Mapping) -> str:
+    n = len(layers["layers"])
+    flipped = sum(m["transposed"] for m in layers["layers"])
+    turned = f"; {flipped} stored (in, out) and transposed" if flipped else ""
+    if layers["source"] == "architecture":
+        how = f"found by the architecture `{layers['architecture']}` (`{layers['model_type']}`)"
+    else:
+        how = "chosen by the run's `layers:` patterns (no config.json)"
+    return f"{n} matrices {how}{turned}; {layers['n_params']:,} parameters"
+
+
+def _identity_line(table: pd.DataFrame) -> str:
+    shared = table[table["same_weights_as"].fillna("") != ""]
+    if shared.empty:
+        return "every checkpoint's weight files differ from every other's (sha256)"
+    final = table.loc[table["equals_final"].astype(bool), "step"].tolist()
+    pairs = "; ".join(f"{r.step} = {r.same_weights_as}" for r in shared.itertuples())
+    return f"**identical weights** (allowed by `allow_identical_steps`): {pairs}" + (
+        f"; equal to the final step's: {final}" if final else ""
+    )
+
+
+def run_section(
+    params: Mapping,
+    table: pd.DataFrame,
+    layers: Mapping,
+    summary: pd.DataFrame,
+    phases: pd.DataFrame,
+    notes: list[str],
+    out: Mapping[str, str],
+) -> str:
+    """The run's REPORT.md section: where its checkpoints came from, what was analysed, how the
+    topology moves with its losses beyond the clock and the scale, and its phases."""
+    from topotrain.report.markdown import to_markdown
+
+    counts = ", ".join(
+        f"`{c}` at {int(table[c].notna().sum())}" for c in ("train_loss", "val_loss")
+    )
+    losses = f"`{params['losses']}`: {counts} checkpoints" if params.get("losses") else "none given"
+    lines = [
+        f"## Run `{params['name']}`\n",
+        f"- checkpoints: {_source_line(params, table)}",
+        f"- matrices: {_layers_line(layers)}",
+        f"- losses: {losses}",
+        f"- weights: {_identity_line(table)}",
+        *[f"- note: {n}" for n in notes],
+        "",
+        "### Beyond the clock\n",
+        "Spearman ρ of each feature with each logged loss over the run's checkpoints: raw levels, "
+        "first differences (detrended), and partial on the step and on the mean weight L2 norm; "
+        "`n_beats_clock` (`n_beats_scale`) is 1 where the partial-on-step (on-L2) "
+        "block-bootstrap CI excludes 0. Every view with CIs and p-values: "
+        f"`{Path(out['associations_csv']).as_posix()}`.\n",
+        to_markdown(summary[SUMMARY_COLUMNS]) if not summary.empty else "(no logged loss)\n",
+        "### Phases\n",
+        "Largest change of mean NP between checkpoints, the first later checkpoint where the change "
+        "falls below the configured fraction of it, and changepoints of H0 total persistence.\n",
+        to_markdown(phases[PHASE_COLUMNS]),
+        "Figures: " + ", ".join(f"`{Path(out[f'{f}_png']).as_posix()}`" for f in RUN_FIGURES),
+        "",
+    ]
+    return "\n".join(lines)

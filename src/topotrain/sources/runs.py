@@ -1,0 +1,192 @@
+"""The ``runs:`` branch: the user's own checkpoint series → the spine's weight topology.
+
+A run is a local folder of checkpoints (``path`` + ``glob``: ``save_pretrained`` folders such as
+Trainer's ``checkpoint-500/``, or weight files, several files of one step being its shards) or a
+hub repo's revisions (``hub`` + ``revisions`` or ``revision_pattern``). ``step_regex`` reads the
+step from each name (default: the last run of digits). The layers come from the architecture
+(``sources.architectures``: every linear map, from ``config.json``) or from ``layers`` patterns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+
+import numpy as np
+
+from topotrain.sources.architectures import (
+    ArchitectureError,
+    WeightMap,
+    config_weight_maps,
+    oriented_matrices,
+    pattern_maps,
+    select_maps,
+)
+from topotrain.sources.weights import read_weights, tensor_shapes, weight_files
+from topotrain.topology.layers import layer_records, natural_key
+
+DEFAULT_GLOB = "checkpoint-*"  # transformers.Trainer's checkpoint folders
+DEFAULT_STEP_REGEX = r"(\d+)(?!.*\d)"  # the last run of digits in a name
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+class RunError(ValueError):
+    """A run entry whose checkpoints cannot be listed or analysed; the message names the run."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One checkpoint of a run: its step, its name (folder, file or revision), its local weight
+    files (all shards; none for a hub revision) and its hub revision."""
+
+    step: int
+    name: str
+    files: tuple[str, ...] = ()
+    revision: str | None = None
+
+
+def step_of(name: str, step_regex: str, label: str) -> int:
+    """The step in ``name``: ``step_regex``'s first group (or whole match), searched; RunError when
+    it does not match or is no integer."""
+    found = re.search(step_regex, name)
+    text = (found.group(1) if found.re.groups else found.group(0)) if found else None
+    if text is None or not text.isdigit():
+        raise RunError(f"{label}: step_regex `{step_regex}` reads no step from {name!r}")
+    return int(text)
+
+
+def local_checkpoints(
+    path: str | Path,
+    glob: str = DEFAULT_GLOB,
+    step_regex: str = DEFAULT_STEP_REGEX,
+    label: str = "",
+) -> list[Checkpoint]:
+    """The checkpoints under ``path`` matching ``glob``, by step: a folder is one checkpoint (its
+    weight files: index, shards, one format); files sharing a step are the shards of one."""
+    root = Path(path)
+    label = label or str(root)
+    if not root.is_dir():
+        raise RunError(f"{label}: checkpoint folder {root} does not exist")
+    found = sorted(root.glob(glob), key=lambda p: natural_key(p.name))
+    if not found:
+        raise RunError(f"{label}: nothing in {root} matches glob {glob!r}")
+    by_step: dict[int, list[Path]] = {}
+    for item in found:
+        by_step.setdefault(step_of(item.name, step_regex, label), []).append(item)
+    return [_checkpoint(step, items, label) for step, items in sorted(by_step.items())]
+
+
+def _checkpoint(step: int, items: list[Path], label: str) -> Checkpoint:
+    folders = [p for p in items if p.is_dir()]
+    if folders and len(items) > 1:
+        names = [p.name for p in items]
+        raise RunError(f"{label}: {names} all read as step {step}: one checkpoint per step")
+    if folders:
+        files = weight_files(folders[0])
+        if not files:
+            raise RunError(f"{label}: checkpoint {folders[0]} holds no weight files")
+        return Checkpoint(step, folders[0].name, tuple(map(str, files)))
+    bad = [p.name for p in items if p.suffix not in WEIGHT_SUFFIXES]
+    if bad:
+        raise RunError(f"{label}: {bad} are not weight files ({', '.join(WEIGHT_SUFFIXES)})")
+    return Checkpoint(step, items[0].name, tuple(str(p) for p in items))
+
+
+def hub_checkpoints(revisions: Sequence[str], step_regex: str, label: str) -> list[Checkpoint]:
+    """One checkpoint per hub revision, by step; two revisions of one step are a RunError."""
+    by_step: dict[int, str] = {}
+    for revision in revisions:
+        step = step_of(revision, step_regex, label)
+        if step in by_step:
+            raise RunError(
+                f"{label}: revisions {by_step[step]!r} and {revision!r} are both step {step}"
+            )
+        by_step[step] = revision
+    return [Checkpoint(s, r, revision=r) for s, r in sorted(by_step.items())]
+
+
+def run_checkpoints(name: str, entry: Mapping) -> list[Checkpoint]:
+    """The checkpoints of a ``runs:`` entry (a hub ``revision_pattern`` asks the hub, or the
+    cache offline, for the repo's branches)."""
+    label = f"runs.{name}"
+    regex = entry.get("step_regex") or DEFAULT_STEP_REGEX
+    if entry.get("path"):
+        return local_checkpoints(entry["path"], entry.get("glob") or DEFAULT_GLOB, regex, label)
+    revisions = entry.get("revisions")
+    if not revisions:
+        from topotrain.sources.hub_files import list_revisions
+
+        revisions = list_revisions(entry["hub"], entry["revision_pattern"])
+    return hub_checkpoints(revisions, regex, label)
+
+
+def layer_options(entry: Mapping) -> dict:
+    """The options of an entry that decide which matrices are analysed (the layer map's inputs)."""
+    return {
+        "layers": list(entry.get("layers") or []),
+        "transposed": list(entry.get("transposed") or []),
+        "include_embeddings": bool(entry.get("include_embeddings", False)),
+        "include_head": bool(entry.get("include_head", False)),
+        "config": entry.get("config"),
+    }
+
+
+def layer_map(
+    options: Mapping, files: Sequence[str], config: str | Path | None, label: str
+) -> dict:
+    """The run's matrices: from the architecture of ``config`` (a config.json or its folder) when
+    there is one, else by ``layers`` patterns over the tensors of ``files`` (one checkpoint).
+    Returns {"source", "config", architecture info, "layers": [WeightMap dicts]}."""
+    shapes = tensor_shapes(files)
+    if config is not None:
+        maps, info = config_weight_maps(config)
+        chosen = select_maps(
+            maps, options["layers"], options["include_embeddings"], options["include_head"]
+        )
+        source = "architecture"
+    elif options["layers"]:
+        chosen = pattern_maps(shapes, options["layers"], options["transposed"])
+        info = {"architecture": None, "model_type": None, "d_model": None, "n_layer": None,
+                "n_head": None, "n_params": int(sum(prod(s) for s in shapes.values()))}  # fmt: skip
+        source = "patterns"
+    else:
+        raise RunError(
+            f"{label}: no config.json beside {files[0]}, so the architecture is unknown: give the "
+            "run a `config:` (a config.json) or `layers:` patterns (and `transposed:` for "
+            "matrices stored (in, out))"
+        )
+    if not chosen:
+        wanted = options["layers"] or "the architecture's linear maps"
+        raise RunError(
+            f"{label}: no 2-D tensor matches {wanted}; the checkpoint holds {sorted(shapes)[:12]}"
+        )
+    missing = [m.name for m in chosen if m.name not in shapes]
+    if missing:
+        raise ArchitectureError(f"{label}: {files[0]} lacks {missing[:5]} of its architecture")
+    doc = {"source": source, "config": None if config is None else str(config), **info}
+    return {**doc, "layers": [m.to_dict() for m in chosen]}
+
+
+def config_source(options: Mapping, checkpoint_files: Sequence[str]) -> Path | None:
+    """The config.json that describes a run: the entry's ``config``, else the one beside the
+    checkpoint's weight files, else None."""
+    if options.get("config"):
+        return Path(options["config"])
+    beside = Path(checkpoint_files[0]).parent / "config.json"
+    return beside if beside.is_file() else None
+
+
+def checkpoint_topology(
+    files: Sequence[str], layers: Mapping, label: str, params: Mapping, n_threads: int = 1
+) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices (Conv1D
+    ones transposed: rows are output neurons) through the spine's per-layer loop."""
+    maps = [WeightMap(**m) for m in layers["layers"]]
+    tensors = read_weights(files, label, names={m.name for m in maps})
+    matrices = oriented_matrices(maps, tensors, label)
+    keep = ("max_points", "seed", "maxdim")
+    options = {k: params[k] for k in keep if k in params}
+    return layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)

@@ -1,0 +1,160 @@
+"""The runs: branch without Snakemake: listing a run's checkpoints, reading and aligning its losses,
+checking its entry, and its feature table against the per-checkpoint records."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from topotrain.config import run_problems
+from topotrain.sources.losses import LossesError, align_losses, read_losses
+from topotrain.sources.runs import (
+    Checkpoint,
+    RunError,
+    hub_checkpoints,
+    local_checkpoints,
+    step_of,
+)
+
+
+def touch(path, text="x"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_step_is_the_last_run_of_digits_or_the_regex_group():
+    assert step_of("checkpoint-1500", r"(\d+)(?!.*\d)", "r") == 1500
+    assert step_of("model_v2_step_00100.safetensors", r"(\d+)(?!.*\d)", "r") == 100
+    assert step_of("step100-00002-of-00003.safetensors", r"step(\d+)", "r") == 100
+    assert step_of("global_step42", r"(?<=step)\d+", "r") == 42  # no group: the whole match
+    with pytest.raises(RunError, match=r"runs.a: step_regex `step\(\\d\+\)` reads no step from 'final'"):
+        step_of("final", r"step(\d+)", "runs.a")
+
+
+def test_trainer_folders_sort_by_step_and_list_their_weight_files(tmp_path):
+    for step in (1000, 200, 30):
+        touch(tmp_path / f"checkpoint-{step}" / "model.safetensors")
+        touch(tmp_path / f"checkpoint-{step}" / "optimizer.pt")
+    touch(tmp_path / "runs" / "events.txt")  # not matched by the glob
+    found = local_checkpoints(tmp_path, label="runs.t")
+    assert [c.step for c in found] == [30, 200, 1000]
+    assert found[0].files == (str(tmp_path / "checkpoint-30" / "model.safetensors"),)
+
+
+def test_files_of_one_step_are_its_shards(tmp_path):
+    for step in (0, 100):
+        for shard in (1, 2):
+            touch(tmp_path / f"step{step}-0000{shard}-of-00002.safetensors")
+    found = local_checkpoints(tmp_path, "*.safetensors", r"step(\d+)", "runs.s")
+    assert [(c.step, len(c.files)) for c in found] == [(0, 2), (100, 2)]
+    assert found[1].files[0].endswith("step100-00001-of-00002.safetensors")
+
+
+@pytest.mark.parametrize(
+    "layout, glob, message",
+    [
+        ({"checkpoint-10/readme.txt": "x"}, "checkpoint-*", "checkpoint-10 holds no weight files"),
+        ({"a-10/model.safetensors": "x", "b-10/model.safetensors": "x"}, "*-10",
+         r"\['a-10', 'b-10'\] all read as step 10"),
+        ({"notes.txt": "x"}, "*", r"reads no step from 'notes.txt'"),
+        ({"step_10.txt": "x"}, "*.txt", r"\['step_10.txt'\] are not weight files"),
+        ({}, "checkpoint-*", r"nothing in .* matches glob 'checkpoint-\*'"),
+    ],
+)  # fmt: skip
+def test_unusable_folders_name_the_run_and_the_entry(tmp_path, layout, glob, message):
+    for name, text in layout.items():
+        touch(tmp_path / name, text)
+    with pytest.raises(RunError, match=f"runs.bad: .*{message}"):
+        local_checkpoints(tmp_path, glob, r"(\d+)(?!.*\d)", "runs.bad")
+
+
+def test_hub_revisions_become_steps_and_a_step_twice_is_refused():
+    found = hub_checkpoints(["step1000", "step0", "step143000"], r"step(\d+)", "runs.p")
+    assert found == [Checkpoint(0, "step0", revision="step0"),
+                     Checkpoint(1000, "step1000", revision="step1000"),
+                     Checkpoint(143000, "step143000", revision="step143000")]  # fmt: skip
+    with pytest.raises(RunError, match="'step10' and 'v2-step10' are both step 10"):
+        hub_checkpoints(["step10", "v2-step10"], r"(\d+)(?!.*\d)", "runs.p")
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"path": "here", "hub": "a/b"}, "give either path .* or hub"),
+        ({}, "give either path .* or hub"),
+        ({"hub": "a/b"}, "needs revisions .* or revision_pattern"),
+        ({"hub": "a/b", "revisions": ["x"], "revision_pattern": "x"}, "needs revisions"),
+        ({"path": "here", "revisions": ["x"]}, "are for hub runs"),
+        ({"hub": "a/b", "revisions": ["x"], "glob": "*"}, "glob is for a local path"),
+        ({"path": "here", "step_regex": "(a)(b)"}, r"step_regex: one group \(the step\), got 2"),
+        ({"path": "here", "step_regex": "("}, "step_regex: not a regular expression"),
+        ({"path": "nowhere"}, "path: folder nowhere does not exist"),
+        ({"path": "here", "losses": "no.csv"}, "losses: no.csv does not exist"),
+        ({"path": "here", "transposed": ["*"]}, "transposed: only used with layers"),
+    ],
+)
+def test_run_entry_problems_name_the_key(tmp_path, entry, message):
+    (tmp_path / "here").mkdir()
+    problems = run_problems("r1", entry, tmp_path)
+    assert any(p.startswith("runs.r1") for p in problems), problems
+    assert any(pd.Series(problems).str.contains(message)), problems
+    assert run_problems("r1", {"path": "here"}, tmp_path) == []
+
+
+# --- losses ------------------------------------------------------------------------------------
+
+TRAINER_STATE = {
+    "log_history": [
+        {"loss": 4.0, "grad_norm": 2.0, "learning_rate": 0.003, "step": 5},
+        {"loss": 3.0, "grad_norm": 1.0, "learning_rate": 0.002, "step": 10},
+        {"eval_loss": 3.5, "eval_runtime": 0.1, "step": 10},
+        {"loss": 2.0, "grad_norm": 1.0, "learning_rate": 0.001, "step": 15},
+        {"loss": 1.0, "grad_norm": 3.0, "learning_rate": 0.0005, "step": 20},
+        {"eval_loss": 1.5, "eval_runtime": 0.1, "step": 20},
+        {"train_runtime": 9.0, "train_loss": 2.5, "step": 20},  # the end-of-training summary
+    ]
+}
+
+
+def test_trainer_state_aligns_interval_means_and_last_values_to_checkpoints(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(TRAINER_STATE))
+    aligned = align_losses(read_losses(path), [10, 20, 30])
+    expected = pd.DataFrame({
+        "step": [10, 20, 30],
+        "train_loss": [3.5, 1.5, np.nan],  # mean of the losses logged in (prev, step]
+        "val_loss": [3.5, 1.5, np.nan],
+        "lr": [0.002, 0.0005, np.nan],  # the last value logged in the window
+        "grad_norm": [1.5, 2.0, np.nan],
+    })  # fmt: skip
+    pd.testing.assert_frame_equal(aligned, expected)
+
+
+def test_csv_losses_accept_the_usual_spellings(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("step,train_loss,validation_loss\n0,5,6\n50,3,\n100,2,2.5\n")
+    aligned = align_losses(read_losses(path), [0, 100])
+    assert aligned["train_loss"].tolist() == [5.0, 2.5]
+    assert aligned["val_loss"].tolist() == [6.0, 2.5]
+    assert aligned["lr"].isna().all()
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("missing.csv", None, "losses file .*missing.csv does not exist"),
+        ("nostep.csv", "iteration,loss\n1,2\n", "no 'step' column"),
+        ("noloss.csv", "step,accuracy\n1,2\n", "no loss column"),
+        ("state.json", '{"global_step": 3}', "cannot read losses .*state.json"),
+        ("empty.csv", "step,loss\n", "no entry has a step and a value"),
+    ],
+)
+def test_unusable_losses_files_are_named(tmp_path, name, text, message):
+    if text is not None:
+        (tmp_path / name).write_text(text)
+    with pytest.raises(LossesError, match=message):
+        read_losses(tmp_path / name)

@@ -1,0 +1,148 @@
+# Your own runs (config runs:): a local folder of checkpoints or a hub repo's revisions → the
+# spine's weight topology per checkpoint → the run's feature table, analysis and REPORT.md section.
+
+
+rule fetch_run_revision:
+    output:
+        f"{RUNS_DIR}/{{run}}/revisions/step{{ckpt}}.json",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/fetch_step{{ckpt}}.log",
+    conda:
+        "../../envs/runs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+        hf_downloads=1,
+    params:
+        repo=lambda wc: RUN_ENTRIES[wc.run]["hub"],
+        revision=get_run_revision,
+        step=lambda wc: int(wc.ckpt),
+    script:
+        "../scripts/fetch_run_revision.py"
+
+
+rule run_layers:
+    input:
+        get_run_probe,
+    output:
+        f"{RUNS_DIR}/{{run}}/layers.json",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/layers.log",
+    conda:
+        "../../envs/runs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        options=get_run_layer_options,
+    script:
+        "../scripts/run_layers.py"
+
+
+# The layer map is read from the run's first checkpoint: appending checkpoints leaves it (and the
+# other checkpoints' topology) alone; a new first checkpoint derives it again, and the run's
+# topology with it.
+rule run_weight_topology:
+    input:
+        checkpoint=get_run_checkpoint,
+        layers=f"{RUNS_DIR}/{{run}}/layers.json",
+    output:
+        record=f"{RUN_TOPO}.json",
+        diagrams=f"{RUN_TOPO}.npz",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/step{{ckpt}}.log",
+    group:
+        "topology"
+    conda:
+        "../../envs/runs.yaml"
+    threads: config["topology"].get("threads", 1)
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        step=lambda wc: int(wc.ckpt),
+        topology=get_run_topology_params,
+    script:
+        "../scripts/run_weight_topology.py"
+
+
+rule run_diagram_series:
+    input:
+        get_run_checkpoint_diagrams,
+    output:
+        table=f"{RUNS_DIR}/{{run}}/series.parquet",
+        arrays=f"{RUNS_DIR}/{{run}}/series.npz",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/series.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        steps=lambda wc: run_steps(wc.run),
+        series=config["topology"].get("series", {}),
+    script:
+        "../scripts/diagram_series.py"
+
+
+rule run_features:
+    input:
+        unpack(get_run_feature_inputs),
+    output:
+        table=f"{RUNS_DIR}/{{run}}/features.parquet",
+        table_csv=f"{RUNS_DIR}/{{run}}/features.csv",
+        layers=f"{RUNS_DIR}/{{run}}/features_layers.parquet",
+        layers_csv=f"{RUNS_DIR}/{{run}}/features_layers.csv",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/features.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        name=lambda wc: wc.run,
+        steps=lambda wc: run_steps(wc.run),
+        allow_identical_steps=lambda wc: bool(
+            RUN_ENTRIES[wc.run].get("allow_identical_steps", False)
+        ),
+    script:
+        "../scripts/run_features.py"
+
+
+rule run_analysis:
+    input:
+        table=rules.run_features.output.table,
+        layers=f"{RUNS_DIR}/{{run}}/layers.json",
+    output:
+        **run_figure_outputs(),
+        associations_csv=f"{RUNS_DIR}/{{run}}/tables/associations.csv",
+        associations_md=f"{RUNS_DIR}/{{run}}/tables/associations.md",
+        summary_csv=f"{RUNS_DIR}/{{run}}/tables/associations_summary.csv",
+        summary_md=f"{RUNS_DIR}/{{run}}/tables/associations_summary.md",
+        phases_csv=f"{RUNS_DIR}/{{run}}/tables/phases.csv",
+        phases_md=f"{RUNS_DIR}/{{run}}/tables/phases.md",
+        section=f"{RUNS_DIR}/{{run}}/REPORT.md",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/analysis.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        run=get_run_description,
+        analysis=lambda wc: {
+            "n_resamples": config["analysis"]["bootstrap_resamples"],
+            "seed": config["analysis"]["bootstrap_seed"],
+            "threshold": config["analysis"]["phase_threshold"],
+            "n_bkps": config["analysis"]["changepoints"],
+        },
+    script:
+        "../scripts/run_analysis.py"
