@@ -1,6 +1,6 @@
 """Run the benchmark suite and print one table: each project path beside its reference.
 
-    python benchmarks/run.py                  # all: training, topology, workflow, pythia
+    python benchmarks/run.py                  # all: training, topology, workflow, pythia, callback
     python benchmarks/run.py topology pythia  # a subset
 
 Each benchmark measures the project's path and a plain reference in the same run and reports their
@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 MODULES = {"training": "training", "topology": "topology", "workflow": "workflow",
-           "pythia": "pythia_embedding"}  # fmt: skip
+           "pythia": "pythia_embedding", "callback": "callback"}  # fmt: skip
 COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, ratio, check
     "training": ("threads", "project_tokens_per_s", "reference_tokens_per_s", "speedup",
                  "loss_rel_diff", "overhead_bound"),
@@ -33,6 +33,8 @@ COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, rati
                  "series_run_s"),
     "tiny_workflow": ("workflow_s", "reference_in_process_s", "ratio"),
     "planning": ("study_dry_run_s", "reference_one_rule_dry_run_s", "ratio"),
+    "callback": ("reference_s", "callback_s", "ratio", "min_ratio", "cpu_ratio",
+                 "per_computation_s", "computed_share"),
     "pythia_embedding": ("project_s_per_revision", "embed_s", "reference_embed_s",
                          "embed_speedup", "max_abs_embedding_difference"),
 }  # fmt: skip

@@ -44,7 +44,8 @@ def windows(text: str = TEXT, context: int = 16) -> np.ndarray:
 
 def trainer_run(out: Path, steps: int = 60, save_steps: int = 20, seed: int = 0) -> Path:
     """Train a tiny GPT-2 with transformers.Trainer: checkpoint-N/ folders every ``save_steps``
-    (config.json, model.safetensors, trainer_state.json), evaluated at each save. Returns ``out``."""
+    (config.json, model.safetensors, trainer_state.json), evaluated at each save, and the run's
+    trainer_state.json in ``out``. Returns ``out``."""
     import torch
     from transformers import Trainer, TrainingArguments
 
@@ -74,6 +75,7 @@ def trainer_run(out: Path, steps: int = 60, save_steps: int = 20, seed: int = 0)
         eval_dataset=Windows(data[split:]),
     )
     trainer.train()
+    trainer.save_state()  # <out>/trainer_state.json: the whole run's log
     return Path(out)
 
 

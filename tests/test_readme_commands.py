@@ -116,11 +116,24 @@ def repo_paths(args: list[str]) -> tuple[list[str], list[Path]]:
     return out, configfiles
 
 
+def write_runs(config: dict, workdir: Path) -> None:
+    """Write each local run a config file names (``runs.<name>.path``, relative) in ``workdir`` as
+    a tiny transformers.Trainer run, its trainer_state.json included (run_fixtures)."""
+    from run_fixtures import trainer_run
+
+    for entry in (config.get("runs") or {}).values():
+        path = entry.get("path")
+        if path and not Path(path).is_absolute() and not (workdir / path).exists():
+            trainer_run(workdir / path, steps=30, save_steps=10)
+
+
 def mirror_corpus_files(configfiles: list[Path], workdir: Path, tmp_root: Path) -> None:
     """Make the input files the config files name relative to the repository resolve from
-    ``workdir`` too (links), or skip the test when the repository's copy is absent."""
+    ``workdir`` too (links), or skip the test when the repository's copy is absent; write the
+    local runs they name (``write_runs``)."""
     for configfile in configfiles:
         config = yaml.safe_load(configfile.read_text()) or {}
+        write_runs(config, workdir)
         for section, key in CORPUS_FILES:
             name = (config.get(section) or {}).get(key)
             if not name or Path(name).is_absolute():

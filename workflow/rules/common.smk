@@ -76,7 +76,8 @@ def model_params(arch):
 
 def get_train_params(wildcards):
     """Training hyper-parameters of one run; threads are left out (they come from the rule), and so
-    is ``deterministic: true``, the default: results made before the key existed stay valid."""
+    is ``deterministic: true``, the default: results made before the key existed stay valid.
+    """
     params = {k: v for k, v in config["train"].items() if k != "threads"}
     if params.get("deterministic") is True:
         del params["deterministic"]
@@ -348,12 +349,13 @@ RUN_TOPO = f"{RUNS_DIR}/{{run}}/topology/step{{ckpt}}"
 
 def resolve_runs():
     """{run: {step: Checkpoint}}: each entry's checkpoints, listed once while parsing (a local
-    folder's glob; a hub revision_pattern against the hub's, or offline the cache's, branches)."""
+    folder's glob; a hub revision_pattern against the hub's, or offline the cache's, branches).
+    """
     runs = {}
     for name, entry in RUN_ENTRIES.items():
         try:
             runs[name] = {c.step: c for c in run_checkpoints(name, entry)}
-        except (RunError, OSError, RuntimeError) as err:  # HubFetchError is a RuntimeError
+        except (RunError, OSError, RuntimeError) as err:  # a HubFetchError too
             raise ConfigError(f"invalid configuration:\n  - {err}") from None
     return runs
 
@@ -392,8 +394,8 @@ def get_run_revision(wildcards):
 
 
 def get_run_layer_options(wildcards):
-    """The entry's options that decide which matrices are analysed (a rule param: a change reruns
-    the run's layer map and topology)."""
+    """The entry's options that decide which matrices are analysed (a param of the layer map's
+    job, so a change reruns the run's layer map and topology)."""
     return layer_options(RUN_ENTRIES[wildcards.run])
 
 
@@ -409,7 +411,10 @@ def get_run_topology_params(wildcards):
 
 def get_run_checkpoint_diagrams(wildcards):
     """The diagram files of a run's checkpoints, in step order (run_diagram_series' input)."""
-    return [f"{RUN_TOPO.format(run=wildcards.run, ckpt=s)}.npz" for s in run_steps(wildcards.run)]
+    return [
+        f"{RUN_TOPO.format(run=wildcards.run, ckpt=s)}.npz"
+        for s in run_steps(wildcards.run)
+    ]
 
 
 def get_run_feature_inputs(wildcards):

@@ -1,0 +1,164 @@
+"""Weight topology of a live model or a state dict, in one call: ``weight_topology(model)``.
+
+The per-checkpoint summaries of the study (``analysis.aggregate.checkpoint_features``: np_mean,
+h0_total, …) of the weight matrices a model holds now, for a plain PyTorch loop or a notebook. An
+``nn.Module``'s linear maps are found from its module tree (``sources.architectures``); a state dict
+has no module tree, so its matrices are chosen by fnmatch patterns. No torch import here: tensors
+are duck-typed (``.detach().float().cpu().numpy()``), so ``import topotrain.live`` stays light.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.sources.architectures import (
+    WeightMap,
+    module_weight_maps,
+    oriented_matrices,
+    pattern_maps,
+    select_maps,
+)
+from topotrain.topology.layers import layer_records
+
+SOURCE = "live model"  # names the input in error messages
+
+
+def is_module(obj) -> bool:
+    """Whether ``obj`` looks like a torch ``nn.Module`` (duck-typed: no torch import)."""
+    return callable(getattr(obj, "named_modules", None)) and callable(
+        getattr(obj, "state_dict", None)
+    )
+
+
+def to_numpy(tensor) -> np.ndarray:
+    """A tensor (torch, detached to float32 on the CPU; no copy for a float32 CPU tensor) or an
+    array-like as a NumPy array."""
+    if callable(getattr(tensor, "detach", None)):
+        return tensor.detach().float().cpu().numpy()
+    return np.asarray(tensor)
+
+
+def is_float_matrix(tensor) -> bool:
+    """Whether a tensor or array is 2-D with a floating dtype."""
+    if len(getattr(tensor, "shape", ())) != 2:
+        return False
+    is_float = getattr(tensor, "is_floating_point", None)
+    return bool(is_float()) if callable(is_float) else np.asarray(tensor).dtype.kind == "f"
+
+
+def model_maps(
+    model,
+    layers: Sequence[str] | None = None,
+    include_embeddings: bool = False,
+    include_head: bool = False,
+) -> list[WeightMap]:
+    """The maps of a module to analyse: those matching ``layers`` (any role), else its linear maps
+    (nn.Linear, GPT-2 Conv1D), with the embeddings and the untied LM head when asked for."""
+    maps = select_maps(module_weight_maps(model), layers, include_embeddings, include_head)
+    if not maps:
+        found = [m.name for m in module_weight_maps(model)]
+        raise ValueError(f"{SOURCE}: no weight matrix matches {layers or 'the roles asked for'}; "
+                         f"it holds {found[:8]}{' …' if len(found) > 8 else ''}")  # fmt: skip
+    return maps
+
+
+def state_dict_maps(
+    state_dict: Mapping, layers: Sequence[str] | None = None, transposed: Sequence[str] = ()
+) -> list[WeightMap]:
+    """The 2-D floating tensors of a state dict matching ``layers`` (default: all); those matching a
+    ``transposed`` pattern are stored (in, out) and are transposed before use."""
+    shapes = {k: tuple(t.shape) for k, t in state_dict.items() if is_float_matrix(t)}
+    maps = pattern_maps(shapes, list(layers or ["*"]), transposed)
+    if not maps:
+        raise ValueError(f"{SOURCE}: no 2-D floating tensor matches {list(layers or ['*'])}; "
+                         f"2-D ones: {sorted(shapes)[:8]}")  # fmt: skip
+    return maps
+
+
+def matrices(tensors: Mapping, maps: Sequence[WeightMap]) -> dict[str, np.ndarray]:
+    """{name: matrix with one row per output neuron} of ``maps`` from tensors keyed by name."""
+    return oriented_matrices(maps, {m.name: to_numpy(tensors[m.name]) for m in maps}, SOURCE)
+
+
+def module_matrices(model, maps: Sequence[WeightMap]) -> dict[str, np.ndarray]:
+    """``matrices`` of a module's current weights, read parameter by parameter (no state dict)."""
+    return matrices({m.name: model.get_parameter(m.name) for m in maps}, maps)
+
+
+def summary_columns(records: list[dict], maxdim: int = 1) -> dict[str, float | int]:
+    """The per-checkpoint columns (``checkpoint_features``) of one checkpoint's per-layer records,
+    as plain Python numbers; with maxdim 0 the h1_* columns (not computed) are left out."""
+    layers = [{"model": "", "seed": 0, "step": 0, **r} for r in records]
+    row = checkpoint_features(pd.DataFrame(layers)).iloc[0].drop(["model", "seed", "step"])
+    out = {}
+    for name, value in row.items():
+        if maxdim == 0 and name.startswith("h1_"):
+            continue
+        out[name] = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    return out
+
+
+def matrix_topology(
+    mats: Mapping[str, np.ndarray],
+    max_points: int = 200,
+    seed: int = 0,
+    maxdim: int = 1,
+    n_threads: int = 1,
+) -> tuple[dict[str, float | int], list[dict]]:
+    """(summary columns, per-layer records) of oriented matrices: ``layer_records`` over all of them
+    (rows subsampled to ``max_points``), then ``summary_columns``.
+
+    NumPy's BLAS runs at one thread meanwhile: its idle threads spin for a while after each call
+    and, on a small CPU, slow the training step that follows by about as much as this call takes.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        records, _ = layer_records(mats, ["*"], max_points, seed, maxdim, n_threads, SOURCE)
+    return summary_columns(records, maxdim), records
+
+
+def weight_topology(
+    model_or_state_dict,
+    layers: Sequence[str] | None = None,
+    transposed: Sequence[str] = (),
+    include_embeddings: bool = False,
+    include_head: bool = False,
+    max_points: int = 200,
+    seed: int = 0,
+    maxdim: int = 1,
+    n_threads: int = 1,
+    per_layer: bool = False,
+) -> dict:
+    """The study's per-checkpoint topology columns (np_mean, np_std, h0_total, h1_total, …; NP is
+    unitless, VR totals in weight units) of a model's weight matrices now, as a flat dict of
+    Python floats and ints.
+
+    - ``nn.Module``: its linear maps (nn.Linear, GPT-2 Conv1D; rows = output neurons), the
+      embeddings and the untied LM head with ``include_embeddings`` / ``include_head``, or the
+      weights matching the fnmatch patterns ``layers`` (names as in ``model.state_dict()``).
+    - state dict (name → tensor or array): the 2-D floating tensors matching ``layers``, default
+      every one, so embeddings and a head (a tied one a second time) are then included: exclude
+      them with patterns such as ``["*.h.*.weight"]``. ``transposed``: patterns of tensors stored (in, out), e.g. GPT-2's
+      ``["*.c_attn.weight", "*.c_proj.weight", "*.c_fc.weight"]``.
+
+    ``per_layer``: also return the per-layer records (``topology.layers.RECORD_KEYS``) as "layers".
+    """
+    obj = model_or_state_dict
+    if is_module(obj):
+        if transposed:
+            raise ValueError(
+                "transposed is for state dicts: a module's layout comes from its types"
+            )
+        mats = module_matrices(obj, model_maps(obj, layers, include_embeddings, include_head))
+    elif isinstance(obj, Mapping):
+        if include_embeddings or include_head:
+            raise ValueError("a state dict has no roles: choose embeddings and head by `layers`")
+        mats = matrices(obj, state_dict_maps(obj, layers, transposed))
+    else:
+        raise TypeError(f"need an nn.Module or a state dict, got {type(obj).__name__}")
+    summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads)
+    return {**summary, "layers": records} if per_layer else summary
