@@ -31,7 +31,9 @@ def test_step_is_the_last_run_of_digits_or_the_regex_group():
     assert step_of("model_v2_step_00100.safetensors", r"(\d+)(?!.*\d)", "r") == 100
     assert step_of("step100-00002-of-00003.safetensors", r"step(\d+)", "r") == 100
     assert step_of("global_step42", r"(?<=step)\d+", "r") == 42  # no group: the whole match
-    with pytest.raises(RunError, match=r"runs.a: step_regex `step\(\\d\+\)` reads no step from 'final'"):
+    with pytest.raises(
+        RunError, match=r"runs.a: step_regex `step\(\\d\+\)` reads no step from 'final'"
+    ):
         step_of("final", r"step(\d+)", "runs.a")
 
 

@@ -104,7 +104,8 @@ def test_every_run_has_its_analysis_and_its_section_in_the_report(runs_study):
     assoc = pd.read_csv(results / "runs/gpt2-trainer/tables/associations.csv")
     assert set(assoc["target"]) == {"train_loss", "val_loss"}
     assert set(assoc["view"]) == {"raw", "detrended", "partial_step", "partial_l2"}
-    assert {"step", "l2_norm_mean", "lr", "grad_norm", "np_mean", "h0_total"} <= set(assoc["feature"])
+    wanted = {"step", "l2_norm_mean", "lr", "grad_norm", "np_mean", "h0_total"}
+    assert wanted <= set(assoc["feature"])
     assert "found by the architecture `GPT2LMHeadModel`" in report
     assert "8 stored (in, out) and transposed" in report
     assert "14 matrices found by the architecture `LlamaForCausalLM`" in report  # 7 per block
