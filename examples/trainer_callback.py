@@ -1,6 +1,6 @@
 """Train a tiny character-level GPT-2 with transformers' Trainer and log its weight topology live.
 
-    python examples/trainer_callback.py                      # 300 steps, a save every 100
+    python examples/trainer_callback.py                      # 400 steps, a save every 50
     python examples/trainer_callback.py --steps 1000 --save-steps 200
 
 The ``TopologyCallback`` bound to the trainer computes the study's per-checkpoint columns at each
@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train", type=Path, default=DATA / "test.txt", help="training text")
     parser.add_argument("--valid", type=Path, default=DATA / "valid.txt", help="validation text")
     parser.add_argument("--out", type=Path, default=ROOT / "results/examples/trainer-run")
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--save-steps", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--save-steps", type=int, default=50)
     args = parser.parse_args(argv)
     for path in (args.train, args.valid):
         if not path.is_file():

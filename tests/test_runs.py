@@ -160,3 +160,25 @@ def test_unusable_losses_files_are_named(tmp_path, name, text, message):
         (tmp_path / name).write_text(text)
     with pytest.raises(LossesError, match=message):
         read_losses(tmp_path / name)
+
+
+def test_clock_findings_name_the_features_that_beat_the_clock_or_why_none_can():
+    from topotrain.report.runs import clock_findings
+
+    rows = []
+    for feature, clock, scale in (("np_mean", True, False), ("h0_total", False, False)):
+        for view in ("raw", "partial_step"):
+            rows.append(dict(feature=feature, kind="topological", target="train_loss", view=view,
+                             rho=0.5, note="", beats_clock=clock, beats_scale=scale))  # fmt: skip
+            note = "target is a monotone function of step: nothing left after conditioning"
+            rows.append(dict(feature=feature, kind="topological", target="val_loss", view=view,
+                             rho=np.nan if view != "raw" else -1.0, note=note,
+                             beats_clock=False, beats_scale=False))  # fmt: skip
+    rows.append(dict(feature="step", kind="baseline", target="train_loss", view="raw", rho=-1.0,
+                     note="", beats_clock=True, beats_scale=True))  # fmt: skip
+    lines = clock_findings(pd.DataFrame(rows))
+    assert lines[0] == (
+        "- `train_loss`: 1 of 2 topological features beat the clock: `np_mean`; 0 beat the scale."
+    )
+    assert lines[1].startswith("- `val_loss` is a monotone function of the step")
+    assert clock_findings(pd.DataFrame()) == []

@@ -101,5 +101,5 @@ def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) 
     for figure, features in RUN_FIGURES.items():
         figure_run(table, features, out[f"{figure}_png"], out[f"{figure}_pdf"])
     layers = _read_json(inputs["layers"])
-    text = run_section(params, table, layers, summary, phases, notes, out)
+    text = run_section(params, table, layers, assoc, summary, phases, notes, out)
     atomic_write_text(out["section"], text)

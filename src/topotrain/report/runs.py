@@ -90,10 +90,39 @@ def _identity_line(table: pd.DataFrame) -> str:
     )
 
 
+def clock_findings(assoc: pd.DataFrame) -> list[str]:
+    """Per logged loss, one line: the topological features that beat the clock and the scale
+    (partial-on-step / on-L2 block-bootstrap CI excludes 0), or why that cannot be measured."""
+    if assoc.empty:
+        return []
+    lines = []
+    for target, rows in assoc[assoc["kind"] == "topological"].groupby("target", sort=False):
+        partial = rows[rows["view"] == "partial_step"]
+        monotone = partial["note"].fillna("").str.contains("target is a monotone function of step")
+        if partial["rho"].isna().all() and monotone.any():
+            lines.append(
+                f"- `{target}` is a monotone function of the step over these checkpoints: nothing "
+                "of it is left once the clock is accounted for, so whether topology says more than "
+                "the clock cannot be measured on this run (more checkpoints, or a stretch where the "
+                "loss does not fall steadily, would allow it)."
+            )
+            continue
+        per_feature = rows.drop_duplicates("feature")
+        clock = per_feature.loc[per_feature["beats_clock"], "feature"].tolist()
+        scale = per_feature.loc[per_feature["beats_scale"], "feature"].tolist()
+        lines.append(
+            f"- `{target}`: {len(clock)} of {len(per_feature)} topological features beat the clock"
+            f"{': ' + ', '.join(f'`{f}`' for f in clock) if clock else ''}; {len(scale)} beat the "
+            f"scale{': ' + ', '.join(f'`{f}`' for f in scale) if scale else ''}."
+        )
+    return lines
+
+
 def run_section(
     params: Mapping,
     table: pd.DataFrame,
     layers: Mapping,
+    assoc: pd.DataFrame,
     summary: pd.DataFrame,
     phases: pd.DataFrame,
     notes: list[str],
@@ -121,6 +150,8 @@ def run_section(
         "`n_beats_clock` (`n_beats_scale`) is 1 where the partial-on-step (on-L2) "
         "block-bootstrap CI excludes 0. Every view with CIs and p-values: "
         f"`{Path(out['associations_csv']).as_posix()}`.\n",
+        *clock_findings(assoc),
+        "",
         to_markdown(summary[SUMMARY_COLUMNS]) if not summary.empty else "(no logged loss)\n",
         "### Phases\n",
         "Largest change of mean NP between checkpoints, the first later checkpoint where the change "
