@@ -3,6 +3,7 @@ checking its entry, and its feature table against the per-checkpoint records."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -182,3 +183,30 @@ def test_clock_findings_name_the_features_that_beat_the_clock_or_why_none_can():
     )
     assert lines[1].startswith("- `val_loss` is a monotone function of the step")
     assert clock_findings(pd.DataFrame()) == []
+
+
+def test_unreadable_checkpoint_of_a_run_names_the_file_and_writes_nothing(tmp_path):
+    from run_fixtures import tiny_model
+
+    from topotrain.jobs.runs import run_layers_job, run_topology_job
+
+    for step in (0, 10):
+        tiny_model("llama", seed=step).save_pretrained(tmp_path / f"step-{step}")
+    files = [str(tmp_path / f"step-{s}" / "model.safetensors") for s in (0, 10)]
+    options = {"layers": [], "transposed": [], "include_embeddings": False, "include_head": False,
+               "config": None}  # fmt: skip
+    run_layers_job([files[0]], options, "r", str(tmp_path / "layers.json"))
+    data = open(files[1], "rb").read()
+    with open(files[1], "wb") as fh:
+        fh.write(data[: len(data) // 2])  # cut short
+    out = {"record": str(tmp_path / "step10.json"), "diagrams": str(tmp_path / "step10.npz")}
+    params = {"step": 10, "topology": {"max_points": 20, "seed": 0, "maxdim": 1}}
+    with pytest.raises(ValueError, match=rf"cannot read weights {files[1]}"):
+        run_topology_job([files[1]], str(tmp_path / "layers.json"), params, out)
+    assert not any(tmp_path.glob("step10.*")) and not list(tmp_path.glob(".*.tmp"))
+    run_topology_job([files[0]], str(tmp_path / "layers.json"), {**params, "step": 0},
+                     {k: v.replace("step10", "step0") for k, v in out.items()})  # fmt: skip
+    record = json.loads((tmp_path / "step0.json").read_text())
+    assert len(record["layers"]) == 14 and record["step"] == 0
+    digest = hashlib.sha256(open(files[0], "rb").read()).hexdigest()
+    assert record["sha256"] == {"model.safetensors": digest}

@@ -234,3 +234,13 @@ def test_identical_files_in_a_local_run_stop_it_too(tmp_path):
     log = (tmp_path / "results/logs/runs/neox/features.log").read_text()
     assert proc.returncode != 0
     assert "steps 200, 300 (final): model.safetensors, sha256" in log
+
+
+def test_preflight_names_a_hub_runs_revisions_missing_from_the_offline_cache(tmp_path):
+    entry = {"hub": "acme/absent", "revisions": ["step0", "step100"]}
+    proc = hub_study(tmp_path, entry, tmp_path / "empty-hf")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Preflight" in output
+    assert "acme/absent step0, step100" in output
+    assert "huggingface-cli download acme/absent --revision step0" in output
+    assert not (tmp_path / "results" / "runs").exists()
