@@ -17,9 +17,11 @@ TINY = {  # model_type → the tiny config of that architecture
                   num_key_value_heads=1, intermediate_size=32, max_position_embeddings=32),
     "olmo": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                  intermediate_size=32, max_position_embeddings=32),
+    "olmo2": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=32, max_position_embeddings=32),
 }  # fmt: skip
 CONFIGS = {"gpt2": "GPT2Config", "gpt_neox": "GPTNeoXConfig", "llama": "LlamaConfig",
-           "olmo": "OlmoConfig"}  # fmt: skip
+           "olmo": "OlmoConfig", "olmo2": "Olmo2Config"}  # fmt: skip
 VOCAB = 128
 
 

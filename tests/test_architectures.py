@@ -35,9 +35,11 @@ BLOCK0 = {
               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"],
     "olmo": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
              "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"],
+    "olmo2": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+              "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"],
 }  # fmt: skip
 PREFIX = {"gpt2": "transformer.h", "gpt_neox": "gpt_neox.layers", "llama": "model.layers",
-          "olmo": "model.layers"}  # fmt: skip
+          "olmo": "model.layers", "olmo2": "model.layers"}  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=sorted(BLOCK0))
