@@ -339,7 +339,7 @@ FIGURES_ALL = {**FIGURES, **PYTHIA_FIGURES, "pythia_weights": "Pythia"}
 
 
 # ---- Your own runs (runs:) --------------------------------------------------------------------
-from topotrain.sources.runs import RunError, layer_options, run_checkpoints
+from topotrain.sources.runs import DEFAULT_GLOB, RunError, layer_options, run_checkpoints
 from topotrain.report.runs import RUN_FIGURES
 
 RUNS_DIR = f"{RESULTS}/runs"
@@ -433,10 +433,13 @@ def get_run_feature_inputs(wildcards):
 def get_run_description(wildcards):
     """Where the run comes from, for its REPORT.md section."""
     entry = RUN_ENTRIES[wildcards.run]
-    keys = ("path", "glob", "hub", "losses")
-    return dict(name=wildcards.run, **{k: entry.get(k) for k in keys}) | {
-        "glob": entry.get("glob") or "checkpoint-*"
-    }
+    return dict(
+        name=wildcards.run,
+        path=entry.get("path"),
+        glob=entry.get("glob") or DEFAULT_GLOB,
+        hub=entry.get("hub"),
+        losses=entry.get("losses"),
+    )
 
 
 def run_figure_outputs():

@@ -44,7 +44,7 @@ def run_topology_job(
     checkpoint: list[str], layers: str, params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
     """Weight topology of one checkpoint of a run → JSON record (with its files' sha256) + npz."""
-    from topotrain.sources.hub_files import file_sha256
+    from topotrain.sources.hub_files import weight_hashes
     from topotrain.sources.runs import checkpoint_topology
     from topotrain.topology.checkpoint import write_record
 
@@ -52,7 +52,7 @@ def run_topology_job(
     topo = params["topology"]
     records, diagrams = checkpoint_topology(files, _read_json(layers), label, topo, threads)
     if hashes is None:
-        hashes = {Path(f).name: file_sha256(f) for f in files}
+        hashes = weight_hashes(files)
     doc = {"checkpoint": label, "step": params["step"], "files": files, "sha256": hashes,
            "params": topo, "layers": records}  # fmt: skip
     write_record(out["record"], out["diagrams"], doc, diagrams)

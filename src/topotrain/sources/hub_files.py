@@ -175,7 +175,7 @@ def snapshot_record(repo_id: str, revision: str, snapshot: Path) -> dict:
         "commit": snapshot.name,
         "files": files,
         "weights": weights,
-        "sha256": {name: file_sha256(snapshot / name) for name in weights},
+        "sha256": weight_hashes([snapshot / name for name in weights]),
     }
 
 
