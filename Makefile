@@ -6,7 +6,7 @@ CORES ?= 16
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install study test test-slurm lint clean-results
+.PHONY: install study calibrate test test-slurm lint clean-results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(BIN)/python
 ## Create the environment, install, and run the whole study (a failed job's log is printed).
 study: install
 	$(BIN)/snakemake --cores $(CORES) --show-failed-logs $(SNAKEMAKE_ARGS)
+
+## The calibration suite (off the study's default path): results/tables/calibration.csv.
+calibrate: install
+	$(BIN)/snakemake calibration --cores $(CORES) --show-failed-logs $(SNAKEMAKE_ARGS)
 
 ## Create the environment, install, and run the default test suite (without the SLURM test).
 test: install

@@ -1,5 +1,5 @@
 """Associations with loss beyond the clock: detrended and partial Spearman, block-bootstrap CIs,
-circular-shift p-values, beats-the-clock flags, and the associations job."""
+circular-shift p-values, between-seed contrasts, beats-the-clock flags, and the associations job."""
 
 import numpy as np
 import pandas as pd
@@ -9,6 +9,7 @@ from scipy import stats
 from topotrain.analysis.associations import (
     ASSOCIATION_COLUMNS,
     BASELINES,
+    RUN_VIEWS,
     TARGETS,
     VIEWS,
     association_summary,
@@ -130,8 +131,9 @@ def test_block_length_is_the_larger_politis_white_estimate_clamped_to_half_n():
     assert block_length(np.cumsum(np.ones(12)) ** 3, np.arange(12.0) ** 2) <= 6
 
 
-def synthetic_table(models=("a", "b"), seeds=(1, 2), n: int = 41) -> pd.DataFrame:
-    """Random-walk features; np_mean = loss + noise; h0_count constant; lr with warm-up + cosine."""
+def synthetic_table(models=("a",), seeds=(1, 2, 3, 4, 5), n: int = 41) -> pd.DataFrame:
+    """Random-walk features; np_mean = loss + noise (tracks each run's own loss); clocklike = a
+    fixed decelerating function of step + noise; h0_count constant; lr warm-up + cosine."""
     rng = np.random.default_rng(8)
     runs = []
     for i, model in enumerate(models):
@@ -142,6 +144,7 @@ def synthetic_table(models=("a", "b"), seeds=(1, 2), n: int = 41) -> pd.DataFram
             run.update(model=model, seed=seed, n_params=1000 * (i + 1), step=step,
                        train_loss=loss + rng.normal(0, 0.02, n), val_loss=loss + 0.1,
                        np_mean=loss + rng.normal(0, 0.02, n), h0_count=np.full(n, 39.0),
+                       clocklike=-np.log1p(step / 100) + rng.normal(0, 0.05, n),
                        lr=3e-3 * np.minimum(1, (step + 1) / 400) * np.cos(step / 9000),
                        grad_norm=1 + rng.gamma(2, 0.1, n),
                        l2_norm_mean=10 + np.sqrt(step) / 10 + rng.normal(0, 0.3, n))  # fmt: skip
@@ -152,34 +155,46 @@ def synthetic_table(models=("a", "b"), seeds=(1, 2), n: int = 41) -> pd.DataFram
 
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
-    return association_table(synthetic_table(models=("a",)), n_resamples=200, seed=3)
+    features = [*FEATURES, "h0_total_scalefree", "clocklike", *BASELINES]
+    return association_table(synthetic_table(models=("a", "b")), features, n_resamples=100, seed=3)
 
 
 def test_table_has_a_row_per_run_feature_target_view_with_the_documented_columns(table):
-    n_features = len(FEATURES) + 1 + len(BASELINES)  # one *_scalefree column
+    n_features = len(FEATURES) + 2 + len(BASELINES)  # *_scalefree and clocklike
+    per_run, per_model = len(RUN_VIEWS), len(VIEWS) - len(RUN_VIEWS)
     assert list(table.columns) == ASSOCIATION_COLUMNS
-    assert len(table) == 2 * n_features * len(TARGETS) * len(VIEWS)
-    assert set(table.loc[table["feature"] == "h0_total_scalefree", "kind"]) == {"topological"}
+    # 2 models × 5 seeds of run views; 2 models + the pooled row of contrast views
+    assert len(table) == n_features * len(TARGETS) * (10 * per_run + 3 * per_model)
     assert set(table.loc[table["feature"].isin(BASELINES), "kind"]) == {"baseline"}
     assert table["ci_method"].str.contains("not valid").eq(table["view"] == "raw").all()
-    assert table.loc[table["view"] != "raw", "p_method"].str.contains("circular-shift").all()
+    run = table["view"].isin(RUN_VIEWS[1:])
+    assert table.loc[run, "p_method"].str.contains("circular-shift").all()
+    contrast = table[table["view"].str.startswith("seed_contrast")]
+    assert contrast["p_method"].str.contains("permutation of seed labels").all()
+    assert contrast["seed"].isna().all() and set(table["family"]) == {"exploratory"}
 
 
-def test_planted_feature_beats_the_clock_and_the_scale_in_every_run(table):
+def test_planted_feature_beats_the_clock_and_the_scale_in_every_model(table):
     planted = table[(table["feature"] == "np_mean") & (table["target"] == "val_loss")]
     assert planted["beats_clock"].all() and planted["beats_scale"].all()
-    part = planted[planted["view"] == "partial_step"]
-    assert (part["ci_low"] > 0).all()
+    per_model = planted[planted["view"] == "seed_contrast"]
+    assert (per_model["p"] == 1 / 120).sum() == 2  # 5 seeds: every arrangement but the identity
+    assert (per_model["rho"] > 0.8).all()
 
 
-def test_step_never_beats_the_clock(table):
-    step = table[table["feature"] == "step"]
-    assert not step["beats_clock"].any()
-    part = step[step["view"] == "partial_step"]
-    assert part["rho"].isna().all()
-    assert part["note"].str.contains("conditioning variable step").all()
-    assert step.loc[step["view"] == "detrended", "note"].str.contains("constant first diff").all()
-    assert (step.loc[step["view"] == "raw", "rho"] < -0.8).all()  # the clock fools the raw view
+def test_a_function_of_step_plus_noise_does_not_beat_the_clock(table):
+    """The clock-like feature follows the loss's trend (raw |ρ| ≈ 1) but none of its fluctuation."""
+    clock = table[(table["feature"] == "clocklike") & (table["target"] == "val_loss")]
+    assert (clock.loc[clock["view"] == "raw", "rho"] > 0.9).all()  # the raw view is fooled
+    assert not clock["beats_clock"].any()
+    contrast = clock[clock["view"] == "seed_contrast"]
+    assert (contrast["p"] > 0.05).all() and (contrast["rho"].abs() < 0.3).all()
+
+
+def test_step_and_the_schedule_have_no_between_seed_contrast(table):
+    shared = table[table["feature"].isin(["step", "lr"]) & (table["view"] == "seed_contrast")]
+    assert shared["rho"].isna().all()
+    assert shared["note"].str.contains("nothing varies|no model with a defined").all()
     alone = view_association(
         np.arange(30.0), np.arange(30.0) ** 0.5, "partial_step", np.arange(30.0)
     )
@@ -188,26 +203,35 @@ def test_step_never_beats_the_clock(table):
 
 def test_constant_and_conditioning_features_give_nan_with_a_note(table):
     const = table[table["feature"] == "h0_count"]
-    assert const["rho"].isna().all() and const["note"].str.contains("constant").all()
-    l2 = table[(table["feature"] == "l2_norm_mean") & (table["view"] == "partial_l2")]
-    assert l2["rho"].isna().all() and l2["note"].str.contains("conditioning variable").all()
+    assert const["rho"].isna().all()
+    assert const["note"].str.contains("constant|nothing varies|no model with").all()
+    l2 = table[
+        (table["feature"] == "l2_norm_mean")
+        & table["view"].isin(["partial_l2", "seed_contrast_l2"])
+    ]
+    assert (
+        l2["rho"].isna().all() and l2["note"].str.contains("conditioning variable|no model").all()
+    )
 
 
-def test_bh_is_over_the_whole_table_within_each_view(table):
-    for _, g in table.groupby("view"):
+def test_bh_is_within_each_view_with_pooled_rows_apart(table):
+    pooled = table["model"] == "pooled"
+    for _, g in table.groupby([table["view"], pooled]):
         expected = benjamini_hochberg(g["p"].to_numpy())
         np.testing.assert_allclose(g["p_bh"], expected, equal_nan=True)
 
 
-def test_summary_counts_the_seeds_that_beat_the_clock(table):
+def test_summary_gives_each_models_flags_and_contrast_p(table):
     summary = association_summary(table)
-    assert len(summary) == len(table) / (2 * len(VIEWS))
+    assert len(summary) == len(table[table["view"] == "seed_contrast"])
     row = summary[(summary["model"] == "a") & (summary["feature"] == "np_mean")]
     row = row[row["target"] == "val_loss"].iloc[0]
-    assert row["n_seeds"] == 2 and row["n_beats_clock"] == 2 and row["seeds_beats_clock"] == "1;2"
+    assert row["n_seeds"] == 5 and row["beats_clock"] and row["p_seed_contrast"] == 1 / 120
     expected = table[(table["model"] == "a") & (table["feature"] == "np_mean")]
     expected = expected[(expected["target"] == "val_loss") & (expected["view"] == "detrended")]
     assert row["rho_detrended"] == pytest.approx(expected["rho"].mean())
+    clock = summary[(summary["feature"] == "clocklike") & (summary["model"] != "pooled")]
+    assert not clock["beats_clock"].any()
 
 
 def test_rerun_is_identical_and_independent_of_row_order():
@@ -233,7 +257,7 @@ def test_associations_job_writes_both_tables(tmp_path):
     assoc = pd.read_csv(out["associations_csv"])
     assert list(assoc.columns) == ASSOCIATION_COLUMNS and len(assoc) > 0
     summary = pd.read_csv(out["summary_csv"])
-    assert {"n_seeds", "n_beats_clock", "n_beats_scale", "rho_partial_step"} <= set(summary.columns)
+    assert {"n_seeds", "beats_clock", "beats_scale", "rho_seed_contrast"} <= set(summary.columns)
     for key in ("associations_md", "summary_md"):
         text = (tmp_path / out[key]).read_text()
         assert text.startswith("## ") and "| model |" in text

@@ -71,8 +71,8 @@ def test_layer_type_table_against_a_direct_computation():
     row = table[(table["group"] == "block 1") & (table["feature"] == "h0_total")
                 & (table["target"] == "val_loss") & (table["view"] == "detrended")]  # fmt: skip
     assert row["rho"].item() == pytest.approx(det, abs=1e-12)
-    assert set(table["n_layers"]) == {4}
-    summary = layer_type_summary(table)
+    assert set(table.loc[table["model"] != "pooled", "n_layers"]) == {4}
+    summary = layer_type_summary(table, view="detrended")
     assert len(summary) == 4 * 3 * 2  # groups × features × targets
     assert (summary["view"] == "detrended").all()
     # beside each feature: the clock's and the subset's scale's ρ in the same view
@@ -90,3 +90,21 @@ def test_layer_type_table_names_missing_columns():
     layers, features = synthetic()
     with pytest.raises(ValueError, match=r"lacks \['val_loss'\]"):
         layer_type_table(layers, features.drop(columns="val_loss"))
+
+
+def test_summary_reads_the_between_seed_contrast_by_default():
+    parts = [synthetic(seed) for seed in (1, 2, 3, 4)]
+    layers = pd.concat([p[0] for p in parts], ignore_index=True)
+    features = pd.concat([p[1] for p in parts], ignore_index=True)
+    table = layer_type_table(layers, features, n_resamples=50, seed=0)
+    summary = layer_type_summary(table)
+    assert (summary["view"] == "seed_contrast").all()
+    assert set(summary["model"]) == {"m", "pooled"} and (summary["rows"] == 1).all()
+    contrast = table[(table["view"] == "seed_contrast") & (table["model"] == "m")]
+    row = summary[(summary["model"] == "m") & (summary["group"] == "mlp")
+                  & (summary["feature"] == "np_mean") & (summary["target"] == "val_loss")]  # fmt: skip
+    cell = contrast[(contrast["group"] == "mlp") & (contrast["feature"] == "np_mean")
+                    & (contrast["target"] == "val_loss")]  # fmt: skip
+    assert row["mean_rho"].item() == pytest.approx(cell["rho"].item())
+    assert row["p_below_alpha"].item() == int(cell["p"].item() < 0.05)
+    assert summary["step_rho"].isna().all()  # every seed shares the step: no contrast

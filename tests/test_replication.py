@@ -38,15 +38,21 @@ def published(table: str, row: str, quantity: str) -> float:
     return float(sel[sel["quantity"] == quantity]["value"].iloc[0])
 
 
-def raw(feature: str, cells: dict[str, list[tuple[float, float, bool]]]) -> pd.DataFrame:
-    """Raw-view association rows: model -> one (rho, p_bh, beats_clock) per seed; the raw p is
-    p_bh / 2."""
+def raw(feature: str, cells: dict[str, list[tuple[float, float]]]) -> pd.DataFrame:
+    """Raw-view association rows: model -> one (rho, p_bh) per seed; the raw p is p_bh / 2."""
     rows = [
         {"model": m, "seed": s, "n_params": SIZES[m], "feature": feature, "target": "train_loss",
-         "view": "raw", "rho": rho, "p": p / 2, "p_bh": p, "beats_clock": clock}
-        for m, seeds in cells.items() for s, (rho, p, clock) in enumerate(seeds)
+         "view": "raw", "rho": rho, "p": p / 2, "p_bh": p}
+        for m, seeds in cells.items() for s, (rho, p) in enumerate(seeds)
     ]  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def primary(**p: float) -> pd.DataFrame:
+    """A primary-family table: feature -> its claim p (clock and scale alike); p_bh = p here."""
+    return pd.DataFrame([{"feature": f, "p_clock": v, "p_scale": v, "p": v, "p_bh": v,
+                          "arrangements": 7776, "rejected": v < 0.05, "note": ""}
+                         for f, v in p.items()])  # fmt: skip
 
 
 def rows_of(table: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -99,22 +105,23 @@ def test_final_losses_are_judged_by_their_order_not_their_level(paper):
 def test_tp0_rho_per_model_gives_each_verdict(paper):
     sig, weak = 1e-6, 0.3
     assoc = raw("h0_total", {
-        "tiny-3k": [(-0.8, sig, True), (-0.7, sig, True)],  # significant, beats the clock
-        "small-7k": [(-0.9, sig, False), (-0.9, sig, False)],  # significant, not beyond the clock
-        "med-21k": [(0.6, sig, True), (0.5, sig, True)],  # significant with the wrong sign
-        "large-46k": [(-0.8, sig, True), (-0.1, weak, False)],  # one seed of two
+        "tiny-3k": [(-0.8, sig), (-0.7, sig)],  # the paper's sign in every seed
+        "med-21k": [(0.6, sig), (0.5, sig)],  # the wrong sign
+        "large-46k": [(-0.8, sig), (0.1, weak)],  # one seed of two
     })  # fmt: skip
-    table = replication_table(paper, {"associations": assoc})
-    got = dict(
-        zip(rows_of(table, "ρ(TP0")["claim"], rows_of(table, "ρ(TP0")["verdict"], strict=True)
-    )
-    assert got == {
-        "ρ(TP0, train loss) tiny-3k": REPRODUCED,
-        "ρ(TP0, train loss) small-7k": ARTEFACT,
-        "ρ(TP0, train loss) med-21k": NOT_REPRODUCED,
-        "ρ(TP0, train loss) large-46k": INCONCLUSIVE,
-        "ρ(TP0, train loss) xl-97k": NOT_EVALUATED,  # not trained
-    }
+
+    def got(p):
+        table = replication_table(paper, {"associations": assoc, "primary": p})
+        rows = rows_of(table, "ρ(TP0")
+        return dict(zip(rows["claim"].str.split().str[-1], rows["verdict"], strict=True))
+
+    expected = {"med-21k": NOT_REPRODUCED, "large-46k": INCONCLUSIVE, "xl-97k": NOT_EVALUATED,
+                "small-7k": NOT_EVALUATED}  # fmt: skip
+    assert got(primary(h0_total=1e-4)) == expected | {"tiny-3k": REPRODUCED}
+    assert got(primary(h0_total=0.2)) == expected | {"tiny-3k": ARTEFACT}  # the clock explains it
+    assert got(primary(h0_total=np.nan)) == expected | {"tiny-3k": INCONCLUSIVE}  # one seed
+    assert got(None) == expected | {"tiny-3k": INCONCLUSIVE}  # no primary family: never artefact
+    table = replication_table(paper, {"associations": assoc, "primary": primary(h0_total=1e-4)})
     tiny = rows_of(table, "ρ(TP0, train loss) tiny-3k").iloc[0]
     z = np.arctanh([-0.8, -0.7])  # Fisher-z interval, computed here by hand
     half = 12.706 * z.std(ddof=1) / np.sqrt(2)
@@ -126,25 +133,27 @@ def test_tp0_rho_per_model_gives_each_verdict(paper):
 def test_tp0_p_claim_uses_the_largest_raw_p_and_the_per_model_verdicts(paper):
     claim = "every p(TP0, train loss) < 1e-05 (paper's iid p)"
 
-    def judged(cells):
-        row = rows_of(replication_table(paper, {"associations": raw("h0_total", cells)}), claim)
+    def judged(cells, p=1e-4):
+        tables = {"associations": raw("h0_total", cells), "primary": primary(h0_total=p)}
+        row = rows_of(replication_table(paper, tables), claim)
         return row["verdict"].item(), row["ours"].item()
 
-    cells = {m: [(-0.9, 1e-8, True), (-0.8, 4e-6, True)] for m in MODELS}
+    cells = {m: [(-0.9, 1e-8), (-0.8, 4e-6)] for m in MODELS}
     assert judged(cells) == (REPRODUCED, pytest.approx(2e-6))  # largest raw p = 4e-6 / 2
-    cells["small-7k"] = [(-0.9, 1e-8, False), (-0.9, 1e-8, False)]  # does not beat the clock
-    assert judged(cells)[0] == ARTEFACT
-    cells["med-21k"] = [(-0.9, 1e-8, True), (-0.6, 1e-3, True)]  # p = 5e-4 ≥ 1e-5
+    assert judged(cells, p=0.3)[0] == ARTEFACT  # TP0 does not beat the clock
+    cells["med-21k"] = [(-0.9, 1e-8), (-0.6, 1e-3)]  # p = 5e-4 ≥ 1e-5
     assert judged(cells) == (NOT_REPRODUCED, pytest.approx(5e-4))
     del cells["xl-97k"]
     assert judged(cells)[0] == NOT_EVALUATED
 
 
-def strengthening(rhos: list[list[float]]) -> str:
-    cells = {m: [(r, 1e-6, True) for r in seeds] for m, seeds in zip(MODELS, rhos, strict=False)}
-    table = replication_table(
-        read_paper_values(PAPER_FILE), {"associations": raw("h0_total", cells)}
-    )
+def strengthening(rhos: list[list[float]], clock: list[float] | None = None) -> str:
+    cells = {m: [(r, 1e-6) for r in seeds] for m, seeds in zip(MODELS, rhos, strict=False)}
+    assoc = raw("h0_total", cells)
+    if clock is not None:  # the step's own |ρ| per size
+        step = raw("step", {m: [(-c, 1e-6)] for m, c in zip(MODELS, clock, strict=False)})
+        assoc = pd.concat([assoc, step])
+    table = replication_table(read_paper_values(PAPER_FILE), {"associations": assoc})
     return verdict(table, "|ρ(TP0, train loss)| strengthens with size")
 
 
@@ -156,58 +165,73 @@ def test_strengthening_needs_a_strict_rise_with_disjoint_seed_intervals():
     assert strengthening([[-0.5, -0.6], [-0.7, -0.8]]) == NOT_EVALUATED  # two sizes
 
 
+def test_strengthening_that_the_clock_shows_as_strongly_is_an_artefact():
+    rising = [[-0.50, -0.51], [-0.70, -0.71], [-0.90, -0.91]]
+    assert strengthening(rising, clock=[0.9, 0.8, 0.7]) == REPRODUCED  # the clock weakens
+    assert strengthening(rising, clock=[0.5, 0.8, 0.99]) == ARTEFACT  # the clock rises too
+
+
 def test_np_reversal_counts_models_with_the_claimed_sign(paper):
     claim = "ρ(NP, train loss) sign reversal with size"
     signs = {"tiny-3k": -0.5, "med-21k": 0.6, "large-46k": 0.6, "xl-97k": 0.5}
-    cells = {m: [(r, 1e-4, True)] for m, r in signs.items()}
-    table = replication_table(paper, {"associations": raw("np_mean", cells)})
+    cells = {m: [(r, 1e-4)] for m, r in signs.items()}
+
+    def judged(cells, p=1e-4):
+        tables = {"associations": raw("np_mean", cells), "primary": primary(np_mean=p)}
+        return replication_table(paper, tables)
+
+    table = judged(cells)
     assert verdict(table, claim) == REPRODUCED
     assert table.loc[table["claim"] == claim, ["paper", "ours"]].values.tolist() == [[4.0, 4.0]]
-    cells["xl-97k"] = [(0.5, 0.4, True)]  # not significant: the sign is not shown
-    assert verdict(replication_table(paper, {"associations": raw("np_mean", cells)}), claim) == (
-        NOT_REPRODUCED
-    )
+    assert verdict(judged(cells, p=0.5), claim) == ARTEFACT  # signs shown, not beyond the clock
+    assert verdict(judged(cells, p=np.nan), claim) == INCONCLUSIVE  # cannot be measured
+    cells["xl-97k"] = [(-0.5, 0.4)]  # the wrong sign at xl
+    assert verdict(judged(cells), claim) == NOT_REPRODUCED
     del cells["tiny-3k"]
-    assert verdict(replication_table(paper, {"associations": raw("np_mean", cells)}), claim) == (
-        NOT_EVALUATED
-    )
+    assert verdict(judged(cells), claim) == NOT_EVALUATED
 
 
-def test_tp1_weakening_uses_the_exact_permutation_p(paper):
+def contrast(feature: str, model: str, p: float) -> pd.DataFrame:
+    return pd.DataFrame([{"model": model, "seed": pd.NA, "n_params": SIZES[model],
+                          "feature": feature, "target": "train_loss", "view": "seed_contrast",
+                          "rho": 0.1, "p": p, "p_bh": p}])  # fmt: skip
+
+
+def test_tp1_weakening_uses_the_exact_permutation_p_and_the_baselines(paper):
     claim = "|ρ(TP1, train loss)| weakens with size, n.s. at xl-97k"
     strict = [-0.9, -0.8, -0.7, -0.6, -0.1]
-    cells = {
-        m: [(r, 1e-4 if abs(r) > 0.5 else 0.5, True)] for m, r in zip(MODELS, strict, strict=True)
-    }
-    assert verdict(replication_table(paper, {"associations": raw("h1_total", cells)}), claim) == (
-        REPRODUCED  # ρ = −1, exact p = 1/60 with five sizes
-    )
-    cells["tiny-3k"], cells["small-7k"] = cells["small-7k"], cells["tiny-3k"]  # ρ = −0.9: p = 0.083
-    assert verdict(replication_table(paper, {"associations": raw("h1_total", cells)}), claim) == (
-        INCONCLUSIVE
-    )
-    cells["xl-97k"] = [(-0.95, 1e-6, True)]  # significant where the paper's is not
-    assert verdict(replication_table(paper, {"associations": raw("h1_total", cells)}), claim) == (
-        NOT_REPRODUCED
-    )
+    cells = {m: [(r, 1e-4)] for m, r in zip(MODELS, strict, strict=True)}
+
+    def judged(cells, quiet_p=1 / 6, clock=None):
+        parts = [raw("h1_total", cells), contrast("h1_total", "xl-97k", quiet_p)]
+        if clock is not None:
+            parts.append(raw("step", {m: [(-c, 1e-6)] for m, c in zip(MODELS, clock, strict=True)}))
+        return verdict(replication_table(paper, {"associations": pd.concat(parts)}), claim)
+
+    assert judged(cells) == REPRODUCED  # ρ = −1, exact p = 1/120 with five sizes
+    assert judged(cells, clock=[0.99, 0.9, 0.8, 0.7, 0.6]) == ARTEFACT  # the clock weakens too
+    assert judged(cells, clock=[0.6, 0.7, 0.8, 0.9, 0.99]) == REPRODUCED  # it strengthens
+    assert judged(cells, quiet_p=0.01) == NOT_REPRODUCED  # the paper's quiet model is not
+    cells["tiny-3k"], cells["small-7k"] = cells["small-7k"], cells["tiny-3k"]  # ρ = −0.9
+    assert judged(cells) == INCONCLUSIVE  # ρ = −0.9: exact p = 0.083
 
 
 def prediction(improvement_pct: float, beats: bool, p: float) -> pd.DataFrame:
     return pd.DataFrame({"fraction": [0.3], "method": ["combined"], "mae": [0.1],
-                         "improvement_pct": [improvement_pct], "wilcoxon_p": [p],
-                         "beats_placebos": [beats]})  # fmt: skip
+                         "improvement_pct": [improvement_pct], "rival": ["mean_loss_only_last"],
+                         "rival_p": [p], "beats_placebos": [beats]})  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("gain", "beats", "p", "expected"),
     [
-        (12.0, True, 0.01, REPRODUCED),
-        (12.0, True, 0.5, INCONCLUSIVE),  # beats the placebos, but within paired noise
-        (12.0, False, 0.01, ARTEFACT),
-        (-3.0, False, 0.01, NOT_REPRODUCED),
+        (12.0, True, 1 / 32, REPRODUCED),  # the smallest sign-flip p with five models
+        (12.0, True, 0.5, INCONCLUSIVE),  # beats the rivals, but within paired noise
+        (12.0, False, 1 / 32, ARTEFACT),  # the averaging control or a placebo does as well
+        (-3.0, False, 1 / 32, NOT_REPRODUCED),
     ],
 )
-def test_prediction_gain_counts_only_if_it_beats_the_placebos(paper, gain, beats, p, expected):
+def test_prediction_gain_counts_only_if_it_beats_the_controls(paper, gain, beats, p, expected):
     table = replication_table(paper, {"prediction": prediction(gain, beats, p)})
     assert verdict(table, "combined beats loss-only at 30% of training") == expected
     assert verdict(table, "combined beats loss-only at 50% of training") == NOT_EVALUATED
@@ -218,14 +242,26 @@ def test_prediction_gain_counts_only_if_it_beats_the_placebos(paper, gain, beats
 def phases(fracs: list[float]) -> pd.DataFrame:
     names = MODELS[: len(fracs)]
     return pd.DataFrame({"model": names, "seed": 0, "n_params": [SIZES[m] for m in names],
-                         "peak_frac": 0.06, "checkpoint_frac": 0.02,
-                         "diminishing_frac": fracs})  # fmt: skip
+                         "peak_frac": 0.06, "peak_step": 300, "checkpoint_frac": 0.02,
+                         "total_steps": 5000, "diminishing_frac": fracs})  # fmt: skip
+
+
+def l2_features(models: list[str], rising: bool) -> pd.DataFrame:
+    """Feature tables whose L2 norm's diminishing returns come at 10%·(i+1) (rising) or the
+    reverse: a norm that grows by 1 per checkpoint and then stops growing."""
+    rows = []
+    for i, m in enumerate(models):
+        stop = (i + 1) if rising else (len(models) - i)
+        for k in range(11):
+            rows.append({"model": m, "seed": 0, "n_params": SIZES[m], "step": 500 * k,
+                         "frac": k / 10, "l2_norm_mean": float(min(k, stop))})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize(
     ("fracs", "expected"),
     [
-        ([0.1, 0.2, 0.3, 0.4, 0.5], REPRODUCED),  # ρ = 1, exact p = 1/60
+        ([0.1, 0.2, 0.3, 0.4, 0.5], REPRODUCED),  # ρ = 1, exact p = 1/120
         ([0.16, 0.08, 0.36, 0.30, 0.32], INCONCLUSIVE),  # the paper's own order: ρ = 0.6
         ([0.5, 0.4, 0.3, 0.2, 0.1], NOT_REPRODUCED),
         ([0.1, 0.2], NOT_EVALUATED),
@@ -236,8 +272,18 @@ def test_diminishing_returns_order_with_size(paper, fracs, expected):
     assert verdict(table, "diminishing returns later for larger models") == expected
 
 
+def test_diminishing_returns_that_the_l2_norm_shows_too_are_an_artefact(paper):
+    rising = phases([0.1, 0.2, 0.3, 0.4, 0.5])
+    claim = "diminishing returns later for larger models"
+    same = {"phases": rising, "features": l2_features(MODELS, rising=True)}
+    other = {"phases": rising, "features": l2_features(MODELS, rising=False)}
+    assert verdict(replication_table(paper, same), claim) == ARTEFACT
+    assert verdict(replication_table(paper, other), claim) == REPRODUCED
+
+
 def peaks(fracs: dict[str, list[float]], interval: float = 0.02) -> pd.DataFrame:
     return pd.DataFrame([{"model": m, "seed": s, "n_params": SIZES[m], "peak_frac": f,
+                          "peak_step": round(f * 5000), "total_steps": 5000,
                           "checkpoint_frac": interval, "diminishing_frac": 0.3}
                          for m, runs in fracs.items() for s, f in enumerate(runs)])  # fmt: skip
 
@@ -255,6 +301,20 @@ def test_peak_fraction_agrees_within_one_checkpoint_of_four_to_six_percent(paper
     assert verdict(replication_table(paper, {"phases": peaks(fracs)}), claim) == NOT_REPRODUCED
     two = {m: [0.05] for m in MODELS[:2]}
     assert verdict(replication_table(paper, {"phases": peaks(two)}), claim) == NOT_EVALUATED
+
+
+def test_a_peak_at_the_end_of_the_warm_up_is_an_artefact(paper):
+    claim = "peak |ΔNP| at 4%–6% of training"
+    fracs = {m: [0.04, 0.04, 0.06] for m in MODELS[:3]}  # steps 200, 200, 300
+    tables = {"phases": peaks(fracs)}
+    assert verdict(replication_table(paper, tables, warmup=200), claim) == ARTEFACT  # 2/3 at 200
+    assert verdict(replication_table(paper, tables, warmup=2000), claim) == REPRODUCED
+    # the L2 norm's own peak |Δ| at step 300 (one checkpoint of 100 = 0.02 × 5000 away from 200)
+    norm = pd.DataFrame([{"model": m, "seed": s, "n_params": SIZES[m], "step": 100 * k,
+                          "frac": k / 50, "l2_norm_mean": float(k >= 3)}
+                         for m in MODELS[:3] for s in range(3) for k in range(51)])  # fmt: skip
+    tables["features"] = norm
+    assert verdict(replication_table(paper, tables, warmup=2000), claim) == ARTEFACT
 
 
 PYTHIA_B = ["EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "EleutherAI/pythia-410m"]
@@ -299,24 +359,27 @@ def published_b(feature: str) -> float:
 
 
 @pytest.mark.parametrize(
-    ("b", "low", "high", "expected"),
+    ("slope", "low", "high", "expected"),
     [
         (-0.15, -0.20, -0.10, REPRODUCED),  # −0.144 inside
         (-0.30, -0.40, -0.20, NOT_REPRODUCED),  # outside
-        (0.01, -0.20, 0.10, NOT_REPRODUCED),  # inside, but b has the other sign
-        (-0.15, -np.inf, -0.10, INCONCLUSIVE),  # unbounded profile interval
-        (np.nan, np.nan, np.nan, NOT_EVALUATED),  # fit failed
+        (-0.15, -0.30, 0.10, INCONCLUSIVE),  # the interval spans 0: no sign, no verdict
+        (-0.15, -np.inf, -0.10, INCONCLUSIVE),  # unbounded interval
+        (np.nan, np.nan, np.nan, NOT_EVALUATED),  # no fit
     ],
 )
-def test_exponent_is_reproduced_when_the_paper_value_lies_in_our_interval(b, low, high, expected):
-    assert exponent_verdict(published("7", "val_loss", "exponent"), b, low, high) == expected
+def test_exponent_is_judged_on_the_log_log_slope(slope, low, high, expected):
+    assert exponent_verdict(published("7", "val_loss", "exponent"), slope, low, high) == expected
 
 
-def test_scaling_rows_read_the_offset_fit_interval(paper):
-    scaling = pd.DataFrame({"feature": ["val_loss"], "n_models": [5], "b": [-0.15],
-                            "b_ci_low": [-0.2], "b_ci_high": [-0.1], "message": [np.nan]})  # fmt: skip
+def test_scaling_rows_read_the_log_log_slope_and_its_interval(paper):
+    scaling = pd.DataFrame({"feature": ["val_loss"], "n_models": [5], "b": [-3.0],
+                            "b_ci_low": [-9.0], "b_ci_high": [2.0], "loglog_slope": [-0.15],
+                            "loglog_slope_ci_low": [-0.2], "loglog_slope_ci_high": [-0.1],
+                            "message": [np.nan]})  # fmt: skip
     table = replication_table(paper, {"scaling": scaling})
     assert verdict(table, "scaling exponent of final val_loss") == REPRODUCED
+    assert rows_of(table, "scaling exponent of final val_loss")["ours"].item() == -0.15
     assert verdict(table, "scaling exponent of final np_mean") == NOT_EVALUATED
 
 

@@ -150,5 +150,5 @@ def test_findings_name_the_best_feature_and_the_prediction_verdict(tmp_path):
     assert "**m** (1,000 parameters): `h0_total` (tied with l2_norm_mean), ρ = -0.990" in text
     assert "the clock `step` ρ = -0.970, the scale `l2_norm_mean` ρ = -0.990." in text
     assert "not valid for trending series" in text
-    assert "**30% of training:** combined (topology + loss) improves on loss-only" in text
+    assert "**30% of training:** combined (mean of loss-only and topology-only) improves on" in text
     assert "(+50.0%)" in text and "p = 0.3125 — n too small" in text

@@ -177,9 +177,16 @@ def test_clock_findings_name_the_features_that_beat_the_clock_or_why_none_can():
                              beats_clock=False, beats_scale=False))  # fmt: skip
     rows.append(dict(feature="step", kind="baseline", target="train_loss", view="raw", rho=-1.0,
                      note="", beats_clock=True, beats_scale=True))  # fmt: skip
+    single = clock_findings(pd.DataFrame(rows))  # no between-seed contrast: one run
+    assert single[0].startswith("- A single run cannot separate topology from the clock")
+    for feature in ("np_mean", "h0_total"):  # two runs of one model: the contrast is defined
+        rows.append(dict(feature=feature, kind="topological", target="train_loss",
+                         view="seed_contrast", rho=0.5, p=0.01, note="",
+                         beats_clock=feature == "np_mean", beats_scale=False))  # fmt: skip
     lines = clock_findings(pd.DataFrame(rows))
     assert lines[0] == (
-        "- `train_loss`: 1 of 2 topological features beat the clock: `np_mean`; 0 beat the scale."
+        "- `train_loss`: 1 of 2 topological features beat the clock: `np_mean`; 0 beat the scale "
+        "(expected under the null ≈ 0.1 each)."
     )
     assert lines[1].startswith("- `val_loss` is a monotone function of the step")
     assert clock_findings(pd.DataFrame()) == []

@@ -135,7 +135,7 @@ TABLES = [
     "models", "correlations", "correlations_across_seeds", "best_feature", "scaling",
     "prediction", "prediction_runs", "phases", "associations", "associations_summary",
     "replication", "stopping", "stopping_summary", "velocity", "velocity_summary", "layer_types",
-    "layer_types_summary",
+    "layer_types_summary", "primary",
 ]  # fmt: skip
 FIGURES = [
     "overview", "loss_curves", "np_evolution", "homology_evolution", "correlation_heatmap",
@@ -158,7 +158,10 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     report = (results / "REPORT.md").read_text()
     assert "## Which feature tracks loss best" in report and "## Scaling with model size" in report
     sections = [line for line in report.splitlines() if line.startswith("## ")]
-    assert sections[:2] == ["## Replication of the paper's claims", "## Findings"]  # verdicts first
+    assert sections[:3] == ["## Bottom line", "## Replication of the paper's claims", "## Findings"]
+    bottom = report.split("## Bottom line")[1].split("## Replication")[0]
+    assert "**Does topology improve the prediction of the final loss?**" in bottom
+    assert "track training loss" not in bottom  # none of the paper's models: not evaluated
     replication = pd.read_csv(results / "tables" / "replication.csv")
     assert set(replication["verdict"]) <= {
         "reproduced", "not reproduced", "inconclusive", "artefact", "not evaluated",

@@ -48,6 +48,30 @@ rule correlations:
         "../scripts/correlations.py"
 
 
+rule calibration:
+    output:
+        calibration_csv=report(
+            f"{RESULTS}/tables/calibration.csv",
+            caption="../report/calibration.rst",
+            category="Tables",
+        ),
+        calibration_md=f"{RESULTS}/tables/calibration.md",
+    log:
+        f"{RESULTS}/logs/analysis/calibration.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 16  # scenarios run in parallel processes; Snakemake caps it at --cores
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        calibration=config["analysis"].get("calibration", {}),
+        n_resamples=config["analysis"]["bootstrap_resamples"],
+        seed=config["analysis"]["bootstrap_seed"],
+    script:
+        "../scripts/calibration.py"
+
+
 rule associations:
     input:
         FEATURES,
@@ -237,9 +261,15 @@ rule replication:
         replication_csv=report(
             f"{RESULTS}/tables/replication.csv",
             caption="../report/replication.rst",
-            category="Tables",
+            category=REPLICATION_CATEGORY,
         ),
         replication_md=f"{RESULTS}/tables/replication.md",
+        primary_csv=report(
+            f"{RESULTS}/tables/primary.csv",
+            caption="../report/primary.rst",
+            category=REPLICATION_CATEGORY,
+        ),
+        primary_md=f"{RESULTS}/tables/primary.md",
     log:
         f"{RESULTS}/logs/analysis/replication.log",
     conda:
@@ -248,5 +278,8 @@ rule replication:
     resources:
         mem_mb=1000,
         runtime=5,
+    params:
+        warmup_steps=config["train"]["warmup_steps"],
+        phase_threshold=config["analysis"]["phase_threshold"],
     script:
         "../scripts/replication.py"

@@ -256,12 +256,21 @@ def report_tables():
     md = {name: f"{RESULTS}/tables/{name}.md" for name in tables}
     csv = {
         f"{name}_csv": f"{RESULTS}/tables/{name}.csv"
-        for name in ("best_feature", "prediction")
+        for name in (
+            "best_feature",
+            "prediction",
+            "replication",
+            "primary",
+            "associations_summary",
+        )
         if SPINE_ON
     }
     return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUNS]}
 
 
+REPLICATION_CATEGORY = (
+    "1. Replication"  # the HTML report sorts categories by name: this one first
+)
 PAPER_VALUES = os.path.join(workflow.basedir, "workflow", "data", "paper_values.csv")
 
 
@@ -274,7 +283,7 @@ def get_replication_inputs():
     if pythia_revisions("embeddings"):
         names += ["pythia_correlations", "pythia_embeddings"]
     tables = {name: f"{RESULTS}/tables/{name}.csv" for name in names}
-    return {"paper": PAPER_VALUES, **tables}
+    return {"paper": PAPER_VALUES, "features": FEATURES, **tables}
 
 
 # ---- Pythia branch -------------------------------------------------------------------------
@@ -339,7 +348,12 @@ FIGURES_ALL = {**FIGURES, **PYTHIA_FIGURES, "pythia_weights": "Pythia"}
 
 
 # ---- Your own runs (runs:) --------------------------------------------------------------------
-from topotrain.sources.runs import DEFAULT_GLOB, RunError, layer_options, run_checkpoints
+from topotrain.sources.runs import (
+    DEFAULT_GLOB,
+    RunError,
+    layer_options,
+    run_checkpoints,
+)
 from topotrain.report.runs import RUN_FIGURES
 
 RUNS_DIR = f"{RESULTS}/runs"

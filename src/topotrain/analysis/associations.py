@@ -31,6 +31,7 @@ import pandas as pd
 from arch.bootstrap import StationaryBootstrap, optimal_block_length
 from scipy import stats
 
+from topotrain.analysis.seed_contrast import CONTRAST_VIEWS, POOLED, RESIDUAL_TOL, contrast_table
 from topotrain.analysis.stats import (
     ALPHA,
     BASELINES,
@@ -45,21 +46,25 @@ from topotrain.analysis.stats import (
 log = logging.getLogger(__name__)
 
 TARGETS = ["train_loss", "val_loss"]
-VIEWS = ["raw", "detrended", "partial_step", "partial_l2"]
+RUN_VIEWS = ["raw", "detrended", "partial_step", "partial_l2"]  # one run's checkpoints
+VIEWS = [*RUN_VIEWS, *CONTRAST_VIEWS]  # then between seeds of a model (seed_contrast)
+CLOCK_VIEWS = {"beats_clock": "seed_contrast", "beats_scale": "seed_contrast_l2"}
 CONDITION = {"partial_step": "step", "partial_l2": "l2_norm_mean"}  # view -> conditioning variable
 SCALEFREE = "_scalefree"  # topological features named so are included when the table has them
 SIZE_NORMALISED = ("h0_mean_bar",)  # TP0 per bar: included when the table has it
 BLOCK = "stationary block bootstrap (arch; Politis–White block length)"
 CI_METHOD = {"raw": "iid bootstrap (paper's method, not valid for trending series)"}
-CI_METHOD |= dict.fromkeys(VIEWS[1:], BLOCK)
+CI_METHOD |= dict.fromkeys(RUN_VIEWS[1:], BLOCK)
+CI_METHOD |= dict.fromkeys(CONTRAST_VIEWS, "none (permutation test)")
 P_METHOD = {"raw": "asymptotic Spearman (t approximation)"}
-P_METHOD |= dict.fromkeys(VIEWS[1:], "circular-shift null (all shifts enumerated)")
-RESIDUAL_TOL = 1e-12  # rank residuals with Σe² below this fraction of Σ(r − r̄)² are exactly zero
+P_METHOD |= dict.fromkeys(RUN_VIEWS[1:], "circular-shift null (all shifts enumerated)")
+FAMILY = (
+    "exploratory"  # every row here; the paper's claims are tested in replication's primary family
+)
 ASSOCIATION_COLUMNS = [
     "model", "seed", "n_params", "feature", "kind", "target", "view", "rho", "ci_low", "ci_high",
-    "ci_method", "p", "p_method", "p_bh", "n", "block_length", "beats_clock", "beats_scale", "note",
+    "ci_method", "p", "p_method", "p_bh", "n", "block_length", "beats_clock", "beats_scale", "family", "note",
 ]  # fmt: skip
-SUMMARY_KEYS = ["model", "n_params", "feature", "kind", "target"]
 
 
 def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
@@ -272,19 +277,33 @@ def _cell(run: pd.DataFrame, feature: str, target: str, view: str, **kw) -> dict
     return view_association(run[feature], run[target], view, z, cond=cond or "", **kw)
 
 
-def _excludes_zero(t: pd.DataFrame) -> pd.Series:
-    return (t["ci_low"] > 0) | (t["ci_high"] < 0)  # NaN compares False
+def _mean_raw_sign(table: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Sign of the mean raw ρ over the rows of each ``keys`` group."""
+    raw = table[table["view"] == "raw"]
+    return np.sign(raw.groupby(keys, sort=False)["rho"].mean()).rename("raw_sign")
 
 
-def add_beats(table: pd.DataFrame) -> pd.DataFrame:
-    """beats_clock / beats_scale on every row of a (model, seed, feature, target) group: whether its
-    partial_step / partial_l2 block-bootstrap CI excludes 0."""
-    keys = ["model", "seed", "feature", "target"]
-    for col, view in (("beats_clock", "partial_step"), ("beats_scale", "partial_l2")):
-        part = table[table["view"] == view]
-        flags = part[keys].assign(**{col: _excludes_zero(part)})
-        table = table.drop(columns=col, errors="ignore").merge(flags, on=keys, how="left")
-        table[col] = table[col].eq(True)  # no partial row (a feature subset): False
+def add_beats(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """beats_clock / beats_scale on every row: the (feature, target)'s seed_contrast /
+    seed_contrast_l2 row of the same model (pooled rows: the pooled one) has an exact permutation
+    p < α and a ρ of the sign of the raw ρ (per run: that run's; per model: the seeds' mean; pooled:
+    all runs' mean). False where the contrast is undefined (one seed: the row's note says so)."""
+    keys = ["feature", "target"]
+    per_run = table["view"].isin(RUN_VIEWS)
+    raw = table[table["view"] == "raw"].set_index(["model", "seed", *keys])["rho"]
+    own = np.sign(table.set_index(["model", "seed", *keys]).index.map(raw).to_numpy(float))
+    model_sign = _mean_raw_sign(table, ["model", *keys])
+    all_sign = _mean_raw_sign(table, keys)
+    idx = table.set_index(["model", *keys]).index
+    sign = np.where(per_run, own, idx.map(model_sign).to_numpy(float))
+    pooled = (table["model"] == POOLED).to_numpy()
+    sign[pooled] = table.loc[pooled].set_index(keys).index.map(all_sign).to_numpy(float)
+    for col, view in CLOCK_VIEWS.items():
+        part = table[table["view"] == view].set_index(["model", *keys])
+        rho = idx.map(part["rho"]).to_numpy(float)
+        p = idx.map(part["p"]).to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            table[col] = (p < alpha) & (np.sign(rho) == sign) & (sign != 0)
     return table
 
 
@@ -297,11 +316,14 @@ def association_table(
     alpha: float = ALPHA,
     targets: Sequence[str] = TARGETS,
 ) -> pd.DataFrame:
-    """One row per (model, seed, feature, target, view) with ASSOCIATION_COLUMNS.
+    """One row per (model, seed, feature, target, view) with ASSOCIATION_COLUMNS: the RUN_VIEWS
+    per run, then the CONTRAST_VIEWS per model (seed <NA>) and pooled over models.
 
     ``features`` defaults to feature_kinds(df); ``targets`` to train and validation loss. Every
     resampling is seeded by cell_seed(seed, model, run seed, feature, target, view); p_bh is
-    Benjamini–Hochberg over the whole table within each view.
+    Benjamini–Hochberg within each view (pooled contrast rows a family of their own); every row
+    is labelled exploratory (``family``): the paper's claims are tested in replication's primary
+    family.
     """
     if features is None:
         features = feature_kinds(df)
@@ -317,34 +339,39 @@ def association_table(
         head = {"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0])}
         for feature, feature_kind in features:
             for target in targets:
-                for view in VIEWS:
+                for view in RUN_VIEWS:
                     s = cell_seed(seed, model, run_seed, feature, target, view)
                     res = _cell(run, feature, target, view, seed=s, **kw)
                     rows.append({**head, "feature": feature, "kind": feature_kind, "target": target,
                                  "view": view, **res})  # fmt: skip
+    log.info("associations: between-seed contrasts")
+    contrast = contrast_table(df, list(features), list(targets), seed).assign(
+        ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]
+    )
     table = pd.DataFrame(rows)
-    table["p_bh"] = table.groupby("view")["p"].transform(lambda p: benjamini_hochberg(p.to_numpy()))
-    table = add_beats(table).sort_values(["n_params", "model", "seed"], kind="stable")
+    table["seed"] = table["seed"].astype("Int64")
+    table["n_params"] = table["n_params"].astype("Int64")
+    table = pd.concat([table, contrast], ignore_index=True)
+    family = table["view"] + (table["model"] == POOLED).map({True: "/pooled", False: ""})
+    table["p_bh"] = table.groupby(family)["p"].transform(lambda p: benjamini_hochberg(p.to_numpy()))
+    table = add_beats(table, alpha).assign(family=FAMILY)
+    table = table.sort_values(["n_params", "model", "seed"], kind="stable", na_position="last")
     return table[ASSOCIATION_COLUMNS].reset_index(drop=True)
 
 
-def _seed_list(seeds: pd.Series) -> str:
-    return ";".join(str(s) for s in seeds)
-
-
 def association_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, feature, target): n_seeds, how many and which seeds beat the clock and the scale,
-    and ρ of each view averaged over seeds (rho_<view>, NaN-skipping)."""
-    runs = table.drop_duplicates([*SUMMARY_KEYS, "seed"])
-    out = runs.groupby(SUMMARY_KEYS, sort=False).agg(
-        n_seeds=("seed", "nunique"),
-        n_beats_clock=("beats_clock", "sum"),
-        n_beats_scale=("beats_scale", "sum"),
-    )
-    for col in ("beats_clock", "beats_scale"):
-        hits = runs[runs[col]].groupby(SUMMARY_KEYS, sort=False)["seed"].agg(_seed_list)
-        out[f"seeds_{col}"] = hits.reindex(out.index, fill_value="")
-    rho = table.pivot_table(index=SUMMARY_KEYS, columns="view", values="rho", aggfunc="mean")
+    """Per (model, feature, target), pooled rows last: n_seeds, beats_clock / beats_scale (the
+    model's, from its seed contrasts), the contrasts' ρ and exact p (``p_seed_contrast``,
+    ``p_seed_contrast_l2``), and ρ of each view averaged over seeds (rho_<view>, NaN-skipping)."""
+    keys = ["model", "feature", "kind", "target"]
+    runs = table[table["view"] == "raw"].groupby(keys, sort=False)["seed"].nunique()
+    out = table[table["view"] == "seed_contrast"][[*keys, "n_params"]].set_index(keys)
+    out["n_seeds"] = runs.reindex(out.index).fillna(0).astype(int)
+    for col, view in CLOCK_VIEWS.items():
+        part = table[table["view"] == view].set_index(keys)
+        out[col] = part[col].reindex(out.index).eq(True)
+        out[f"p_{view}"] = part["p"].reindex(out.index)
+    rho = table.pivot_table(index=keys, columns="view", values="rho", aggfunc="mean", sort=False)
     for view in VIEWS:
         out[f"rho_{view}"] = rho[view].reindex(out.index) if view in rho else np.nan
-    return out.reset_index()
+    return out.reset_index()[["model", "n_params", *keys[1:], *out.columns.drop("n_params")]]

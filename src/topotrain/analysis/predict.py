@@ -6,10 +6,11 @@ Methods, each returning (predicted, fallback, note) per run and cutoff fraction 
 - combined: the mean of the two;
 - learned: ridge regression on cutoff features, scored by leave-one-model-out cross-validation;
 - learned_forward: the same ridge trained only on smaller models (forward chaining by N);
-- learned[+vectors]: learned with the vectorised diagrams' summaries at the cutoff added
-  (VECTOR_FEATURES); its placebos learned[+step] and learned[+scale] add the clock or the scale
-  (LEARNED_EXTRAS) instead: the vectors help only if they beat both and plain learned;
-- placebos topology_only[p], combined[p]: NP replaced by a pacing series p in PLACEBOS;
+- learned[+vectors]: learned with six summaries of the vectorised diagrams at the cutoff added
+  (VECTOR_FEATURES); its placebos add six other run-varying columns instead (LEARNED_EXTRAS):
+  learned[+step] the loss curve's own shape, learned[+scale] the L2 and gradient norms;
+- placebos topology_only[p], combined[p]: NP replaced by a pacing series in PLACEBOS, put on NP's
+  scale over the window (pacing_series): the clock ln(1 + t/s), or the mean weight L2 norm;
 - baselines last_loss (the last observed val_loss) and mean_loss_only_last (mean of the two).
 Times t are optimizer steps; losses are validation nats/char; NP is the table's ``np_mean``.
 """
@@ -24,40 +25,34 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit, minimize_scalar
 
-from topotrain.analysis.predict_learned import RIDGE_ALPHA, forward_chaining, leave_one_model_out
+from topotrain.analysis.predict_learned import (
+    LEARNED_EXTRAS,
+    RIDGE_ALPHA,
+    clip_at_zero,
+    cutoff_features,
+    last_finite,
+    learned_rows,
+    ols_slope,
+)
+from topotrain.analysis.predict_learned import (
+    VECTOR_FEATURES as VECTOR_FEATURES,  # re-exported: the diagrams' summaries
+)
 from topotrain.analysis.scaling import profile_sse
 
 PACE = "np_mean"  # the topological pacing series of topology_only and combined
-PLACEBOS = ("step", "l2_norm_mean")  # non-topological pacing series in its place
+CLOCK = "step"  # the clock placebo: a function of the step alone (clock_pace)
+PLACEBOS = (CLOCK, "l2_norm_mean")  # non-topological pacing series in NP's place
 TOPOLOGY_METHODS = ("topology_only", "combined")
 METHODS = (
     "loss_only", "topology_only", "combined", "learned", "learned_forward",
     *(f"{m}[{p}]" for p in PLACEBOS for m in TOPOLOGY_METHODS), "last_loss", "mean_loss_only_last",
-    "learned[+vectors]", "learned[+step]", "learned[+scale]",
+    *LEARNED_EXTRAS,
 )  # fmt: skip
-VECTOR_FEATURES = tuple(
-    f"h{k}_{s}" for k in (0, 1) for s in ("landscape_l2", "image_mass", "betti_auc")
-)
-LEARNED_EXTRAS = {  # learned variants: cutoff values of these columns added to FEATURES
-    "learned[+vectors]": VECTOR_FEATURES,
-    "learned[+step]": ("step", "frac"),
-    "learned[+scale]": ("l2_norm_mean", "grad_norm"),
-}
 FRACTIONS = (0.2, 0.3, 0.5)
 MAXFEV = 10_000  # curve_fit's budget of function evaluations (read at call time)
 B_MAX = 10.0  # upper bound of the loss power-law exponent b
 GAMMA_BOUNDS = (-1.0, 4.0)  # NP rate r(t) ∝ t^(−γ−1): from constant rate (γ=−1) to fast decay
 GAMMA_GRID = 101  # coarse grid over GAMMA_BOUNDS before the bounded Brent refinement
-MIN_MODELS = 3  # the leave-one-model-out learned predictor needs at least this many models
-FEATURES = (
-    "loss_at_cutoff",
-    "loss_only_pred",
-    "np_at_cutoff",
-    "np_slope",
-    "h0_at_cutoff",
-    "h0_slope",
-    "log_n_params",
-)
 
 
 class Prediction(NamedTuple):
@@ -71,12 +66,6 @@ class Prediction(NamedTuple):
 def observed_window(run: pd.DataFrame, fraction: float) -> pd.DataFrame:
     """Rows of one run (sorted by step) with frac ≤ fraction, with a 1e-9 float tolerance."""
     return run[run["frac"] <= fraction + 1e-9]
-
-
-def last_finite(values: np.ndarray) -> float:
-    """The last finite entry of ``values`` (NaN if none): the fallback 'last observed loss'."""
-    finite = values[np.isfinite(values)]
-    return float(finite[-1]) if finite.size else float("nan")
 
 
 def decay_power_law(u: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
@@ -144,23 +133,12 @@ def fit_np_trajectory(u: np.ndarray, n: np.ndarray) -> tuple[float, float, float
     return gamma, float(n0), float(s)
 
 
-def ols_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """Least-squares slope Σ(x−x̄)(y−ȳ) / Σ(x−x̄)²; NaN with < 2 points or constant x."""
-    if x.size < 2:
-        return float("nan")
-    dx = x - x.mean()
-    denom = float(dx @ dx)
-    if denom <= 1e-24 * max(1.0, float(np.max(np.abs(x))) ** 2):
-        return float("nan")
-    return float(dx @ (y - y.mean())) / denom
-
-
 def predict_topology_only(
     t: np.ndarray, pace: np.ndarray, loss: np.ndarray, total: float
 ) -> Prediction:
     """L̂ = L(t0) + k·ΔN, ΔN = r(t0)·t0·(1 − (t0/T)^γ)/γ (t0·r·ln(T/t0) at γ = 0), clipped ≥ 0.
 
-    N is the pacing series ``pace`` (NP; a placebo such as the step or the L2 norm in its place).
+    N is the pacing series ``pace`` (NP; a placebo from pacing_series in its place).
     Its rate r(t) = r(t0)·(t/t0)^(−γ−1) is fitted on the t > 0 window (fit_np_trajectory); k = OLS
     slope of val_loss on N over the window's second half (t ≥ t0/2); t ascending.
     Fallback (flagged; < 4 points or constant N): the last observed finite loss.
@@ -177,16 +155,9 @@ def predict_topology_only(
     k = ols_slope(nk[recent], yk[recent])
     value = float(yk[-1]) + k * delta_np
     if not np.isfinite(value):
-        return Prediction(fallback, True, "NP constant over the recent window; last loss")
+        return Prediction(fallback, True, "pace constant over the recent window; last loss")
     value, note = clip_at_zero(value, f"gamma={gamma:.3g}, k={k:.4g}, dNP={delta_np:.4g}")
     return Prediction(value, False, note)
-
-
-def clip_at_zero(value: float, note: str) -> tuple[float, str]:
-    """(max(value, 0), note): a cross-entropy cannot be negative; the note records a clip."""
-    if value < 0.0:
-        return 0.0, note + "; clipped at 0"
-    return value, note
 
 
 def combine(a: Prediction, b: Prediction, note: str = "mean of loss and topology") -> Prediction:
@@ -199,69 +170,55 @@ def method_name(method: str, pace: str) -> str:
     return method if pace == PACE else f"{method}[{pace}]"
 
 
+def clock_pace(t: np.ndarray) -> np.ndarray:
+    """The clock placebo c(t) = ln(1 + t/s), s = the first positive step in ``t``: a function of the
+    step alone, decelerating (rate 1/(s + t), ≈ t^(−1) like NP's fitted rate at γ = 0 for t ≫ s)."""
+    positive = t[t > 0]
+    return np.log1p(t / (float(positive.min()) if positive.size else 1.0))
+
+
+def on_scale(x: np.ndarray, target: np.ndarray | None, t: np.ndarray) -> np.ndarray:
+    """x mapped affinely onto target's scale over the t > 0 rows: m_N + s_N·(x − m_x)/s_x.
+
+    m, s: mean and population SD of each series' finite entries at t > 0. x is returned as is where
+    there is no target or either SD is 0 or undefined. predict_topology_only is invariant to this
+    map (k scales by 1/b, ΔN by b): it puts every pace in NP's units, not in NP's information.
+    """
+    if target is None:
+        return x
+    xs, ns = x[(t > 0) & np.isfinite(x)], target[(t > 0) & np.isfinite(target)]
+    if xs.size < 2 or ns.size < 2 or not (xs.std() > 0 and ns.std() > 0):
+        return x
+    return ns.mean() + ns.std() * (x - xs.mean()) / xs.std()
+
+
+def pacing_series(window: pd.DataFrame) -> dict[str, np.ndarray | None]:
+    """NP and each placebo over the window (None where its column is absent), placebos on_scale.
+
+    The clock is clock_pace(step); the other placebos are their feature-table columns.
+    """
+    t = window["step"].to_numpy(float)
+    series = {p: window[p].to_numpy(float) if p in window else None for p in (PACE, *PLACEBOS)}
+    series[CLOCK] = clock_pace(t)
+    for pace in PLACEBOS:
+        if series[pace] is not None:
+            series[pace] = on_scale(series[pace], series[PACE], t)
+    return series
+
+
 def paced_predictions(
     window: pd.DataFrame, loss_only: Prediction, total: float
 ) -> dict[str, Prediction]:
-    """topology_only and combined with NP and with each placebo series (NaN if its column is absent)."""
+    """topology_only and combined with NP and with each placebo pace (NaN if its column is absent)."""
     t, loss = window["step"].to_numpy(float), window["val_loss"].to_numpy(float)
     out = {}
-    for pace in (PACE, *PLACEBOS):
-        if pace in window:
-            topo = predict_topology_only(t, window[pace].to_numpy(float), loss, total)
+    for pace, series in pacing_series(window).items():
+        if series is not None:
+            topo = predict_topology_only(t, series, loss, total)
         else:
             topo = Prediction(float("nan"), False, f"no {pace} column in the feature table")
         out[method_name("topology_only", pace)] = topo
         out[method_name("combined", pace)] = combine(loss_only, topo)
-    return out
-
-
-def cutoff_features(window: pd.DataFrame, loss_pred: float, n_params: int) -> dict[str, float]:
-    """Learned-predictor features at the cutoff: last values, OLS slopes per step (t > 0), log N."""
-    late = window[window["step"] > 0]
-    step = late["step"].to_numpy(float)
-    return {
-        "loss_at_cutoff": last_finite(window["val_loss"].to_numpy(float)),
-        "loss_only_pred": loss_pred,
-        "np_at_cutoff": last_finite(window["np_mean"].to_numpy(float)),
-        "np_slope": ols_slope(step, late["np_mean"].to_numpy(float)),
-        "h0_at_cutoff": last_finite(window["h0_total"].to_numpy(float)),
-        "h0_slope": ols_slope(step, late["h0_total"].to_numpy(float)),
-        "log_n_params": float(np.log(n_params)),
-        **{c: last_finite(window[c].to_numpy(float)) if c in window else np.nan
-           for extra in LEARNED_EXTRAS.values() for c in extra},
-    }  # fmt: skip
-
-
-def _learned_rows(rows: list[dict], feats: list[dict], alpha: float) -> list[dict]:
-    """learned (LOMO; NaN with < MIN_MODELS) and learned_forward rows for one fraction, clipped at 0."""
-    models = np.array([r["model"] for r in rows])
-    x = np.array([[f[name] for name in FEATURES] for f in feats], dtype=float)
-    y = np.array([r["actual"] for r in rows], dtype=float)
-    n_models = np.unique(models).size
-    if n_models >= MIN_MODELS:
-        lomo = leave_one_model_out(x, y, models, alpha)
-    else:
-        note = f"learned needs >= {MIN_MODELS} models, got {n_models}"
-        lomo = (np.full(len(rows), np.nan), [note] * len(rows))
-    sizes = np.array([r["n_params"] for r in rows], dtype=float)
-    forward = forward_chaining(x, y, models, sizes, alpha)
-    variants = [("learned", lomo), ("learned_forward", forward)]
-    for method, extra in LEARNED_EXTRAS.items():
-        xe = np.array([[f[name] for name in (*FEATURES, *extra)] for f in feats], dtype=float)
-        if n_models < MIN_MODELS:
-            variants.append((method, lomo))  # NaN with the same note
-        elif not np.isfinite(xe[:, len(FEATURES) :]).any():
-            note = f"no {'/'.join(extra)} in the feature table"
-            variants.append((method, (np.full(len(rows), np.nan), [note] * len(rows))))
-        else:
-            variants.append((method, leave_one_model_out(xe, y, models, alpha)))
-    out = []
-    for method, (pred, notes) in variants:
-        for row, value, note in zip(rows, pred, notes, strict=True):
-            value, note = clip_at_zero(float(value), note)
-            out.append(
-                row | {"method": method, "predicted": value, "fallback": False, "note": note}
-            )
     return out
 
 
@@ -306,7 +263,7 @@ def predict_final_loss(
             rows += run_rows
             base_rows.append(base)
             feats.append(feat)
-        rows += _learned_rows(base_rows, feats, alpha)
+        rows += learned_rows(base_rows, feats, df.columns, alpha)
     out = pd.DataFrame(rows)
     out["abs_error"] = (out["predicted"] - out["actual"]).abs()
     out["method"] = pd.Categorical(out["method"], categories=METHODS, ordered=True)

@@ -1,7 +1,9 @@
 """Scores of the final-loss predictors per (fraction, method).
 
-MAE, Wilcoxon against loss-only, Spearman of predicted vs actual final loss across model sizes,
-and whether topology beats its placebos.
+MAE, paired tests against loss-only (Wilcoxon over runs, and a sign-flip test clustered by model,
+since a model's seeds share one leave-one-model-out fit), Spearman of predicted vs actual final
+loss across model sizes, and whether topology beats its rivals (RIVALS: loss-only, the averaging
+control and both placebos), with the clustered test against the strongest of them.
 """
 
 from __future__ import annotations
@@ -15,13 +17,54 @@ from topotrain.analysis.scaling import spearman_exact
 
 P_LEVEL = 0.05  # significance level used for the Wilcoxon note
 REFERENCE = "loss_only"
+MAX_EXACT_MODELS = 16  # sign_flip_p enumerates 2^M sign flips; NaN beyond this many models
+CONTROLS = {"topology_only": "last_loss", "combined": "mean_loss_only_last"}  # same averaging
+RIVALS = {  # what a topology method must beat (beats_placebos); its strongest is ``rival``
+    m: (REFERENCE, CONTROLS[m], *(f"{m}[{p}]" for p in PLACEBOS)) for m in TOPOLOGY_METHODS
+}
+
+
+def sign_flip_p(d: np.ndarray) -> float:
+    """Exact one-sided sign-flip p that mean(d) > 0, with one paired difference d_m per model.
+
+    p = #{s ∈ {−1, 1}^M : Σ s_m·d_m ≥ Σ d_m} / 2^M (identity included, ties within 1e-12·Σ|d_m|
+    count), so p ≥ 1/2^M; zero differences count as they are. NaN for M < 2, M > MAX_EXACT_MODELS
+    or a non-finite d_m.
+    """
+    d = np.asarray(d, dtype=float)
+    m = d.size
+    if m < 2 or m > MAX_EXACT_MODELS or not np.isfinite(d).all():
+        return float("nan")
+    signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
+    stats = signs @ d
+    return float(np.count_nonzero(stats >= d.sum() - 1e-12 * np.abs(d).sum())) / 2**m
+
+
+def model_differences(errors: pd.DataFrame, method: str, other: str) -> np.ndarray:
+    """d_m = mean over model m's seeds of |err_other| − |err_method| (> 0: method better).
+
+    ``errors`` is indexed by (model, seed) with one column per method; runs where either is NaN
+    are left out, and so are models with no such run.
+    """
+    both = errors[[method, other]].dropna()
+    diff = both[other].abs() - both[method].abs()
+    return diff.groupby(level="model").mean().to_numpy(float)
+
+
+def model_paired_test(errors: pd.DataFrame, method: str, other: str) -> tuple[float, float]:
+    """(sign_flip_p of model_differences, its smallest reachable value 1/2^M; NaN for M < 2)."""
+    if method not in errors or other not in errors:
+        return float("nan"), float("nan")
+    d = model_differences(errors, method, other)
+    return sign_flip_p(d), 2.0**-d.size if d.size >= 2 else float("nan")
 
 
 def wilcoxon_vs_reference(err: np.ndarray, ref: np.ndarray) -> tuple[float, float, int, str]:
     """Paired two-sided Wilcoxon signed-rank of err vs ref: (statistic, p, n non-zero, note).
 
     Rule: with n non-zero differences the smallest exact two-sided p is 2^(1−n); if that is
-    ≥ P_LEVEL (n < 6 for 0.05) the note says the test cannot reach p < P_LEVEL.
+    ≥ P_LEVEL (n < 6 for 0.05) the note says the test cannot reach p < P_LEVEL. Runs are treated
+    as independent (the paper's test) though a model's seeds share a fit: see model_paired_test.
     """
     n = int(np.count_nonzero(err - ref))
     if n == 0:
@@ -49,9 +92,10 @@ def spearman_across_sizes(rows: pd.DataFrame) -> dict[str, float | int]:
 
 
 def beats_placebos(mae: pd.Series, method: str) -> bool:
-    """MAE of ``method`` strictly below each of its placebos' and loss-only's (all finite)."""
-    rivals = [f"{method}[{p}]" for p in PLACEBOS] + [REFERENCE]
-    values = [mae.get(m, np.nan) for m in [method, *rivals]]
+    """MAE of ``method`` strictly below each of its RIVALS' (all finite): for topology_only
+    loss_only, last_loss and both topology_only placebos; for combined loss_only,
+    mean_loss_only_last (the same averaging without topology) and both combined placebos."""
+    values = [mae.get(m, np.nan) for m in [method, *RIVALS[method]]]
     if not np.all(np.isfinite(values)):
         return False
     return bool(all(values[0] < v for v in values[1:]))
@@ -60,8 +104,8 @@ def beats_placebos(mae: pd.Series, method: str) -> bool:
 def flag_beats_placebos(summary: pd.DataFrame) -> pd.DataFrame:
     """Add ``beats_placebos`` for topology_only and combined per fraction (NaN for other methods).
 
-    True only if the method's MAE is lower than both placebos' and loss-only's at that fraction;
-    False also when any of those MAEs is missing.
+    True only if the method's MAE is lower than each of its RIVALS' at that fraction (see
+    beats_placebos); False also when any of those MAEs is missing.
     """
     flags = pd.Series(np.nan, index=summary.index, dtype=object)
     for _, group in summary.groupby("fraction", sort=False):
@@ -73,29 +117,48 @@ def flag_beats_placebos(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _method_row(errors: pd.DataFrame, method: str, group: pd.DataFrame) -> dict:
-    """mae, n, improvement over loss-only, Wilcoxon vs loss-only and Spearman across sizes."""
+    """mae, n, improvement over loss-only, paired tests vs loss-only, Spearman, rival test."""
     ref = errors[REFERENCE] if REFERENCE in errors else pd.Series(dtype=float)
     mae_ref, err = float(ref.mean()), errors[method]
     mae = float(err.mean())
     row = {"method": method, "mae": mae, "n": int(err.notna().sum())}
     row["improvement_pct"] = 100 * (mae_ref - mae) / mae_ref if mae_ref > 0 else np.nan
     stat, p, n_pairs, note = np.nan, np.nan, 0, "reference method"
+    p_model, p_min = np.nan, np.nan
     if method != REFERENCE:
         both = err.notna() & ref.notna()
         stat, p, n_pairs, note = wilcoxon_vs_reference(
             err[both].to_numpy(float), ref[both].to_numpy(float)
         )
+        p_model, p_min = model_paired_test(errors, method, REFERENCE)
     row |= {"wilcoxon_stat": stat, "wilcoxon_p": p, "wilcoxon_n": n_pairs, "wilcoxon_note": note}
-    return row | spearman_across_sizes(group[group["method"] == method])
+    row |= {"model_paired_p": p_model, "model_paired_p_min": p_min}
+    return (
+        row | spearman_across_sizes(group[group["method"] == method]) | rival_test(errors, method)
+    )
+
+
+def rival_test(errors: pd.DataFrame, method: str) -> dict:
+    """rival: the RIVALS entry of ``method`` with the lowest finite MAE (first listed on a tie);
+    rival_p: model_paired_test of the method against it. NaN for other methods or no rival."""
+    maes = {r: float(errors[r].mean()) for r in RIVALS.get(method, ()) if r in errors}
+    maes = {r: v for r, v in maes.items() if np.isfinite(v)}
+    if method not in errors or not maes:
+        return {"rival": np.nan, "rival_p": np.nan}
+    rival = min(maes, key=maes.get)
+    return {"rival": rival, "rival_p": model_paired_test(errors, method, rival)[0]}
 
 
 def prediction_summary(pred: pd.DataFrame) -> pd.DataFrame:
-    """Per (fraction, method): mae, n, improvement_pct = 100·(MAE_loss − MAE)/MAE_loss, Wilcoxon.
+    """Per (fraction, method): mae, n, improvement_pct = 100·(MAE_loss − MAE)/MAE_loss, tests.
 
-    Then spearman_rho / spearman_p_exact / spearman_n across model sizes, and beats_placebos.
-    Each MAE is over the method's finite errors; the Wilcoxon test (wilcoxon_vs_reference) pairs
-    each method's per-run |error| with loss_only's on the runs where both are finite. Methods in
-    METHODS order, then any others by name.
+    Each MAE is over the method's finite errors. wilcoxon_*: wilcoxon_vs_reference of each run's
+    |error| against loss_only's (runs where both are finite), treating runs as independent.
+    model_paired_p: sign_flip_p of model_differences against loss_only, clustered by model as a
+    model's seeds share a fit; model_paired_p_min = 1/2^M, its smallest reachable value (NaN on
+    loss_only). Then spearman_rho / spearman_p_exact / spearman_n across model sizes; rival and
+    rival_p (rival_test) and beats_placebos on the TOPOLOGY_METHODS rows; vectors_help. Methods
+    in METHODS order, then any others by name.
     """
     rows = []
     for fraction, group in pred.groupby("fraction", sort=True):

@@ -12,7 +12,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.primary import primary_family
 from topotrain.analysis.replication_pythia import PYTHIA_RULES, pythia_rows, study_b_rows
+from topotrain.analysis.replication_sizes import (
+    SIZE_RULES,
+    baseline_phases,
+    exponent_verdict,
+    peak_row,
+    phases_row,
+    prediction_rows,
+    scaling_rows,
+)
 from topotrain.analysis.scaling import spearman_exact
 from topotrain.analysis.stats import ALPHA, seed_interval
 from topotrain.analysis.verdicts import (
@@ -24,7 +34,6 @@ from topotrain.analysis.verdicts import (
     REPLICATION_COLUMNS,
     REPRODUCED,
     VERDICTS,
-    flag,
     make_row,
     paper_series,
     rank_rho,
@@ -33,53 +42,48 @@ from topotrain.analysis.verdicts import (
 
 __all__ = [
     "ARTEFACT", "INCONCLUSIVE", "NOT_EVALUATED", "NOT_REPRODUCED", "REPLICATION_COLUMNS",
-    "REPRODUCED", "RULES", "VERDICTS", "read_paper_values", "replication_table",
+    "REPRODUCED", "RULES", "VERDICTS", "exponent_verdict", "read_paper_values",
+    "replication_table",
 ]  # fmt: skip
 
-RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p", "p_bh", "beats_clock"]
+RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p", "p_bh"]
 T2_P = 1e-5  # Table 2's "all p < 1e-5" (the paper's iid p-values)
-T6_PEAK = (0.04, 0.06)  # Table 6's "peak change at 4–6% of training"
-SIG = f"p_bh < {ALPHA:g}"
+PRIMARY = (
+    "the primary family's test of the claim (pooled exact seed permutation of seed_contrast and "
+    "seed_contrast_l2 over the sizes the paper claims, one-sided in its signs, BH over TP0, NP "
+    "and TP1; 5 models × 3 seeds: smallest p 1/7 776)"
+)
+TREND = (
+    "the same trend of the clock's |ρ(step, train loss)| and the scale's |ρ(L2 norm, train loss)|"
+)
 A_RULES = {
     "t1": "Spearman ρ of mean final val loss vs N over the paper's models we trained (paper: its "
     "Table 1 by size); reproduced if it falls strictly with N (ρ = −1), else not reproduced; "
     f"levels not compared (other split); not evaluated below {MIN_MODELS} models.",
-    "t2": f"Raw ρ(TP0, train loss), mean over seeds, Fisher-z interval; reproduced if every seed has "
-    f"the paper's sign with {SIG} and TP0 beats the clock (partial-on-step CI excludes 0) in at "
-    "least half the seeds; artefact if significant in every seed but beating the clock in fewer "
-    "than half; not reproduced if no seed is; inconclusive otherwise; not evaluated if absent.",
-    "t2_monotone": "Spearman of mean |ρ(TP0, train loss)| vs N (paper: same on Table 2); "
-    "reproduced if it rises strictly with N and adjacent sizes' across-seed intervals are "
-    "disjoint; not reproduced if an adjacent pair falls with disjoint intervals; inconclusive "
-    f"otherwise (overlap, or one seed: no interval); not evaluated below {MIN_MODELS} models.",
+    "t2": "Raw ρ(TP0, train loss), mean over seeds, Fisher-z interval; reproduced if every seed "
+    f"has the paper's sign and {PRIMARY} rejects; artefact if every seed has the sign but the "
+    "test does not reject; inconclusive if it cannot be measured (one seed) or seeds disagree; "
+    "not reproduced if no seed has the sign; not evaluated if absent.",
+    "t2_monotone": "Spearman of mean |raw ρ(TP0, train loss)| vs N (paper: same on Table 2); "
+    "reproduced if it rises strictly with N, adjacent sizes' across-seed intervals are "
+    f"disjoint and neither of {TREND} rises as strongly; artefact if one does; not reproduced "
+    "if an adjacent pair falls with disjoint intervals; inconclusive otherwise; not evaluated "
+    f"below {MIN_MODELS} models.",
     "t2_p": f"Largest raw p of ρ(TP0, train loss) over the paper's models and our seeds (the paper's "
-    f"iid method, not valid for trending series); reproduced if < {T2_P:g} and every model's ρ "
-    f"row is reproduced; artefact if < {T2_P:g} but a model's row is an artefact (TP0 does not "
-    "beat the clock); not reproduced otherwise; not evaluated if a model is absent.",
-    "t3": f"Models where the paper's ρ(NP, train loss) has p < {ALPHA:g}: ours = how many show its "
-    f"sign with {SIG} in every seed; reproduced if all, with NP beating the clock in at least half "
-    "their runs (else artefact); not reproduced if one shows it in no seed; inconclusive "
-    "otherwise; not evaluated if one is absent.",
-    "t4": "Spearman of mean |ρ(TP1, train loss)| vs N, exact permutation p; reproduced if ρ < 0 "
-    f"with p < {ALPHA:g} and the model the paper finds non-significant has p_bh ≥ {ALPHA:g} in "
-    "most seeds; not reproduced if ρ ≥ 0 or it is significant in most seeds; inconclusive "
-    f"otherwise; not evaluated below {MIN_MODELS} models or without that model.",
-    "t5": "Combined over loss-only, (MAE_loss − MAE)/MAE_loss at this fraction; reproduced if > 0, "
-    "combined beats both placebos and loss-only (beats_placebos) and the paired Wilcoxon test "
-    f"of its errors against loss-only's has p < {ALPHA:g}; inconclusive if > 0 and beats the "
-    "placebos but p ≥ that; artefact if > 0 but a placebo does as well; not reproduced if ≤ 0; "
-    "not evaluated if not run.",
-    "t6": "Spearman of mean diminishing-returns fraction vs N, exact permutation p (paper: same on "
-    f"Table 6); reproduced if ρ > 0 with p < {ALPHA:g} (five sizes: only a strictly rising order); "
-    f"not reproduced if ρ ≤ 0; inconclusive otherwise; not evaluated below {MIN_MODELS} models.",
-    "t6_peak": f"Fraction of training at the peak |ΔNP| per run (ours: median over runs, range over "
-    f"runs); a run agrees if it lies in the paper's {T6_PEAK[0]:.0%}–{T6_PEAK[1]:.0%} widened by "
-    "one checkpoint interval on each side; reproduced if every run of the paper's models agrees, "
-    "not reproduced if fewer than half do, inconclusive otherwise; not evaluated below "
-    f"{MIN_MODELS} models.",
-    "t7": "Exponent b of a·N^b + c with its 95% F-profile interval; reproduced if the paper's "
-    "exponent lies in it and b has its sign; inconclusive if the interval is unbounded or "
-    "undefined; not reproduced otherwise; not evaluated if the fit failed or the feature is absent.",
+    f"iid method, which calibration shows is not valid for trending series); reproduced if < "
+    f"{T2_P:g} and every model's ρ row is reproduced; artefact if < {T2_P:g} but a model's row "
+    "is an artefact; not reproduced otherwise; not evaluated if a model is absent.",
+    "t3": "Models where the paper's ρ(NP, train loss) has p < 0.05: ours = how many show its sign "
+    f"in every seed; reproduced if all do and {PRIMARY} rejects; artefact if all do but it does "
+    "not; inconclusive if it cannot be measured; not reproduced if one shows it in no seed; "
+    "inconclusive otherwise; not evaluated if one is absent.",
+    "t4": "Spearman of mean |raw ρ(TP1, train loss)| vs N, exact permutation p (5 sizes: smallest "
+    f"1/120); reproduced if ρ < 0 with p < {ALPHA:g}, neither of {TREND} falls as strongly and "
+    "the model the paper finds non-significant has a seed_contrast exact p ≥ 0.05 (with 3 "
+    "seeds that p cannot go below 1/6, so that part always holds and is noted); artefact if a "
+    f"baseline falls as strongly; not reproduced if ρ ≥ 0; inconclusive otherwise; not "
+    f"evaluated below {MIN_MODELS} models or without that model.",
+    **SIZE_RULES,
 }
 RULES = {**A_RULES, **PYTHIA_RULES}
 
@@ -110,27 +114,40 @@ def final_loss_rows(paper: pd.DataFrame, models: pd.DataFrame | None) -> list[di
 
 
 def raw_cells(assoc: pd.DataFrame, feature: str, target: str = "train_loss") -> pd.DataFrame:
-    """Per (model, seed): raw ρ, p_bh and beats_clock of ``feature`` with ``target``."""
+    """Per (model, seed): raw ρ, p and p_bh of ``feature`` with ``target``."""
     sel = (assoc["feature"] == feature) & (assoc["target"] == target) & (assoc["view"] == "raw")
     return assoc.loc[sel, RAW_COLUMNS]
 
 
 def seed_evidence(cells: pd.DataFrame, sign: float) -> dict:
-    """Seeds (n), those with ``sign`` and p_bh < α (agree), p_bh < α (significant), beating the
-    clock (clock), the largest raw p (p_max), and seed_interval of ρ (rho_mean, rho_low, rho_high)."""
-    rho, p = cells["rho"].to_numpy(float), cells["p_bh"].to_numpy(float)
-    sig = np.isfinite(p) & (p < ALPHA)
-    return {"n": len(cells), "agree": int((sig & (np.sign(rho) == sign)).sum()),
-            "significant": int(sig.sum()), "clock": int(flag(cells["beats_clock"]).sum()),
+    """Seeds (n), those whose raw ρ has ``sign`` (agree), the largest raw p (p_max), and
+    seed_interval of ρ (rho_mean, rho_low, rho_high)."""
+    rho = cells["rho"].to_numpy(float)
+    return {"n": len(cells), "agree": int((np.sign(rho) == sign).sum()),
             "p_max": float(cells["p"].max()) if len(cells) else np.nan, **seed_interval(rho)}  # fmt: skip
 
 
-def sign_verdict(ev: dict) -> str:
-    """T2 rule on one model's seed_evidence."""
+def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[bool | None, str]:
+    """(rejected, note) of the feature's primary-family test; None when it cannot be measured."""
+    if primary is None or feature not in set(primary["feature"]):
+        return None, "primary family not computed: cannot be measured"
+    row = primary.set_index("feature").loc[feature]
+    p, p_bh = float(row["p"]), float(row["p_bh"])
+    if not np.isfinite(p):
+        return None, f"beyond the clock and scale: cannot be measured ({row['note']})"
+    note = (f"primary test: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}, "
+            f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements")  # fmt: skip
+    return bool(p_bh < ALPHA), note
+
+
+def sign_verdict(ev: dict, rejected: bool | None) -> str:
+    """T2 rule on one model's seed_evidence and the claim's primary-family decision."""
     if ev["n"] == 0:
         return NOT_EVALUATED
     if ev["agree"] == ev["n"]:
-        return REPRODUCED if 2 * ev["clock"] >= ev["n"] else ARTEFACT
+        if rejected is None:
+            return INCONCLUSIVE
+        return REPRODUCED if rejected else ARTEFACT
     return NOT_REPRODUCED if ev["agree"] == 0 else INCONCLUSIVE
 
 
@@ -140,15 +157,19 @@ def _evidence(assoc: pd.DataFrame | None, feature: str, ref: pd.Series) -> dict[
     return {m: seed_evidence(cells[cells["model"] == m], np.sign(r)) for m, r in ref.items()}
 
 
-def tp0_rows(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> list[dict]:
+def tp0_rows(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> list[dict]:
     """T2: ρ(TP0, train loss) per model, and its monotone strengthening with size."""
     ref = paper_series(paper, "2", "rho_h0_total_train_loss")
     evidence = _evidence(assoc, "h0_total", ref)
+    rejected, why = claim_state(primary, "h0_total")
     rows = []
     for model, ev in evidence.items():
-        note = (f"{ev['agree']}/{ev['n']} seeds significant with the paper's sign, "
-                f"{ev['clock']}/{ev['n']} beat the clock") if ev["n"] else "model not trained"  # fmt: skip
-        rows.append(_row(f"ρ(TP0, train loss) {model}", "2", "t2", ref[model], sign_verdict(ev),
+        note = (
+            f"{ev['agree']}/{ev['n']} seeds with the paper's sign; {why}"
+            if ev["n"]
+            else "model not trained"
+        )
+        rows.append(_row(f"ρ(TP0, train loss) {model}", "2", "t2", ref[model], sign_verdict(ev, rejected),
                          ours=ev["rho_mean"], ours_ci_low=ev["rho_low"],
                          ours_ci_high=ev["rho_high"], note=note))  # fmt: skip
     return rows + [monotone_row(ref, evidence, assoc), tp0_p_row(paper, evidence, rows)]
@@ -167,7 +188,7 @@ def tp0_p_row(paper: pd.DataFrame, evidence: dict[str, dict], model_rows: list[d
     elif verdicts == {REPRODUCED}:
         verdict = REPRODUCED
     else:
-        verdict = ARTEFACT if ARTEFACT in verdicts else NOT_REPRODUCED
+        verdict = ARTEFACT if ARTEFACT in verdicts else INCONCLUSIVE
     note = f"largest of {sum(ev['n'] for ev in evidence.values())} runs' raw p"
     return _row(claim, "2", "t2_p", paper_p, verdict, ours=p_max, note=note)
 
@@ -179,7 +200,7 @@ def _disjoint(a: dict, b: dict) -> bool:
 
 
 def monotone_verdict(evidence: list[dict]) -> str:
-    """T2 strengthening rule on seed_evidence ordered by size."""
+    """T2 strengthening rule on seed_evidence ordered by size (before the baselines)."""
     rises = np.diff([abs(ev["rho_mean"]) for ev in evidence])
     disjoint = [_disjoint(a, b) for a, b in zip(evidence[:-1], evidence[1:], strict=True)]
     if np.all(rises > 0) and all(disjoint):
@@ -199,8 +220,25 @@ def _by_size(evidence: dict[str, dict], assoc: pd.DataFrame | None) -> pd.DataFr
     return pd.DataFrame(rows, columns=["model", "n_params", "ev"]).sort_values("n_params")
 
 
+def baseline_trends(assoc: pd.DataFrame | None, models: pd.Index) -> dict[str, float]:
+    """Spearman ρ vs N of the mean |raw ρ(baseline, train loss)| for step and l2_norm_mean over
+    ``models`` (NaN when a baseline is absent or constant)."""
+    out = {}
+    for base in ("step", "l2_norm_mean"):
+        cells = raw_cells(assoc, base) if assoc is not None else pd.DataFrame(columns=RAW_COLUMNS)
+        cells = cells[cells["model"].isin(models)]
+        strength = cells.assign(a=cells["rho"].abs()).groupby("model")[["n_params", "a"]].mean()
+        ok = strength.dropna()
+        out[base] = spearman_exact(ok["n_params"], ok["a"])[0] if len(ok) >= MIN_MODELS else np.nan
+    return out
+
+
+def _baseline_note(trends: dict[str, float]) -> str:
+    return "; ".join(f"{b}'s |ρ| trend ρ = {v:.3g}" for b, v in trends.items())
+
+
 def monotone_row(ref: pd.Series, evidence: dict[str, dict], assoc: pd.DataFrame | None) -> dict:
-    """T2: |ρ(TP0, train loss)| strengthens with size."""
+    """T2: |ρ(TP0, train loss)| strengthens with size, more than the clock's and the scale's."""
     claim = "|ρ(TP0, train loss)| strengthens with size"
     sized = _by_size(evidence, assoc)
     paper = rank_rho(ref.abs())
@@ -210,28 +248,41 @@ def monotone_row(ref: pd.Series, evidence: dict[str, dict], assoc: pd.DataFrame 
     strength = [abs(ev["rho_mean"]) for ev in sized["ev"]]
     rho = spearman_exact(sized["n_params"], strength)[0]
     verdict = monotone_verdict(list(sized["ev"]))
-    return _row(claim, "2", "t2_monotone", paper, verdict, ours=rho, note=f"{len(sized)} models")
+    trends = baseline_trends(assoc, sized["model"])
+    if verdict == REPRODUCED and any(v >= rho for v in trends.values() if np.isfinite(v)):
+        verdict = ARTEFACT
+    note = f"{len(sized)} models; {_baseline_note(trends)}"
+    return _row(claim, "2", "t2_monotone", paper, verdict, ours=rho, note=note)
 
 
-def np_reversal_row(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> dict:
+def np_reversal_row(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> dict:
     """T3: NP's ρ with training loss is negative for the smallest model, positive for the largest."""
     ref = paper_series(paper, "3", "rho_np_mean_train_loss")
     claimed = ref[paper_series(paper, "3", "p") < ALPHA]
     evidence = _evidence(assoc, "np_mean", claimed)
     claim = "ρ(NP, train loss) sign reversal with size"
     shown = sum(ev["n"] > 0 and ev["agree"] == ev["n"] for ev in evidence.values())
+    rejected, why = claim_state(primary, "np_mean")
     note = "claimed: " + ", ".join(f"{m} {'+' if r > 0 else '−'}" for m, r in claimed.items())
     if any(ev["n"] == 0 for ev in evidence.values()):
         verdict = NOT_EVALUATED
     elif shown == len(claimed):
-        runs, clock = (sum(ev[k] for ev in evidence.values()) for k in ("n", "clock"))
-        verdict = REPRODUCED if 2 * clock >= runs else ARTEFACT
+        verdict = INCONCLUSIVE if rejected is None else REPRODUCED if rejected else ARTEFACT
     elif any(ev["agree"] == 0 for ev in evidence.values()):
         verdict = NOT_REPRODUCED
     else:
         verdict = INCONCLUSIVE
     ours = np.nan if verdict == NOT_EVALUATED else float(shown)
-    return _row(claim, "3", "t3", float(len(claimed)), verdict, ours=ours, note=note)
+    return _row(claim, "3", "t3", float(len(claimed)), verdict, ours=ours, note=f"{note}; {why}")
+
+
+def _quiet_p(assoc: pd.DataFrame | None, model: str) -> float:
+    """The seed_contrast exact p of ρ(TP1, train loss) at ``model`` (NaN if absent)."""
+    if assoc is None:
+        return np.nan
+    sel = assoc[(assoc["feature"] == "h1_total") & (assoc["target"] == "train_loss")
+                & (assoc["view"] == "seed_contrast") & (assoc["model"] == model)]  # fmt: skip
+    return float(sel["p"].iloc[0]) if len(sel) else np.nan
 
 
 def tp1_weakening_row(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> dict:
@@ -246,129 +297,46 @@ def tp1_weakening_row(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> dict:
         note = f"{len(sized)} of the paper's models with a defined ρ"
         return _row(claim, "4", "t4", paper_rho, NOT_EVALUATED, note=note)
     rho, p = spearman_exact(sized["n_params"], [abs(ev["rho_mean"]) for ev in sized["ev"]])
-    loud = any(2 * evidence[m]["significant"] > evidence[m]["n"] for m in quiet)
+    quiet_p = {m: _quiet_p(assoc, m) for m in quiet}
+    loud = any(q < ALPHA for q in quiet_p.values())
+    trends = baseline_trends(assoc, sized["model"])
     if rho >= 0 or loud:
         verdict = NOT_REPRODUCED
+    elif p >= ALPHA:
+        verdict = INCONCLUSIVE
     else:
-        verdict = REPRODUCED if p < ALPHA else INCONCLUSIVE
-    note = (
-        f"{len(sized)} models; exact p = {p:.3g}; significant in most seeds at {quiet[0]}: {loud}"
-    )
+        as_strong = any(v <= rho for v in trends.values() if np.isfinite(v))
+        verdict = ARTEFACT if as_strong else REPRODUCED
+    quiet_note = ", ".join(f"{m} seed_contrast p = {q:.3g}" for m, q in quiet_p.items())
+    note = f"{len(sized)} models; exact p = {p:.3g}; {quiet_note}; {_baseline_note(trends)}"
     return _row(claim, "4", "t4", paper_rho, verdict, ours=rho, note=note)
 
 
-def prediction_rows(paper: pd.DataFrame, prediction: pd.DataFrame | None) -> list[dict]:
-    """T5: MAE improvement of combined over loss-only where the paper reports a gain."""
-    ref = paper_series(paper, "5", "improvement_combined_over_loss_only")
-    rows = []
-    for fraction, gain in ref[ref > 0].items():
-        claim = f"combined beats loss-only at {float(fraction):.0%} of training"
-        sel = pd.DataFrame()
-        if prediction is not None:
-            at = np.isclose(prediction["fraction"].astype(float), float(fraction))
-            sel = prediction[at & (prediction["method"] == "combined")]
-        if sel.empty or not np.isfinite(sel["improvement_pct"].iloc[0]):
-            rows.append(_row(claim, "5", "t5", gain, NOT_EVALUATED, note="fraction not run"))
-            continue
-        ours = float(sel["improvement_pct"].iloc[0]) / 100
-        beats = bool(flag(sel["beats_placebos"])[0])
-        significant = float(sel["wilcoxon_p"].iloc[0]) < ALPHA
-        verdict = NOT_REPRODUCED if ours <= 0 else ARTEFACT if not beats else None
-        verdict = verdict or (REPRODUCED if significant else INCONCLUSIVE)
-        note = f"beats_placebos: {beats}; Wilcoxon p = {sel['wilcoxon_p'].iloc[0]:.3g}"
-        rows.append(_row(claim, "5", "t5", gain, verdict, ours=ours, note=note))
-    return rows
-
-
-def phases_row(paper: pd.DataFrame, phases: pd.DataFrame | None) -> dict:
-    """T6: diminishing returns of NP come later for larger models."""
-    ref = paper_series(paper, "6", "diminishing_frac")
-    claim = "diminishing returns later for larger models"
-    paper_rho = rank_rho(ref)
-    ours = pd.DataFrame(columns=["n_params", "diminishing_frac"])
-    if phases is not None:
-        runs = phases[phases["model"].isin(ref.index)]
-        ours = runs.groupby("model")[["n_params", "diminishing_frac"]].mean().dropna()
-    if len(ours) < MIN_MODELS:
-        note = f"{len(ours)} of the paper's models with a diminishing-returns step"
-        return _row(claim, "6", "t6", paper_rho, NOT_EVALUATED, note=note)
-    rho, p = spearman_exact(ours["n_params"], ours["diminishing_frac"])
-    if not np.isfinite(rho):
-        verdict = INCONCLUSIVE
-    else:
-        verdict = NOT_REPRODUCED if rho <= 0 else REPRODUCED if p < ALPHA else INCONCLUSIVE
-    note = (f"{len(ours)} models; exact p = {p:.3g}; paper's own exact p = "
-            f"{spearman_exact(np.arange(len(ref)), ref)[1]:.3g}")  # fmt: skip
-    return _row(claim, "6", "t6", paper_rho, verdict, ours=rho, note=note)
-
-
-def peak_row(paper: pd.DataFrame, phases: pd.DataFrame | None) -> dict:
-    """T6: the largest |ΔNP| comes at 4–6% of training."""
-    ref = paper_series(paper, "6", "peak_step")
-    claim = f"peak |ΔNP| at {T6_PEAK[0]:.0%}–{T6_PEAK[1]:.0%} of training"
-    paper_mid = float(np.mean(T6_PEAK))
-    runs = pd.DataFrame(columns=["model", "peak_frac", "checkpoint_frac"])
-    if phases is not None:
-        runs = phases[phases["model"].isin(ref.index) & phases["peak_frac"].notna()]
-    if runs["model"].nunique() < MIN_MODELS:
-        note = f"{runs['model'].nunique()} of the paper's models with a peak"
-        return _row(claim, "6", "t6_peak", paper_mid, NOT_EVALUATED, note=note)
-    frac = runs["peak_frac"].to_numpy(float)
-    spacing = runs["checkpoint_frac"].to_numpy(float)
-    agree = (frac >= T6_PEAK[0] - spacing - 1e-9) & (frac <= T6_PEAK[1] + spacing + 1e-9)
-    if agree.all():
-        verdict = REPRODUCED
-    else:
-        verdict = NOT_REPRODUCED if 2 * agree.sum() < agree.size else INCONCLUSIVE
-    note = f"{int(agree.sum())}/{agree.size} runs agree; checkpoint interval {spacing.max():.3g}"
-    return _row(claim, "6", "t6_peak", paper_mid, verdict, ours=float(np.median(frac)),
-                ours_ci_low=float(frac.min()), ours_ci_high=float(frac.max()), note=note)  # fmt: skip
-
-
-def exponent_verdict(paper: float, b: float, low: float, high: float) -> str:
-    """T7 rule: the paper's exponent inside our profile interval, with b of its sign."""
-    if not np.isfinite(b):
-        return NOT_EVALUATED
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return INCONCLUSIVE
-    inside = low <= paper <= high and np.sign(b) == np.sign(paper)
-    return REPRODUCED if inside else NOT_REPRODUCED
-
-
-def scaling_rows(paper: pd.DataFrame, scaling: pd.DataFrame | None) -> list[dict]:
-    """T7: power-law exponents of final loss, TP0 and NP with N."""
-    ref = paper_series(paper, "7", "exponent")
-    fits = scaling.set_index("feature") if scaling is not None else pd.DataFrame()
-    rows = []
-    for feature, exponent in ref.items():
-        claim = f"scaling exponent of final {feature}"
-        if feature not in fits.index:
-            rows.append(_row(claim, "7", "t7", exponent, NOT_EVALUATED, note="no fit"))
-            continue
-        fit = fits.loc[feature]
-        b, low, high = (float(fit[k]) for k in ("b", "b_ci_low", "b_ci_high"))
-        message = fit["message"] if isinstance(fit["message"], str) else ""
-        note = "; ".join(filter(None, [f"{int(fit['n_models'])} models", message]))
-        rows.append(_row(claim, "7", "t7", exponent, exponent_verdict(exponent, b, low, high),
-                         ours=b, ours_ci_low=low, ours_ci_high=high, note=note))  # fmt: skip
-    return rows
-
-
-def replication_table(paper: pd.DataFrame, tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
+def replication_table(
+    paper: pd.DataFrame, tables: dict, warmup: int | None = None, threshold: float = 0.1
+) -> pd.DataFrame:
     """One row per claim (REPLICATION_COLUMNS) from the paper values and our tables.
 
-    ``tables`` maps models, associations, prediction, phases, scaling, pythia_weights,
-    pythia_correlations and pythia_embeddings to their DataFrames; a missing key or None makes that claim's rows ``not evaluated``.
+    ``tables`` maps models, associations, prediction, phases, scaling, features (the feature
+    table, for the primary family and the L2 norm's phases), primary (else computed from
+    features), pythia_weights, pythia_correlations and pythia_embeddings to their DataFrames; a
+    missing key or None makes that claim's rows ``not evaluated`` (or, for the primary family,
+    ``cannot be measured``). ``warmup`` is the learning-rate warm-up in steps (T6's peak) and
+    ``threshold`` the phases' diminishing-returns threshold (the L2 norm's phases for T6).
     """
-    assoc = tables.get("associations")
+    assoc, features = tables.get("associations"), tables.get("features")
+    primary = tables.get("primary")
+    if primary is None and features is not None:
+        primary = primary_family(features, paper)
+    l2 = baseline_phases(features, threshold)
     rows = [
         *final_loss_rows(paper, tables.get("models")),
-        *tp0_rows(paper, assoc),
-        np_reversal_row(paper, assoc),
+        *tp0_rows(paper, assoc, primary),
+        np_reversal_row(paper, assoc, primary),
         tp1_weakening_row(paper, assoc),
         *prediction_rows(paper, tables.get("prediction")),
-        peak_row(paper, tables.get("phases")),
-        phases_row(paper, tables.get("phases")),
+        peak_row(paper, tables.get("phases"), l2, warmup),
+        phases_row(paper, tables.get("phases"), l2),
         *scaling_rows(paper, tables.get("scaling")),
         *pythia_rows(paper, tables.get("pythia_weights")),
         *study_b_rows(paper, tables.get("pythia_correlations"), tables.get("pythia_embeddings")),

@@ -9,6 +9,7 @@ user's own runs (``jobs.runs``).
 from topotrain.jobs.analysis import (
     analysis_figures_job,
     associations_job,
+    calibration_job,
     correlations_job,
     layer_types_job,
     models_job,
@@ -56,6 +57,7 @@ __all__ = [
     "gradient_topology_job",
     "correlations_job",
     "associations_job",
+    "calibration_job",
     "scaling_job",
     "prediction_job",
     "phases_job",

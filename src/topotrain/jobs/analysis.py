@@ -38,6 +38,21 @@ def associations_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
 
 
+def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None:
+    """False-positive rates and power of every test the verdicts use, on simulated runs."""
+    from topotrain.analysis.calibration import SEEDS, SIMULATIONS, calibration_table
+
+    knobs = params["calibration"]
+    table = calibration_table(
+        n_sim=knobs.get("simulations", SIMULATIONS),
+        n_resamples=params["n_resamples"],
+        seeds=tuple(knobs.get("seeds", SEEDS)),
+        seed=params["seed"],
+        threads=threads,
+    )
+    _tables(out, "calibration", table, "Calibration: false-positive rates and power")
+
+
 def scaling_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Power-law fits of final-checkpoint values against parameter count."""
     import pandas as pd
@@ -113,14 +128,26 @@ def layer_types_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
     plots.figure_layer_types(summary, out["layer_types_png"], out["layer_types_pdf"])
 
 
-def replication_job(inputs: dict[str, str], out: dict[str, str]) -> None:
-    """Replication verdicts: every claim of the paper beside our number and its rule."""
+def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+    """Replication verdicts: every claim of the paper beside our number and its rule, and the
+    primary family's tests of the paper's claims."""
     import pandas as pd
 
+    from topotrain.analysis.primary import primary_family
     from topotrain.analysis.replication import read_paper_values, replication_table
 
-    tables = {name: pd.read_csv(path) for name, path in inputs.items() if name != "paper"}
-    verdicts = replication_table(read_paper_values(inputs["paper"]), tables)
+    paper = read_paper_values(inputs["paper"])
+    tables = {
+        name: pd.read_csv(path)
+        for name, path in inputs.items()
+        if name not in ("paper", "features")
+    }
+    tables["features"] = pd.read_parquet(inputs["features"]) if "features" in inputs else None
+    tables["primary"] = primary = primary_family(tables["features"], paper)
+    verdicts = replication_table(paper, tables, params["warmup_steps"], params["phase_threshold"])
+    _tables(
+        out, "primary", primary, "Primary family: the paper's claims beyond the clock and scale"
+    )
     _tables(out, "replication", verdicts, "Replication of the paper's claims")
 
 
@@ -171,13 +198,29 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
 
 
 def report_job(tables: dict[str, str], out: str) -> None:
-    """Assemble REPORT.md: the replication verdicts first, findings from the CSV tables, then every
-    other Markdown table explained, then each run's section (``tables["runs"]``)."""
-    from topotrain.report.markdown import SECTIONS, assemble_report, findings
+    """Assemble REPORT.md: the bottom line, the replication verdicts (a rule id per row, the rules
+    listed once), findings from the CSV tables, then every other Markdown table explained, then
+    each run's section (``tables["runs"]``)."""
+    import pandas as pd
+
+    from topotrain.analysis.replication import RULES
+    from topotrain.analysis.stats import ALPHA
+    from topotrain.report.bottom_line import bottom_line, replication_section
+    from topotrain.report.markdown import SECTIONS, Body, assemble_report, findings
 
     runs = list(tables.get("runs", []))  # each run's own section, after the study's
-    preface = ""
+    preface, top = "", ""
     if "best_feature_csv" in tables:  # the spine's findings (spine.enabled)
         preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
-    sections = [(SECTIONS[k][0], SECTIONS[k][1], p) for k, p in tables.items() if k in SECTIONS]
-    assemble_report(sections, out, preface, lead=int("replication" in tables), appendix=runs)
+    bodies = {}
+    if "replication_csv" in tables:
+        rep = pd.read_csv(tables["replication_csv"])
+        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
+        summary = tables.get("associations_summary_csv")
+        summary = pd.read_csv(summary) if summary else None
+        top = bottom_line(rep, RULES, ALPHA, primary, summary)
+        bodies["replication"] = Body(replication_section(rep, RULES))
+    sections = [(SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p)) for k, p in tables.items()
+                if k in SECTIONS]  # fmt: skip
+    lead = int("replication" in tables)
+    assemble_report(sections, out, preface, lead=lead, appendix=runs, top=top)

@@ -72,32 +72,57 @@ def best_feature_findings(best: pd.DataFrame) -> list[str]:
 
 
 def prediction_findings(summary: pd.DataFrame) -> list[str]:
-    """One sentence per fraction: MAE of loss-only vs combined (and the best method), with the test."""
+    """One sentence per fraction: MAE of loss-only vs combined, beside the same averaging without
+    topology (mean_loss_only_last) when the table has it, the best method and the test."""
     lines = []
     for fraction, g in summary.groupby("fraction"):
         mae = g.set_index("method")["mae"]
         comb = g[g["method"] == "combined"].iloc[0]
         best = mae.idxmin()
         verdict = "improves on" if mae["combined"] < mae["loss_only"] else "does not improve on"
+        note = comb["wilcoxon_note"] if isinstance(comb["wilcoxon_note"], str) else ""
         lines.append(
-            f"- **{100 * fraction:.0f}% of training:** combined (topology + loss) {verdict} loss-only: "
-            f"MAE {mae['combined']:.4f} vs {mae['loss_only']:.4f} nats/char "
-            f"({comb['improvement_pct']:+.1f}%); Wilcoxon p = {format_cell(comb['wilcoxon_p'])}"
-            f"{' — ' + comb['wilcoxon_note'] if isinstance(comb['wilcoxon_note'], str) else ''}. "
-            f"Lowest MAE: {best} ({mae[best]:.4f}).{placebo_verdict(g)}"
+            f"- **{100 * fraction:.0f}% of training:** combined (mean of loss-only and "
+            f"topology-only) {verdict} loss-only: MAE {mae['combined']:.4f} vs "
+            f"{mae['loss_only']:.4f} nats/char ({comb['improvement_pct']:+.1f}%); Wilcoxon p = "
+            f"{format_cell(comb['wilcoxon_p'])}{' — ' + note if note else ''}."
+            f"{averaging_note(g)} Lowest MAE: {best} ({mae[best]:.4f}).{placebo_verdict(g)}"
         )
     return lines
 
 
+def averaging_note(g: pd.DataFrame) -> str:
+    """' The same averaging without topology (mean_loss_only_last): +46.5%; the gain is (not)
+    beyond averaging.' or '' when the control is absent."""
+    rows = g.set_index("method")
+    if "mean_loss_only_last" not in rows.index:
+        return ""
+    control = float(rows.loc["mean_loss_only_last", "improvement_pct"])
+    combined = float(rows.loc["combined", "improvement_pct"])
+    beyond = "beyond" if combined > control else "not beyond"
+    return (f" The same averaging without topology (`mean_loss_only_last`): {control:+.1f}%, so "
+            f"the gain is {beyond} averaging.")  # fmt: skip
+
+
 def placebo_verdict(g: pd.DataFrame) -> str:
-    """' Beats its placebos (step, L2 norm) and loss-only: topology_only no, combined yes.' or ''."""
+    """' Beats loss-only, its averaging control and both placebos: topology_only no, combined yes
+    (p = …).' or ''."""
     if "beats_placebos" not in g:
         return ""
-    flags = g.set_index("method")["beats_placebos"].dropna()
-    verdicts = [f"{m} {'yes' if str(v) == 'True' else 'no'}" for m, v in flags.items()]
+    rows = g.set_index("method")
+    flags = rows["beats_placebos"].dropna()
+    verdicts = []
+    for m, v in flags.items():
+        p = rows.loc[m, "rival_p"] if "rival_p" in rows else float("nan")
+        test = (
+            f" (sign-flip p = {format_cell(p)} against {rows.loc[m, 'rival']})"
+            if pd.notna(p)
+            else ""
+        )
+        verdicts.append(f"{m} {'yes' if str(v) == 'True' else 'no'}{test}")
     if not verdicts:
         return ""
-    return f" Beats its placebos (step, L2 norm) and loss-only: {', '.join(verdicts)}."
+    return f" Beats loss-only, its averaging control and both placebos: {', '.join(verdicts)}."
 
 
 def findings(best_csv: str | Path, prediction_csv: str | Path) -> str:
@@ -118,16 +143,21 @@ def findings(best_csv: str | Path, prediction_csv: str | Path) -> str:
     )
 
 
+class Body(str):
+    """A section's Markdown itself, where assemble_report otherwise reads a table file."""
+
+
 def assemble_report(
     sections: list[tuple[str, str, str | Path]],
     out: str | Path,
     preface: str = "",
     lead: int = 0,
     appendix: Sequence[str | Path] = (),
+    top: str = "",
 ) -> None:
-    """REPORT.md: a title, the first ``lead`` sections, an optional preface (findings), then the
-    other sections; each section is (heading, text, Markdown table file); then the ``appendix``
-    files as they are (each run's section)."""
+    """REPORT.md: a title, ``top`` (the bottom line), the first ``lead`` sections, an optional
+    preface (findings), then the other sections; each section is (heading, text, Markdown table
+    file or a Body); then the ``appendix`` files as they are (each run's section)."""
     parts = [
         "# topotrain — weight-space study report\n",
         "Every number below is produced by the workflow from its feature tables "
@@ -135,10 +165,12 @@ def assemble_report(
         "each table also exists as CSV under `results/tables/` (a run's under "
         "`results/runs/<name>/tables/`), figures under `results/figures/`.\n",
     ]
+    if top:
+        parts.append(top)
     for i, (heading, text, table) in enumerate(sections):
         if i == lead and preface:
             parts.append(preface)
-        body = Path(table).read_text()
+        body = table if isinstance(table, Body) else Path(table).read_text()
         if body.startswith("## "):  # drop the table's own heading; the section has one
             body = body.split("\n", 2)[2]
         parts.append(f"## {heading}\n\n{text.strip()}\n\n{body}")
@@ -153,10 +185,14 @@ SECTIONS = {
     "replication": (
         "Replication of the paper's claims",
         "One row per claim of the paper (Tables 1–8): its value, ours (mean over seeds with an "
-        "across-seed interval where the rule uses one) and a verdict computed by the rule in the "
-        "`rule` column — reproduced, not reproduced, inconclusive, artefact (a significant raw ρ "
-        "that does not beat the clock, or a prediction gain that a placebo matches) or not "
-        "evaluated (model, fit or input table absent).",
+        "across-seed interval where the rule uses one) and a verdict computed by the rule whose id "
+        "is in the `rule` column (the rules are listed once below the table) — reproduced, not "
+        "reproduced, inconclusive (including: cannot be measured), artefact (the paper's sign "
+        "that the primary between-seed test does not carry beyond the clock and the scale, a "
+        "trend the clock or the L2 norm shows as strongly, a prediction gain a control or placebo "
+        "matches) or not evaluated (model, fit or input table absent). The TP0, NP and TP1 rows "
+        "use the pre-registered primary family (`tables/primary.csv`); every other p-value in "
+        "this report is exploratory.",
     ),
     "models": (
         "Models",
@@ -178,15 +214,19 @@ SECTIONS = {
         "This is the paper's method: its CI resamples checkpoints and its p-values treat them as independent draws, which consecutive checkpoints of one run are not, so neither is valid for trending series; the time-aware CIs and p-values are in the associations section.",
     ),
     "associations_summary": (
-        "Beyond the clock: detrended and partial associations",
+        "Beyond the clock: between-seed contrasts (exploratory)",
         "Loss and every feature trend with training time, so raw ρ is near ±1 for any monotone series, "
-        "`step` included. `associations.csv` adds, per run, feature (baselines `step`, `lr`, "
-        "`l2_norm_mean`, `grad_norm` alike) and target (train and validation loss), ρ of first "
-        "differences (detrended) and partial Spearman ρ given step and given `l2_norm_mean`, with "
-        "stationary block-bootstrap CIs and circular-shift p-values (the raw view keeps the paper's "
-        "iid bootstrap). A feature beats the clock (scale) in a seed when its partial-on-step "
-        "(partial-on-L2) CI excludes 0; below, per model and target, how many seeds it does so in, "
-        "and ρ of each view averaged over seeds.",
+        "`step` included. The view that removes the clock exactly is `seed_contrast`: each feature "
+        "and loss centred on its across-seed mean at every checkpoint, ρ of what is left (how this "
+        "run differs from its siblings at the same step), with an exact permutation p over the "
+        "model's seed labels (smallest p 1/k!: 1/6 with 3 seeds) and pooled over models "
+        "(1/7 776 with 5 models × 3 seeds); `seed_contrast_l2` partials out the L2 norm's "
+        "deviations too. A feature beats the clock (scale) when its seed contrast (partial on L2) "
+        "has p < 0.05 with the raw ρ's sign. Below, per model and pooled: those flags, the exact "
+        "p's and ρ of every view averaged over seeds. `associations.csv` also keeps the per-run "
+        "detrended and partial views with block-bootstrap CIs and circular-shift p's; the "
+        "calibration suite shows those exceed their nominal false-positive rate on decelerating "
+        "training curves, so no verdict or flag uses them.",
     ),
     "prediction": (
         "Predicting the final loss from early training",
@@ -195,8 +235,11 @@ SECTIONS = {
         "compare each method's per-run errors with loss-only's (see the notes for small n). "
         "`spearman_rho` ranks predicted against actual final loss across model sizes (means over "
         "seeds) with the exact permutation p; `beats_placebos` is yes only where topology-only or "
-        "combined has a lower MAE than loss-only and than both placebos, the same predictor paced by "
-        "the step or by the mean weight L2 norm instead of NP. "
+        "combined has a lower MAE than loss-only, than its averaging control (`last_loss` for "
+        "topology-only, `mean_loss_only_last` — the same averaging with no topology — for "
+        "combined) and than both placebos, the same predictor paced by a clock or by the mean "
+        "weight L2 norm instead of NP; `rival_p` is the exact sign-flip p against the strongest of "
+        "them, paired by model (a model's seeds share one fit; 5 models: p ≥ 1/32). "
         "The methods are described below the per-run table.",
     ),
     "prediction_runs": (
@@ -215,14 +258,17 @@ SECTIONS = {
         "ln N), scored by leave-one-model-out cross-validation; **learned_forward**: the same, "
         "trained only on smaller models (none for the two smallest).\n"
         "- **placebos** `topology_only[step]`, `topology_only[l2_norm_mean]` (and `combined[…]`): "
-        "topology-only with NP replaced by that series; with the step it is the linear extrapolation "
-        "of the recent loss slope.\n"
+        "topology-only with NP replaced by a clock ln(1 + t/s) (s the first checkpoint step) or by "
+        "the L2 norm, each mapped affinely onto NP's mean and SD over the window: the same form "
+        "and amount of information as NP.\n"
         "- **baselines**: `last_loss`, the last observed validation loss; `mean_loss_only_last`, its "
         "mean with loss-only.\n"
         "- **learned[+vectors]**: learned with the vectorised diagrams' summaries at t0 added "
-        "(landscape L2, image mass, Betti AUC of H0 and H1); its placebos add the clock "
-        "(`learned[+step]`: step, fraction) or the scale (`learned[+scale]`: L2 norm, gradient "
-        "norm) instead; `vectors_help` is yes only where it beats plain learned and both.",
+        "(landscape L2, image mass, Betti AUC of H0 and H1: six columns); its placebos add six "
+        "columns of the loss curve's own shape (`learned[+step]`: losses at earlier fractions, "
+        "loss slopes, the log-log slope) or of the scale (`learned[+scale]`: L2 norm and gradient "
+        "norm, values and slopes) instead; `vectors_help` is yes only where it beats plain learned "
+        "and both.",
     ),
     "scaling": (
         "Scaling with model size",
@@ -245,12 +291,11 @@ SECTIONS = {
         "The association of NP and the H0/H1 totals with loss, computed on subsets of each "
         "checkpoint's matrices: by type (attention: c_attn and c_proj of each block's attention; "
         "MLP: c_fc and c_proj) and by depth (one block's four matrices), each aggregated as the "
-        "feature table aggregates all layers. Per model, group, feature and target, over seeds: "
-        "the mean detrended ρ (first differences between checkpoints), the seeds whose block-"
-        "bootstrap CI excludes 0, and the seeds where the feature beats the clock (partial-on-step "
-        "CI excludes 0); beside them the same view's mean ρ for `step` (empty when detrended: its "
-        "differences are constant) and for the subset's own `l2_norm_mean`. Every view per run, "
-        "baselines included: `tables/layer_types.csv`; figure `layer_types`.",
+        "feature table aggregates all layers. Per model (and pooled), group, feature and target: "
+        "the between-seed contrast ρ (`seed_contrast`, exact seed-permutation p), whether p < 0.05 "
+        "and whether it beats the clock; beside them the same view's ρ for `step` (empty: every "
+        "seed shares it) and for the subset's own `l2_norm_mean`. Every view per run, baselines "
+        "included: `tables/layer_types.csv`; figure `layer_types`. Exploratory.",
     ),
     "stopping_summary": (
         "Causal stopping rules",
@@ -272,7 +317,8 @@ SECTIONS = {
         "shift, so consecutive intervals are not taken as independent; with n intervals p ≥ 1/n), "
         "and the seeds in which it beats the clock (|ρ| above that of the step itself). "
         "`l2_norm_step` is |Δ mean L2 norm|, the weights' scale moving. Per run: "
-        "`tables/velocity.csv`.",
+        "`tables/velocity.csv`. Exploratory: this `beats_clock` only compares |ρ| with the "
+        "step's, is not calibrated and feeds no verdict.",
     ),
     "pythia_weights": (
         "Pythia: weight topology over training",

@@ -205,7 +205,8 @@ def figure_stopping(table: pd.DataFrame, png: str, pdf: str) -> None:
 
 
 def figure_layer_types(summary: pd.DataFrame, png: str, pdf: str) -> None:
-    """Mean detrended ρ with validation loss over seeds: models × (split group, feature)."""
+    """ρ with validation loss of the summary's view (the between-seed contrast by default; a run
+    view's mean over seeds): models and ``pooled`` × (split group, feature)."""
     part = summary[summary["target"] == "val_loss"].sort_values("n_params", kind="stable")
     part = part.assign(column=part["group"] + " · " + part["feature"])
     grid = part.pivot_table(index="model", columns="column", values="mean_rho", sort=False)
@@ -215,7 +216,8 @@ def figure_layer_types(summary: pd.DataFrame, png: str, pdf: str) -> None:
                 annot_kws={"fontsize": 6})  # fmt: skip
     ax.set_xlabel("layer group · feature")
     ax.set_ylabel("")
-    ax.set_title("Detrended ρ(feature, validation loss) by layer type and depth, mean over seeds")
+    view = str(part["view"].iloc[0]) if "view" in part and len(part) else "detrended"
+    ax.set_title(f"{view} ρ(feature, validation loss) by layer type and depth")
     fig.tight_layout()
     save_figure(fig, png, pdf)
 

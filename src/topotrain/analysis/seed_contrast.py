@@ -1,0 +1,244 @@
+"""Between-seed contrasts: the association with loss that no function of the step can produce.
+
+Within one model every seed shares the schedule and the step. Centre a feature x and a loss y on
+their across-seed mean at every checkpoint, d_{s,t} = x_{s,t} − mean_{s'} x_{s',t}: what is left is
+how run s differs from its siblings at the same step. The ``seed_contrast`` ρ of a model is the
+Spearman ρ of (d^x, d^y) over all its (seed, checkpoint) cells; ``seed_contrast_l2`` is the partial
+version, both rank series first regressed (with an intercept) on the ranks of the L2 norm's
+deviations d^{L2} (the feature's scale), then correlated.
+
+Null: the model's feature curves are exchangeable against its loss curves (same schedule, seeds
+differ only by chance). p = #{π: |ρ_π| ≥ |ρ|} / k! over every permutation π of the k seed labels
+(identity included): exact, whatever the trend, so its smallest value is 1/k! (1/6 with 3 seeds,
+1/120 with 5, 1/40 320 with 8). Above ``EXACT_SEEDS`` seeds, ``MC_DRAWS`` uniform permutations.
+Pooled over models: S = mean_m s_m·ρ_m (s_m = +1, or a claim's sign per model) against the product
+of the models' permutation groups, enumerated when it has at most ``EXACT_LIMIT`` elements (6^5 =
+7 776 for 5 models × 3 seeds, smallest p 1/7 776), else ``MC_DRAWS`` draws with p = (1 + #)/(1 + B).
+The partial view permutes the residual curves (Freedman–Lane); its size is measured by the
+calibration suite rather than exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+RESIDUAL_TOL = 1e-12  # rank residuals with Σe² below this fraction of Σ(r − r̄)² are exactly zero
+EXACT_SEEDS = 8  # all k! permutations up to this many seeds (40 320)
+EXACT_LIMIT = 2_000_000  # pooled null enumerated up to this many arrangements
+MC_DRAWS = 9_999  # Monte Carlo draws beyond those limits
+SCALE = "l2_norm_mean"
+CONTRAST_VIEWS = {"seed_contrast": None, "seed_contrast_l2": SCALE}  # view -> conditioning
+P_METHOD = "exact permutation of seed labels (all k! arrangements)"
+P_METHOD_MC = "Monte Carlo permutation of seed labels"
+P_METHOD_FL = "permutation of seed labels of residual curves (Freedman–Lane)"
+
+
+def deviations(values: np.ndarray) -> np.ndarray:
+    """(k, n) values of k seeds at n shared checkpoints minus their across-seed mean per checkpoint;
+    deviations within rounding (1e-12 of the checkpoint's largest |value|) are exactly 0, so a
+    series every seed shares (the step, the schedule) has none."""
+    d = values - values.mean(axis=0, keepdims=True)
+    tol = 1e-12 * np.abs(values).max(axis=0, keepdims=True)
+    return np.where(np.abs(d) <= tol, 0.0, d)
+
+
+def seed_permutations(k: int, seed: int = 0) -> np.ndarray:
+    """(P, k) permutations of k seed labels, the identity first: all k! up to EXACT_SEEDS, else
+    the identity and MC_DRAWS uniform draws."""
+    if k <= EXACT_SEEDS:
+        return np.array(list(itertools.permutations(range(k))), dtype=np.intp)
+    rng = np.random.default_rng(seed)
+    draws = np.argsort(rng.random((MC_DRAWS, k)), axis=1)
+    return np.vstack([np.arange(k), draws]).astype(np.intp)
+
+
+def _centred_ranks(d: np.ndarray) -> np.ndarray:
+    r = stats.rankdata(d, axis=None).reshape(d.shape)
+    return r - r.mean()
+
+
+def _residual(r: np.ndarray, rz: np.ndarray) -> np.ndarray:
+    """r − β·rz over all cells (both centred); numerically-zero residuals become exactly 0."""
+    e = r - (r * rz).sum() / (rz * rz).sum() * rz
+    return np.zeros_like(e) if (e * e).sum() <= RESIDUAL_TOL * (r * r).sum() else e
+
+
+def permutation_rhos(
+    dx: np.ndarray, dy: np.ndarray, perms: np.ndarray, dz: np.ndarray | None = None
+) -> np.ndarray:
+    """ρ of the deviations with the loss's seed rows permuted by each row of ``perms``.
+
+    R are centred ranks over all cells. Plain: G = R_x·R_yᵀ (k × k), ρ_π = Σ_i G[i, π(i)] /
+    √(Σ R_x² Σ R_y²). Partial (dz given, Freedman–Lane): e_x, e_y are the residuals of R_x, R_y
+    on R_z; the permuted loss residual e_y∘π is projected off R_z again, so with H = e_y·R_zᵀ,
+    ρ_π = Σ_i G[i, π(i)] / √(Σ e_x² (Σ e_y² − (Σ_i H[π(i), i])² / Σ R_z²)) (e_x ⟂ R_z).
+    The first row of perms is the identity; NaN everywhere when either side has nothing left.
+    """
+    rx, ry = _centred_ranks(dx), _centred_ranks(dy)
+    idx = np.arange(perms.shape[1])
+    ss_y = float((ry * ry).sum())
+    proj = np.zeros(len(perms))
+    if dz is not None:
+        rz = _centred_ranks(dz)
+        ss_z = float((rz * rz).sum())
+        if not ss_z:
+            return np.full(len(perms), np.nan)
+        rx, ry = _residual(rx, rz), _residual(ry, rz)
+        ss_y = float((ry * ry).sum())
+        proj = (ry @ rz.T)[perms, idx].sum(axis=1) ** 2 / ss_z
+    ss_x = float((rx * rx).sum())
+    if ss_x == 0 or ss_y == 0:
+        return np.full(len(perms), np.nan)
+    num = (rx @ ry.T)[idx, perms].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / np.sqrt(ss_x * np.clip(ss_y - proj, 0.0, None))
+
+
+def permutation_p(null: np.ndarray, alternative: str = "two-sided", exact: bool = True) -> float:
+    """p of null[0] (the observed statistic) among all of ``null``: #{|s| ≥ |s_0|}/P when exact,
+    (1 + #{b ≥ 1: |s_b| ≥ |s_0|})/P for Monte Carlo draws (identity counted once either way);
+    ``alternative='greater'`` compares s rather than |s|. NaN when s_0 is."""
+    if not np.isfinite(null[0]):
+        return float("nan")
+    s = null if alternative == "greater" else np.abs(null)
+    tol = 1e-12 * max(1.0, abs(s[0]))
+    return float(np.count_nonzero(s >= s[0] - tol) / s.size) if exact else float(
+        (1 + np.count_nonzero(s[1:] >= s[0] - tol)) / s.size
+    )  # fmt: skip
+
+
+def pooled_null(
+    nulls: list[np.ndarray], signs: list[float], seed: int = 0
+) -> tuple[np.ndarray, bool]:
+    """The pooled statistic S = mean_m s_m·ρ_m over the product of the models' permutation groups:
+    (S for every arrangement with the observed one first, exact); Monte Carlo (MC_DRAWS draws plus
+    the observed) when the product exceeds EXACT_LIMIT."""
+    size = math.prod(len(n) for n in nulls)
+    scaled = [s * n for s, n in zip(signs, nulls, strict=True)]
+    if size <= EXACT_LIMIT:
+        total = np.zeros(1)
+        for n in scaled:
+            total = (total[:, None] + n[None, :]).ravel()
+        return total / len(nulls), True
+    rng = np.random.default_rng(seed)
+    draws = sum(n[rng.integers(0, len(n), MC_DRAWS)] for n in scaled)
+    observed = sum(n[0] for n in scaled)
+    return np.concatenate([[observed], draws]) / len(nulls), False
+
+
+def model_matrices(rows: pd.DataFrame, columns: list[str]) -> tuple[dict[str, np.ndarray], int]:
+    """(column → (k, n) seed deviations over the checkpoints where every seed and column is
+    finite, n) for one model's rows (seeds in sorted order, steps ascending)."""
+    seeds, steps = np.sort(rows["seed"].unique()), np.sort(rows["step"].unique())
+    si, ti = np.searchsorted(seeds, rows["seed"]), np.searchsorted(steps, rows["step"])
+    mats = {}
+    for c in columns:
+        m = np.full((seeds.size, steps.size), np.nan)
+        m[si, ti] = rows[c].to_numpy(float)
+        mats[c] = m
+    ok = np.logical_and.reduce([np.isfinite(m).all(axis=0) for m in mats.values()])
+    return {c: deviations(m[:, ok]) for c, m in mats.items()}, int(ok.sum())
+
+
+def _undefined(k: int, n: int, feature: str, cond: str | None) -> str:
+    """Why a model's contrast is undefined before any computation, or ''."""
+    if k < 2:
+        return f"{k} seed: a between-seed contrast needs at least 2"
+    if n < 2:
+        return f"{n} checkpoints shared by every seed: contrast undefined"
+    if cond is not None and feature == cond:
+        return f"feature is the conditioning variable {cond}: ρ undefined"
+    return ""
+
+
+def contrast_cell(
+    mats: dict[str, np.ndarray], feature: str, target: str, view: str, perms: np.ndarray
+) -> tuple[dict, np.ndarray]:
+    """(rho, p, n, p_method, note) of one model's ``view`` of (feature, target), and its null
+    (ρ under every permutation in ``perms``, observed first; NaN where undefined)."""
+    cond = CONTRAST_VIEWS[view]
+    k, n = mats[target].shape
+    exact = len(perms) == math.factorial(k)
+    method = P_METHOD_FL if cond else P_METHOD if exact else P_METHOD_MC
+    row = {"rho": np.nan, "p": np.nan, "n": k * n, "p_method": method, "note": ""}
+    why = _undefined(k, n, feature, cond)
+    if why:
+        return row | {"note": why}, np.full(1, np.nan)
+    dz = mats[cond] if cond else None
+    null = permutation_rhos(mats[feature], mats[target], perms, dz)
+    if not np.isfinite(null[0]):
+        what = f"after conditioning on {cond}'s" if cond else "in the"
+        return row | {"note": f"nothing varies {what} seed deviations: ρ undefined"}, null
+    row |= {"rho": float(null[0]), "p": permutation_p(null, exact=exact)}
+    if exact and 1 / len(perms) >= 0.05:
+        row["note"] = f"{k} seeds: smallest attainable p = 1/{len(perms)}"
+    return row, null
+
+
+POOLED = "pooled"  # the model name of rows pooled over models
+
+
+def contrast_table(
+    df: pd.DataFrame, features: list[tuple[str, str]], targets: list[str], seed: int = 0
+) -> pd.DataFrame:
+    """Rows of both contrast views per (model, feature, target) (``seed`` is <NA>: one row per
+    model), then pooled over models (model ``pooled``, signs +1, two-sided); p_bh, flags and
+    CI columns are left to the caller."""
+    columns = sorted({f for f, _ in features} | set(targets) | {SCALE} & set(df.columns))
+    rows, nulls = [], {}
+    for model, g in df.groupby("model", sort=False):
+        mats, _ = model_matrices(g, columns)
+        perms = seed_permutations(g["seed"].nunique(), seed)
+        head = {"model": model, "n_params": int(g["n_params"].iloc[0])}
+        for (feature, kind), target, view in itertools.product(features, targets, CONTRAST_VIEWS):
+            res, null = contrast_cell(mats, feature, target, view, perms)
+            rows.append(
+                {**head, "feature": feature, "kind": kind, "target": target, "view": view, **res}
+            )
+            nulls.setdefault((feature, kind, target, view), []).append(null)
+    for (feature, kind, target, view), per_model in nulls.items():
+        rows.append({"model": POOLED, "n_params": pd.NA, "feature": feature, "kind": kind,
+                     "target": target, "view": view, **pooled_row(per_model, view, seed)})  # fmt: skip
+    out = pd.DataFrame(rows)
+    out.insert(1, "seed", pd.array([pd.NA] * len(out), dtype="Int64"))
+    out["n_params"] = out["n_params"].astype("Int64")
+    return out
+
+
+def pooled_row(per_model: list[np.ndarray], view: str, seed: int = 0, signs=None) -> dict:
+    """rho (mean over models of s_m·ρ_m), p, n (models), p_method and note of a pooled contrast
+    over the models whose contrast is defined; ``signs`` default +1 (two-sided), else one-sided
+    in the direction of the signs."""
+    signs = [1.0] * len(per_model) if signs is None else list(signs)
+    keep = [i for i, n in enumerate(per_model) if np.isfinite(n[0])]
+    row = {"rho": np.nan, "p": np.nan, "n": len(keep), "note": ""}
+    row["p_method"] = "permutation of seed labels within each model, pooled over models"
+    if not keep:
+        return row | {"note": "no model with a defined contrast"}
+    null, exact = pooled_null([per_model[i] for i in keep], [signs[i] for i in keep], seed)
+    alternative = "two-sided" if all(s == 1.0 for s in signs) else "greater"
+    how = "exact" if exact else "Monte Carlo"
+    method = (
+        f"{how} permutation of seed labels within each model, {len(keep)} models, {alternative}"
+    )
+    if CONTRAST_VIEWS[view]:
+        method += " (residual curves, Freedman–Lane)"
+    note = (
+        f"{len(per_model) - len(keep)} models undefined, left out"
+        if len(keep) < len(per_model)
+        else ""
+    )
+    note = "; ".join(
+        filter(None, [note, f"{null.size} arrangements: smallest p = {1 / null.size:.3g}"])
+    )
+    return row | {
+        "rho": float(null[0]),
+        "p": permutation_p(null, alternative, exact),
+        "p_method": method,
+        "note": note,
+    }

@@ -1,0 +1,121 @@
+"""The report's first page: each study question, its verdict counts and the numbers that decide it,
+then the replication table with a rule id per row and the rules listed once below it.
+
+``rules`` (rule id → text) and ``alpha`` come from the analysis (``replication.RULES``,
+``stats.ALPHA``), handed over by the report job: the report does not import the analysis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from topotrain.report.markdown import format_cell, to_markdown
+
+QUESTIONS = {  # question -> the rule ids that answer it
+    "Does weight topology track training loss beyond the clock and the scale?": ("t2", "t2_p", "t3"),
+    "Do the features change with model size as the paper says?": (
+        "t1", "t2_monotone", "t4", "t6", "t7",
+    ),
+    "Does topology improve the prediction of the final loss?": ("t5",),
+    "Is there a phase transition early in training?": ("t6_peak",),
+    "Do the claims hold on Pythia?": ("t8_np", "t8_tp0", "b_h1", "b_spectral"),
+}  # fmt: skip
+NAMES = {"h0_total": "TP0", "np_mean": "NP", "h1_total": "TP1"}
+
+
+def with_rule_ids(replication: pd.DataFrame, rules: dict[str, str]) -> pd.DataFrame:
+    """The replication table with the rule's id (``t2``, …) in place of its text."""
+    out = replication.copy()
+    out["rule"] = out["rule"].map({text: key for key, text in rules.items()}).fillna("?")
+    return out
+
+
+def counts(verdicts: pd.Series) -> str:
+    """'3 reproduced, 2 artefact' in the order of first appearance."""
+    return ", ".join(f"{n} {v}" for v, n in verdicts.value_counts(sort=False).items())
+
+
+def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
+    """One sentence on the primary family: each claim's clock and scale p and its BH decision."""
+    if primary is None or primary.empty:
+        return ""
+    parts = []
+    for row in primary.itertuples(index=False):
+        name = NAMES.get(row.feature, row.feature)
+        if not np.isfinite(row.p):
+            parts.append(f"{name}: cannot be measured")
+            continue
+        verdict = "rejects the null" if row.p_bh < alpha else "does not reject it"
+        parts.append(f"{name} p_clock = {format_cell(row.p_clock)}, p_scale = "
+                     f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict})")  # fmt: skip
+    smallest = int(primary["arrangements"].max()) if primary["arrangements"].notna().any() else 0
+    floor = f"; smallest attainable p = 1/{smallest:,}" if smallest else ""
+    return ("Primary family (between-seed contrasts pooled over sizes, exact seed permutation"
+            f"{floor}): " + "; ".join(parts) + ".")  # fmt: skip
+
+
+def beats_sentence(summary: pd.DataFrame | None, alpha: float) -> str:
+    """'k of K topological features beat the clock pooled over models (expected under the null ≈
+    K·α/2)' from associations_summary.csv."""
+    if summary is None or "beats_clock" not in summary:
+        return ""
+    pooled = summary[(summary["model"] == "pooled") & (summary["kind"] == "topological")]
+    pooled = pooled[pooled["target"] == "train_loss"]
+    defined = pooled[pooled["p_seed_contrast"].notna()]
+    k, total = int(defined["beats_clock"].astype(str).eq("True").sum()), len(defined)
+    if not total:
+        return ""
+    return (f"Exploratory: {k} of {total} topological features beat the clock against train "
+            f"loss (pooled seed contrast, p < {alpha:g} with the raw ρ's sign; expected under the "
+            f"null ≈ {total * alpha / 2:.1f}).")  # fmt: skip
+
+
+def bottom_line(
+    replication: pd.DataFrame,
+    rules: dict[str, str],
+    alpha: float,
+    primary: pd.DataFrame | None = None,
+    summary: pd.DataFrame | None = None,
+) -> str:
+    """Markdown: per question, its verdict counts and each claim's numbers in one line."""
+    rep = with_rule_ids(replication, rules)
+    lines = ["## Bottom line\n"]
+    for question, ids in QUESTIONS.items():
+        rows = rep[rep["rule"].isin(ids) & (rep["verdict"] != "not evaluated")]
+        if rows.empty:
+            continue
+        lines.append(f"**{question}** {counts(rows['verdict'])}.")
+        for r in rows.itertuples(index=False):
+            interval = ""
+            if np.isfinite(r.ours_ci_low) and np.isfinite(r.ours_ci_high):
+                interval = f" [{format_cell(r.ours_ci_low)}, {format_cell(r.ours_ci_high)}]"
+            lines.append(f"- {r.claim}: **{r.verdict}** — paper {format_cell(r.paper)}, ours "
+                         f"{format_cell(r.ours)}{interval} ({r.rule}; {r.note})")  # fmt: skip
+        if "t2" in ids:
+            extra = (primary_sentence(primary, alpha), beats_sentence(summary, alpha))
+            lines += [s for s in extra if s]
+        lines.append("")
+    if len(lines) == 1:
+        lines.append("No claim of the paper could be evaluated: every row below says why (a model "
+                     "of the paper's family not trained, a branch off, an input table absent).\n")  # fmt: skip
+    return "\n".join(lines)
+
+
+def replication_section(replication: pd.DataFrame, rules: dict[str, str]) -> str:
+    """The replication table (rule ids) and, below it, each rule used, listed once."""
+    rep = with_rule_ids(replication, rules)
+    cols = [
+        "claim",
+        "table",
+        "paper",
+        "ours",
+        "ours_ci_low",
+        "ours_ci_high",
+        "verdict",
+        "rule",
+        "note",
+    ]
+    used = [k for k in rules if k in set(rep["rule"])]
+    legend = "\n".join(f"- `{k}`: {rules[k]}" for k in used)
+    return f"{to_markdown(rep[cols])}\n**Rules.**\n\n{legend}\n"

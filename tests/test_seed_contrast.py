@@ -1,0 +1,159 @@
+"""Between-seed contrasts and the primary family, checked against brute-force enumerations."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import ROOT
+from scipy import stats
+
+from topotrain.analysis.primary import primary_family
+from topotrain.analysis.replication import read_paper_values, replication_table
+from topotrain.analysis.seed_contrast import (
+    MC_DRAWS,
+    contrast_cell,
+    deviations,
+    permutation_rhos,
+    pooled_row,
+    seed_permutations,
+)
+
+PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
+MODELS = {"tiny-3k": 3_000, "small-7k": 7_000, "med-21k": 21_000, "large-46k": 46_000,
+          "xl-97k": 97_000}  # fmt: skip
+
+
+def brute_rhos(x: np.ndarray, y: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
+    """ρ of the seed deviations for every permutation of the loss's seed rows, by scipy; with z,
+    Freedman–Lane by lstsq: rank residuals on rank(z), the loss residual permuted and regressed
+    on rank(z) again, then Pearson."""
+    dx, dy = x - x.mean(axis=0), y - y.mean(axis=0)
+    orders = [list(p) for p in itertools.permutations(range(len(x)))]
+    if z is None:
+        return np.array([stats.spearmanr(dx.ravel(), dy[p].ravel()).statistic for p in orders])
+    dz = (z - z.mean(axis=0)).ravel()
+    design = np.column_stack([np.ones(dz.size), stats.rankdata(dz)])
+
+    def resid(v):
+        return v - design @ np.linalg.lstsq(design, v, rcond=None)[0]
+
+    ex = resid(stats.rankdata(dx.ravel()))
+    ey = resid(stats.rankdata(dy.ravel())).reshape(dy.shape)
+    return np.array([np.corrcoef(ex, resid(ey[p].ravel()))[0, 1] for p in orders])
+
+
+def test_contrast_rho_and_p_match_an_enumeration_of_every_seed_permutation():
+    rng = np.random.default_rng(0)
+    trend = np.linspace(3, 1, 12)
+    y = trend + rng.normal(0, 0.1, (4, 12))
+    x = -trend + 0.5 * (y - trend) + rng.normal(0, 0.1, (4, 12))
+    mats = {"x": deviations(x), "y": deviations(y)}
+    res, null = contrast_cell(mats, "x", "y", "seed_contrast", seed_permutations(4))
+    ref = brute_rhos(x, y)
+    np.testing.assert_allclose(null, ref, atol=1e-12)
+    assert res["rho"] == pytest.approx(ref[0])
+    assert res["p"] == pytest.approx(np.mean(np.abs(ref) >= abs(ref[0]) - 1e-12))
+    assert res["n"] == 48 and "exact permutation" in res["p_method"]
+
+
+def test_partial_contrast_matches_rank_residuals_on_the_l2_deviations():
+    rng = np.random.default_rng(1)
+    x, y, z = rng.normal(size=(3, 4, 10))
+    got = permutation_rhos(deviations(x), deviations(y), seed_permutations(4), deviations(z))
+    np.testing.assert_allclose(got, brute_rhos(x, y, z), atol=1e-12)
+
+
+def test_perfectly_tracking_seeds_reach_the_floor_of_one_over_k_factorial():
+    rng = np.random.default_rng(2)
+    y = np.linspace(2, 1, 8) + rng.normal(0, 0.1, (3, 8))
+    mats = {"x": deviations(-y), "y": deviations(y)}
+    res, _ = contrast_cell(mats, "x", "y", "seed_contrast", seed_permutations(3))
+    assert res["rho"] == pytest.approx(-1.0) and res["p"] == pytest.approx(1 / 6)
+    assert "smallest attainable p = 1/6" in res["note"]
+
+
+def test_pooled_p_enumerates_the_product_of_the_models_permutations():
+    rng = np.random.default_rng(3)
+    nulls, brutes = [], []
+    for _ in range(2):
+        x, y = rng.normal(size=(2, 3, 6))
+        brutes.append(brute_rhos(x, y))
+        nulls.append(contrast_cell({"x": deviations(x), "y": deviations(y)}, "x", "y",
+                                   "seed_contrast", seed_permutations(3))[1])  # fmt: skip
+    signs = [1.0, -1.0]
+    res = pooled_row(nulls, "seed_contrast", signs=signs)
+    sums = [(signs[0] * a + signs[1] * b) / 2 for a in brutes[0] for b in brutes[1]]
+    assert len(sums) == 36 and res["rho"] == pytest.approx(sums[0])
+    assert res["p"] == pytest.approx(np.mean(np.array(sums) >= sums[0] - 1e-12))  # one-sided
+    two = pooled_row(nulls, "seed_contrast")
+    plain = [(a + b) / 2 for a in brutes[0] for b in brutes[1]]
+    assert two["p"] == pytest.approx(np.mean(np.abs(plain) >= abs(plain[0]) - 1e-12))
+
+
+def test_beyond_eight_seeds_the_permutations_are_drawn_with_the_identity_first():
+    perms = seed_permutations(9, seed=5)
+    assert perms.shape == (MC_DRAWS + 1, 9) and (perms[0] == np.arange(9)).all()
+    assert (np.sort(perms, axis=1) == np.arange(9)).all()
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(2, 9, 5))
+    res, _ = contrast_cell(
+        {"x": deviations(x), "y": deviations(y)}, "x", "y", "seed_contrast", perms
+    )
+    assert "Monte Carlo" in res["p_method"] and res["p"] >= 1 / (MC_DRAWS + 1)
+
+
+def test_one_seed_cannot_be_measured():
+    res, null = contrast_cell({"x": np.zeros((1, 5)), "y": np.zeros((1, 5))}, "x", "y",
+                              "seed_contrast", seed_permutations(1))  # fmt: skip
+    assert np.isnan(res["p"]) and "needs at least 2" in res["note"] and np.isnan(null[0])
+
+
+def study(seeds: int = 3, n: int = 26) -> pd.DataFrame:
+    """5 paper models × seeds: h0_total carries −(the run's own loss fluctuation) (the paper's
+    sign), np_mean is a fixed function of step plus noise, h1_total is independent noise."""
+    rng = np.random.default_rng(11)
+    step = np.arange(n) * 100
+    rows = []
+    for model, size in MODELS.items():
+        for seed in range(seeds):
+            u = rng.normal(0, 0.05, n)
+            loss = 2 + 3 * np.exp(-step / 800) + u
+            rows.append(pd.DataFrame({
+                "model": model, "seed": seed, "n_params": size, "step": step, "train_loss": loss,
+                "h0_total": 50 + 5 * np.log1p(step / 100) - 4 * u + rng.normal(0, 0.05, n),
+                "np_mean": 0.3 + 0.05 * np.log1p(step / 100) + rng.normal(0, 0.01, n),
+                "h1_total": rng.normal(1, 0.1, n),
+                "l2_norm_mean": 1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
+            }))  # fmt: skip
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_primary_family_rejects_the_planted_claim_and_not_the_clock():
+    paper = read_paper_values(PAPER)
+    fam = primary_family(study(), paper).set_index("feature")
+    assert fam.loc["h0_total", "arrangements"] == 6**5  # 7 776: p can reach 1/7 776
+    assert fam.loc["h0_total", "p_clock"] == pytest.approx(1 / 6**5)
+    assert fam.loc["h0_total", "rejected"] and fam.loc["h0_total", "rho_clock"] > 0.9
+    assert not fam.loc["np_mean", "rejected"] and not fam.loc["h1_total", "rejected"]
+    # NP's claim covers the four sizes where the paper's p < 0.05, with its signs
+    assert fam.loc["np_mean", "models"] == "tiny-3k;med-21k;large-46k;xl-97k"
+    assert fam.loc["np_mean", "signs"] == "-1;+1;+1;+1"
+    one = primary_family(study(seeds=1), paper)
+    assert one["p"].isna().all() and one["note"].str.contains("cannot be measured").all()
+
+
+def test_replication_reads_the_primary_family_end_to_end():
+    from topotrain.analysis.associations import association_table
+
+    paper, df = read_paper_values(PAPER), study()
+    assoc = association_table(df, ["h0_total", "np_mean", "h1_total", "step", "l2_norm_mean"],
+                              n_resamples=50, targets=["train_loss"])  # fmt: skip
+    table = replication_table(paper, {"associations": assoc, "features": df})
+    tp0 = table[table["claim"].str.startswith("ρ(TP0, train loss) ")]
+    assert set(tp0["verdict"]) == {"reproduced"}
+    assert tp0["note"].str.contains("clock p = 0.000129").all()  # 1/7 776
+    np_row = table[table["claim"] == "ρ(NP, train loss) sign reversal with size"].iloc[0]
+    assert np_row["verdict"] in {"artefact", "not reproduced"}  # a clock is never reproduced
