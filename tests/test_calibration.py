@@ -62,7 +62,7 @@ def test_table_rows_judge_nulls_and_report_power():
     bad = _rows({"detrended p": np.array([True] * 40 + [False] * 60)}, "decel_iid", "1 run")[0]
     assert not bad["passes"] and not bad["used_in_verdicts"]
     power = _rows({"seed_contrast p (pooled)": np.ones(10, bool)}, "signal_r0.2", 3)[0]
-    assert power["kind"] == "signal" and np.isnan(power["passes"])
+    assert power["measures"] == "power" and np.isnan(power["passes"])
     assert not _rows({"partial_step p": np.ones(5, bool)}, "l2_function", "1 run")  # not its null
 
 
@@ -71,7 +71,7 @@ def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
         n_sim=20, n_resamples=50, seeds=(3,), threads=1, progress=lambda m: None
     )
     assert list(one.columns) == CALIBRATION_COLUMNS
-    assert set(one.loc[one["kind"] == "null", "scenario"]) == {
+    assert set(one.loc[one["measures"] == "false-positive rate", "scenario"]) == {
         *NULLS,
         "paired_gaussian",
         "paired_heavy_tailed",

@@ -103,7 +103,11 @@ def test_every_run_has_its_analysis_and_its_section_in_the_report(runs_study):
         assert len(phases) == 1 and phases["model"].iloc[0] == name
     assoc = pd.read_csv(results / "runs/gpt2-trainer/tables/associations.csv")
     assert set(assoc["target"]) == {"train_loss", "val_loss"}
-    assert set(assoc["view"]) == {"raw", "detrended", "partial_step", "partial_l2"}
+    assert set(assoc["view"]) == {"raw", "detrended", "partial_step", "partial_l2",
+                                  "seed_contrast", "seed_contrast_l2"}  # fmt: skip
+    contrast = assoc[assoc["view"] == "seed_contrast"]  # one run: nothing to contrast with
+    assert contrast["p"].isna().all() and not assoc["beats_clock"].any()
+    assert "A single run cannot separate topology from the clock" in report
     wanted = {"step", "l2_norm_mean", "lr", "grad_norm", "np_mean", "h0_total"}
     assert wanted <= set(assoc["feature"])
     assert "found by the architecture `GPT2LMHeadModel`" in report

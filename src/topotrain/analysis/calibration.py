@@ -8,7 +8,8 @@ or AR(0.95) noise; an almost monotone pair (|raw ρ| ≈ 0.99); x a function of 
 fluctuation y shares (a null for the scale only); x tracking y's fluctuation with the sign opposite
 to the raw ρ (a null for the sign-aware flags only). Signals (SIGNALS): x carries a share r of y's
 own fluctuation around its trend, for r in EFFECTS. Each (test, scenario) row gives the rate of
-"yes" over n_sim draws, its 95% Clopper–Pearson Monte Carlo interval and the nominal rate; a test
+"yes" over n_sim draws (``measures``: the false-positive rate on a null, the power on a
+signal), its 95% Clopper–Pearson Monte Carlo interval and the nominal rate; a test
 whose interval lies above nominal on a null fails (``passes`` False) and may not feed a verdict.
 """
 
@@ -44,7 +45,7 @@ SIMULATIONS, SEEDS = 1000, (3, 5, 8)  # defaults: draws per scenario, seeds per 
 NOISE = 0.05  # sd of the feature's and the loss's fluctuation around their trends
 EFFECTS = (0.05, 0.1, 0.2, 0.4)  # planted: share r of the loss's fluctuation in the feature's
 CALIBRATION_COLUMNS = [
-    "test", "scenario", "kind", "seeds", "n_sim", "rate", "mc_low", "mc_high", "nominal",
+    "test", "scenario", "measures", "seeds", "n_sim", "rate", "mc_low", "mc_high", "nominal",
     "passes", "used_in_verdicts",
 ]  # fmt: skip
 RUN_VIEWS = ("raw", "detrended", "partial_step", "partial_l2")  # one run's views: p and CI
@@ -180,15 +181,15 @@ def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def _rows(hits: dict[str, np.ndarray], name: str, seeds: int | str) -> list[dict]:
-    kind = "signal" if name.startswith("signal") else "null"
+    kind = "power" if name.startswith("signal") else "false-positive rate"
     rows = []
     for test, yes in hits.items():
-        if kind == "null" and not _is_null_for(test, name):
+        if kind != "power" and not _is_null_for(test, name):
             continue
         n, k = yes.size, int(yes.sum())
         low, high = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
-        passes = bool(low <= ALPHA) if kind == "null" else np.nan
-        rows.append({"test": test, "scenario": name, "kind": kind, "seeds": seeds, "n_sim": n,
+        passes = bool(low <= ALPHA) if kind != "power" else np.nan
+        rows.append({"test": test, "scenario": name, "measures": kind, "seeds": seeds, "n_sim": n,
                      "rate": k / n, "mc_low": low, "mc_high": high, "nominal": ALPHA,
                      "passes": passes, "used_in_verdicts": test in USED})  # fmt: skip
     return rows

@@ -65,7 +65,8 @@ A_RULES = {
     "test does not reject; inconclusive if it cannot be measured (one seed) or seeds disagree; "
     "not reproduced if no seed has the sign; not evaluated if absent.",
     "t2_monotone": "Spearman of mean |raw ρ(TP0, train loss)| vs N (paper: same on Table 2); "
-    "reproduced if it rises strictly with N, adjacent sizes' across-seed intervals are "
+    "reproduced if it rises strictly with N, adjacent sizes' across-seed intervals (Fisher z, "
+    "t on 2 degrees of freedom with 3 seeds: wide) are "
     f"disjoint and neither of {TREND} rises as strongly; artefact if one does; not reproduced "
     "if an adjacent pair falls with disjoint intervals; inconclusive otherwise; not evaluated "
     f"below {MIN_MODELS} models.",
