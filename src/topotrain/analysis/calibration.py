@@ -199,8 +199,9 @@ def _is_null_for(test: str, scenario: str) -> bool:
     """Whether the scenario is a null of the test (its H0 holds there)."""
     scale = "l2" in test or "scale" in test
     flag = "beats" in test or "rule" in test
+    claim = "primary" in test or "rule" in test  # a claim must beat the scale too
     if scenario in SCALE_ONLY:
-        return scale
+        return scale or claim
     if scenario in SIGN_ONLY:
         return flag
     if scenario in PAIRED:

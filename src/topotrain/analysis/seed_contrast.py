@@ -4,8 +4,8 @@ Within one model every seed shares the schedule and the step. Centre a feature x
 their across-seed mean at every checkpoint, d_{s,t} = x_{s,t} − mean_{s'} x_{s',t}: what is left is
 how run s differs from its siblings at the same step. The ``seed_contrast`` ρ of a model is the
 Spearman ρ of (d^x, d^y) over all its (seed, checkpoint) cells; ``seed_contrast_l2`` is the partial
-version, both rank series first regressed (with an intercept) on the ranks of the L2 norm's
-deviations d^{L2} (the feature's scale), then correlated.
+version: the Pearson r of d^x and d^y after each is regressed on the L2 norm's deviations d^{L2}
+(the feature's scale).
 
 Null: the model's feature curves are exchangeable against its loss curves (same schedule, seeds
 differ only by chance). p = #{π: |ρ_π| ≥ |ρ|} / k! over every permutation π of the k seed labels
@@ -14,8 +14,9 @@ differ only by chance). p = #{π: |ρ_π| ≥ |ρ|} / k! over every permutation 
 Pooled over models: S = mean_m s_m·ρ_m (s_m = +1, or a claim's sign per model) against the product
 of the models' permutation groups, enumerated when it has at most ``EXACT_LIMIT`` elements (6^5 =
 7 776 for 5 models × 3 seeds, smallest p 1/7 776), else ``MC_DRAWS`` draws with p = (1 + #)/(1 + B).
-The partial view permutes the residual curves (Freedman–Lane); its size is measured by the
-calibration suite rather than exact.
+The partial view keeps the loss's residual on the scale and permutes the feature's curves,
+regressing them on the scale again for each arrangement (so a feature's rows travel without their
+own scale); its size is measured by the calibration suite rather than exact.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ SCALE = "l2_norm_mean"
 CONTRAST_VIEWS = {"seed_contrast": None, "seed_contrast_l2": SCALE}  # view -> conditioning
 P_METHOD = "exact permutation of seed labels (all k! arrangements)"
 P_METHOD_MC = "Monte Carlo permutation of seed labels"
-P_METHOD_FL = "permutation of seed labels of residual curves (Freedman–Lane)"
+P_METHOD_FL = "permutation of seed labels, the feature re-regressed on the L2 norm each time"
 
 
 def deviations(values: np.ndarray) -> np.ndarray:
@@ -71,32 +72,33 @@ def _residual(r: np.ndarray, rz: np.ndarray) -> np.ndarray:
 def permutation_rhos(
     dx: np.ndarray, dy: np.ndarray, perms: np.ndarray, dz: np.ndarray | None = None
 ) -> np.ndarray:
-    """ρ of the deviations with the loss's seed rows permuted by each row of ``perms``.
+    """ρ of the deviations with the feature's seed rows permuted by each row of ``perms``.
 
-    R are centred ranks over all cells. Plain: G = R_x·R_yᵀ (k × k), ρ_π = Σ_i G[i, π(i)] /
-    √(Σ R_x² Σ R_y²). Partial (dz given, Freedman–Lane): e_x, e_y are the residuals of R_x, R_y
-    on R_z; the permuted loss residual e_y∘π is projected off R_z again, so with H = e_y·R_zᵀ,
-    ρ_π = Σ_i G[i, π(i)] / √(Σ e_x² (Σ e_y² − (Σ_i H[π(i), i])² / Σ R_z²)) (e_x ⟂ R_z).
-    The first row of perms is the identity; NaN everywhere when either side has nothing left.
+    Plain (Spearman): R are centred ranks over all cells, G = R_x·R_yᵀ (k × k),
+    ρ_π = Σ_i G[π(i), i] / √(Σ R_x² Σ R_y²). Partial on dz (Pearson of linear residuals, so a
+    feature that is a linear function of the scale plus noise leaves only the noise): with X, Y, Z
+    the centred deviations, e_y = Y − (ΣYZ/ΣZ²)·Z stays; the feature's rows are permuted first and
+    regressed on Z again, so with G = X·e_yᵀ and H = X·Zᵀ, ρ_π = Σ_i G[π(i), i] /
+    √((Σ X² − (Σ_i H[π(i), i])² / Σ Z²) Σ e_y²) (e_y ⟂ Z). The first row of perms is the
+    identity; NaN everywhere when either side has nothing left.
     """
-    rx, ry = _centred_ranks(dx), _centred_ranks(dy)
     idx = np.arange(perms.shape[1])
-    ss_y = float((ry * ry).sum())
     proj = np.zeros(len(perms))
-    if dz is not None:
-        rz = _centred_ranks(dz)
+    if dz is None:
+        rx, ry = _centred_ranks(dx), _centred_ranks(dy)
+    else:
+        rx, ry, rz = (v - v.mean() for v in (dx, dy, dz))
         ss_z = float((rz * rz).sum())
-        if not ss_z:
+        if not ss_z or not _residual(rx, rz).any():  # no scale, or the feature is linear in it
             return np.full(len(perms), np.nan)
-        rx, ry = _residual(rx, rz), _residual(ry, rz)
-        ss_y = float((ry * ry).sum())
-        proj = (ry @ rz.T)[perms, idx].sum(axis=1) ** 2 / ss_z
-    ss_x = float((rx * rx).sum())
+        ry = _residual(ry, rz)
+        proj = (rx @ rz.T)[perms, idx].sum(axis=1) ** 2 / ss_z
+    ss_x, ss_y = float((rx * rx).sum()), float((ry * ry).sum())
     if ss_x == 0 or ss_y == 0:
         return np.full(len(perms), np.nan)
-    num = (rx @ ry.T)[idx, perms].sum(axis=1)
+    num = (rx @ ry.T)[perms, idx].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return num / np.sqrt(ss_x * np.clip(ss_y - proj, 0.0, None))
+        return num / np.sqrt(np.clip(ss_x - proj, 0.0, None) * ss_y)
 
 
 def permutation_p(null: np.ndarray, alternative: str = "two-sided", exact: bool = True) -> float:
@@ -227,7 +229,7 @@ def pooled_row(per_model: list[np.ndarray], view: str, seed: int = 0, signs=None
         f"{how} permutation of seed labels within each model, {len(keep)} models, {alternative}"
     )
     if CONTRAST_VIEWS[view]:
-        method += " (residual curves, Freedman–Lane)"
+        method += " (the feature re-regressed on the L2 norm each time)"
     note = (
         f"{len(per_model) - len(keep)} models undefined, left out"
         if len(keep) < len(per_model)
