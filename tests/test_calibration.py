@@ -72,6 +72,8 @@ def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
     )
     assert list(one.columns) == CALIBRATION_COLUMNS
     assert set(one.loc[one["measures"] == "false-positive rate", "scenario"]) == {
+        "sizes_gaussian",
+        "sizes_heavy_tailed",
         *NULLS,
         "paired_gaussian",
         "paired_heavy_tailed",
@@ -89,3 +91,14 @@ def test_the_model_paired_sign_flip_test_keeps_its_size():
         hits = _paired_draws(null, 2000, seed=4)["T5 sign-flip p (paired by model)"]
         # exact: only all five differences positive reach p = 1/32 < 0.05
         assert abs(hits.mean() - 1 / 32) <= 3 * np.sqrt(1 / 32 * 31 / 32 / 2000), null
+
+
+def test_the_across_size_rules_keep_their_size_when_nothing_depends_on_n():
+    from topotrain.analysis.calibration import _size_draws
+
+    n = 1000
+    hits = _size_draws("sizes_gaussian", n, seed=5)
+    # exact Spearman over 5 sizes: p < 0.05 only for the 2 of 120 orderings with |ρ| = 1
+    assert abs(hits["T4/T6 Spearman vs N, exact p"].mean() - 2 / 120) <= 3 * np.sqrt(2 / 120 / n)
+    assert hits["T7 log-log slope interval excludes 0"].mean() <= ceiling(n)  # Gaussian: exact
+    assert hits["t2_monotone rule: reproduced"].mean() <= ceiling(n)

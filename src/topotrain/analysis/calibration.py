@@ -27,6 +27,8 @@ from scipy import stats
 
 from topotrain.analysis.associations import view_association
 from topotrain.analysis.predict_summary import sign_flip_p
+from topotrain.analysis.replication import REPRODUCED, monotone_verdict
+from topotrain.analysis.scaling import loglog_line, spearman_exact
 from topotrain.analysis.seed_contrast import (
     CONTRAST_VIEWS,
     SCALE,
@@ -36,7 +38,7 @@ from topotrain.analysis.seed_contrast import (
     pooled_null,
     seed_permutations,
 )
-from topotrain.analysis.stats import ALPHA, benjamini_hochberg, spearman_rows
+from topotrain.analysis.stats import ALPHA, benjamini_hochberg, seed_interval, spearman_rows
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,8 @@ USED = {  # tests whose result feeds a verdict or a flag
     "seed_contrast_l2 p (model)", "beats_clock (pooled)", "beats_scale (pooled)",
     "beats_clock (model)", "beats_scale (model)", "primary family BH (any rejection)",
     "T2/T3/T4 rule: reproduced (per size)", "T5 sign-flip p (paired by model)",
+    "T4/T6 Spearman vs N, exact p", "T7 log-log slope interval excludes 0",
+    "t2_monotone rule: reproduced",
 }  # fmt: skip
 SCALE_ONLY = {"l2_function"}  # nulls of the scale tests only (x does carry y's fluctuation)
 SIGN_ONLY = {"opposite_sign"}  # nulls of the sign-aware flags only
@@ -102,6 +106,30 @@ PAIRED = {  # nulls of T5's paired test: per-model error differences symmetric a
     "paired_gaussian": lambda rng, shape: rng.normal(size=shape),
     "paired_heavy_tailed": lambda rng, shape: rng.standard_t(2, size=shape),
 }
+
+
+SIZES = np.array([3e3, 7e3, 21e3, 46e3, 97e3])  # the study's parameter counts
+SIZE_NULLS = {  # nulls of the across-size rules: nothing changes with N
+    "sizes_gaussian": lambda rng, shape: rng.normal(size=shape),
+    "sizes_heavy_tailed": lambda rng, shape: rng.standard_t(3, size=shape),
+}
+
+
+def _size_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
+    """The across-size rules on n_sim studies where nothing depends on N: a per-size value
+    (T4/T6's exact Spearman), final values e^(1 + 0.1·ε) (T7's log-log t-interval) and 3 seeds'
+    ρ = tanh(1.5 + 0.3·ε) per size (t2_monotone: a strict rise with disjoint Fisher-z intervals)."""
+    rng = np.random.default_rng([seed, 13, len(name)])
+    draw = SIZE_NULLS[name]
+    values, finals, rhos = draw(rng, (n_sim, 5)), draw(rng, (n_sim, 5)), draw(rng, (n_sim, 5, 3))
+    spear = np.array([spearman_exact(SIZES, v)[1] < ALPHA for v in values])
+    lines = [loglog_line(SIZES, np.exp(1 + 0.1 * f)) for f in finals]
+    excl = np.array([r["loglog_slope_ci_low"] > 0 or r["loglog_slope_ci_high"] < 0 for r in lines])
+    strength = -np.tanh(1.5 + 0.3 * rhos)  # |ρ| near 0.9, no trend with size
+    mono = np.array([monotone_verdict([seed_interval(r) for r in study]) == REPRODUCED
+                     for study in strength])  # fmt: skip
+    return {"T4/T6 Spearman vs N, exact p": spear, "T7 log-log slope interval excludes 0": excl,
+            "t2_monotone rule: reproduced": mono}  # fmt: skip
 
 
 def _paired_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
@@ -206,7 +234,10 @@ def _is_null_for(test: str, scenario: str) -> bool:
         return flag
     if scenario in PAIRED:
         return "T5" in test
-    return "T5" not in test
+    sizes = test.startswith(("T4/T6", "T7", "t2_monotone"))
+    if scenario in SIZE_NULLS:
+        return sizes
+    return "T5" not in test and not sizes
 
 
 def _task(task: tuple[str, int | None], n_sim: int, n_resamples: int, seed: int) -> list[dict]:
@@ -214,6 +245,8 @@ def _task(task: tuple[str, int | None], n_sim: int, n_resamples: int, seed: int)
     name, k = task
     if name in PAIRED:
         return _rows(_paired_draws(name, n_sim, seed), name, f"{N_MODELS} models")
+    if name in SIZE_NULLS:
+        return _rows(_size_draws(name, n_sim, seed), name, f"{N_MODELS} sizes")
     if k is None:
         return _rows(_run_draws(name, n_sim, n_resamples, seed), name, "1 run")
     return _rows(_contrast_draws(name, n_sim, k, seed), name, k)
@@ -231,14 +264,16 @@ def calibration_table(
     n_sim studies of N_MODELS models × k seeds for each k in ``seeds``, over NULLS and SIGNALS;
     scenarios run in ``threads`` processes (the same rows in the same order for any count)."""
     tasks = [(name, k) for name in (*NULLS, *SIGNALS) for k in (None, *seeds)]
-    tasks += [(name, None) for name in PAIRED]
+    tasks += [(name, None) for name in (*PAIRED, *SIZE_NULLS)]
     work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed)
     results: dict[tuple, list[dict]] = {}
     with ProcessPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
         futures = {task: pool.submit(work, task) for task in tasks} if pool else {}
         for done, task in enumerate(tasks, 1):
             results[task] = futures[task].result() if pool else work(task)
-            what = f"{task[1]} seeds" if task[1] else "paired" if task[0] in PAIRED else "per-run"
+            what = (
+                f"{task[1]} seeds" if task[1] else "per-run" if task[0] in NULLS + SIGNALS else ""
+            )
             progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}, {n_sim} draws)")
     rows = [row for task in tasks for row in results[task]]
     return pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
