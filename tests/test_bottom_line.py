@@ -56,3 +56,14 @@ def test_beats_statements_print_the_number_expected_under_the_null():
     line = beats_sentence(summary, 0.05)
     assert "2 of 20 topological features beat the clock" in line
     assert "expected under the null ≈ 0.5" in line
+
+
+def test_the_html_page_renders_the_bottom_line_escaped():
+    from topotrain.report.bottom_line import to_html
+
+    rep, primary = verdicts()
+    page = to_html(bottom_line(rep, RULES, ALPHA, primary), "t")
+    assert page.startswith("<!DOCTYPE html>") and "<h2>Bottom line</h2>" in page
+    assert "<li>ρ(TP0, train loss) tiny-3k: <b>artefact</b>" in page
+    assert "<b>Does weight topology track training loss beyond the clock and the scale?</b>" in page
+    assert to_html("- a < b & `c`", "t").count("<li>a &lt; b &amp; <code>c</code></li>") == 1

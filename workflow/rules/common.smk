@@ -196,6 +196,7 @@ def get_final_output():
     return [
         *(spine if SPINE_ON else []),
         f"{RESULTS}/REPORT.md",
+        f"{RESULTS}/bottom_line.html",
         *get_pythia_outputs(),
         *get_run_outputs(),
     ]

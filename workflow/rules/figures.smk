@@ -44,7 +44,12 @@ rule report_markdown:
     input:
         **report_tables(),
     output:
-        f"{RESULTS}/REPORT.md",
+        report_md=f"{RESULTS}/REPORT.md",
+        bottom_html=report(
+            f"{RESULTS}/bottom_line.html",
+            caption="../report/bottom_line.rst",
+            category=REPLICATION_CATEGORY,
+        ),
     log:
         f"{RESULTS}/logs/report_markdown.log",
     conda:

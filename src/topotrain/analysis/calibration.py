@@ -272,8 +272,12 @@ def calibration_table(
         for done, task in enumerate(tasks, 1):
             results[task] = futures[task].result() if pool else work(task)
             what = (
-                f"{task[1]} seeds" if task[1] else "per-run" if task[0] in NULLS + SIGNALS else ""
+                f"{task[1]} seeds, "
+                if task[1]
+                else "per-run, "
+                if task[0] in NULLS + SIGNALS
+                else ""
             )
-            progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}, {n_sim} draws)")
+            progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}{n_sim} draws)")
     rows = [row for task in tasks for row in results[task]]
     return pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)

@@ -197,7 +197,7 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     )
 
 
-def report_job(tables: dict[str, str], out: str) -> None:
+def report_job(tables: dict[str, str], out: str, bottom_html: str | None = None) -> None:
     """Assemble REPORT.md: the bottom line, the replication verdicts (a rule id per row, the rules
     listed once), findings from the CSV tables, then every other Markdown table explained, then
     each run's section (``tables["runs"]``)."""
@@ -205,7 +205,8 @@ def report_job(tables: dict[str, str], out: str) -> None:
 
     from topotrain.analysis.replication import RULES
     from topotrain.analysis.stats import ALPHA
-    from topotrain.report.bottom_line import bottom_line, replication_section
+    from topotrain.io import atomic_write_text
+    from topotrain.report.bottom_line import bottom_line, replication_section, to_html
     from topotrain.report.markdown import SECTIONS, Body, assemble_report, findings
 
     runs = list(tables.get("runs", []))  # each run's own section, after the study's
@@ -224,3 +225,6 @@ def report_job(tables: dict[str, str], out: str) -> None:
                 if k in SECTIONS]  # fmt: skip
     lead = int("replication" in tables)
     assemble_report(sections, out, preface, lead=lead, appendix=runs, top=top)
+    if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
+        text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
+        atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))

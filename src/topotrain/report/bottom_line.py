@@ -7,6 +7,9 @@ then the replication table with a rule id per row and the rules listed once belo
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -119,3 +122,29 @@ def replication_section(replication: pd.DataFrame, rules: dict[str, str]) -> str
     used = [k for k in rules if k in set(rep["rule"])]
     legend = "\n".join(f"- `{k}`: {rules[k]}" for k in used)
     return f"{to_markdown(rep[cols])}\n**Rules.**\n\n{legend}\n"
+
+
+def to_html(markdown: str, title: str) -> str:
+    """A small self-contained HTML page of the bottom line's Markdown (headings, bold, code, list
+    items, paragraphs): the HTML report shows it first, in its "1. Replication" category."""
+
+    def inline(text: str) -> str:
+        text = html.escape(text)
+        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+    body, items = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("- "):
+            items.append(f"<li>{inline(line[2:])}</li>")
+            continue
+        if items:
+            body.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        if line.startswith("## "):
+            body.append(f"<h2>{inline(line[3:])}</h2>")
+        elif line.strip():
+            body.append(f"<p>{inline(line)}</p>")
+    style = "body{font-family:sans-serif;max-width:60em;margin:1em auto;line-height:1.4}"
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")  # fmt: skip
