@@ -1,0 +1,134 @@
+"""The grokking control: a one-layer transformer learning a + b mod p (Nanda et al., ICLR 2023).
+
+Every pair (a, b) of residues is one example, the sequence ``a b =`` (token p is ``=``); a seeded
+permutation puts ``train_frac`` of the p² pairs in the training set and the rest in the test set.
+Training is full batch: AdamW on the mean cross-entropy of the answer at the last position. Every
+``interval`` steps (step 0 included) the weights go to ``step_NNNNN.safetensors`` (atomic,
+canonical bytes) and the train/test loss and accuracy to a row of ``metrics.csv``. On the CPU with
+one thread the run is bit-identical for a given config.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from topotrain.io import atomic_save_safetensors
+from topotrain.training.run_state import checkpoint_name, write_csv
+
+METRICS = ("step", "train_loss", "test_loss", "train_acc", "test_acc")
+
+RULES = {
+    "p": "p must be at least 5",
+    "train_frac": "the train fraction must lie in (0, 1)",
+    "width": "the width must be a positive multiple of heads",
+    "heads": "heads must be at least 1",
+    "interval": "the checkpoint interval must be positive and divide steps",
+}
+
+
+@dataclass(frozen=True)
+class ControlConfig:
+    """The control's knobs; a bad one raises ValueError naming ``control.<knob>``."""
+
+    p: int = 59
+    train_frac: float = 0.6
+    width: int = 64
+    heads: int = 4
+    mlp: int = 256
+    steps: int = 3000
+    interval: int = 50
+    lr: float = 3e-3
+    weight_decay: float = 1.0
+    beta2: float = 0.98
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = {
+            "p": self.p < 5,
+            "train_frac": not 0 < self.train_frac < 1,
+            "width": self.width < 1 or self.width % max(self.heads, 1) != 0,
+            "heads": self.heads < 1,
+            "interval": self.interval < 1 or self.steps % self.interval != 0,
+        }
+        for knob, wrong in bad.items():
+            if wrong:
+                raise ValueError(f"control.{knob}: invalid value in {asdict(self)} ({RULES[knob]})")
+
+
+def split_pairs(p: int, train_frac: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, test) rows of (a, b, (a + b) mod p), a seeded split of all p² pairs."""
+    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    pairs = torch.stack([a.ravel(), b.ravel(), (a.ravel() + b.ravel()) % p], dim=1)
+    order = torch.randperm(p * p, generator=torch.Generator().manual_seed(seed))
+    cut = int(round(train_frac * p * p))
+    return pairs[order[:cut]], pairs[order[cut:]]
+
+
+class ModularTransformer(nn.Module):
+    """Embedding (p + 1 tokens) + positions (3), one pre-norm-free block (attention, ReLU MLP),
+    unembedding to p residues; logits at the ``=`` position."""
+
+    def __init__(self, cfg: ControlConfig) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(cfg.p + 1, cfg.width)
+        self.pos = nn.Parameter(torch.randn(3, cfg.width) / math.sqrt(cfg.width))
+        self.attn = nn.MultiheadAttention(cfg.width, cfg.heads, bias=False, batch_first=True)
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.width, cfg.mlp), nn.ReLU(), nn.Linear(cfg.mlp, cfg.width)
+        )
+        self.unembed = nn.Linear(cfg.width, cfg.p, bias=False)
+        self.equals = cfg.p
+
+    def forward(self, ab: torch.Tensor) -> torch.Tensor:
+        tokens = torch.cat([ab, torch.full_like(ab[:, :1], self.equals)], dim=1)
+        x = self.embed(tokens) + self.pos
+        x = x + self.attn(x, x, x, need_weights=False)[0]
+        x = x + self.mlp(x)
+        return self.unembed(x[:, -1])
+
+
+def evaluate(model: ModularTransformer, rows: torch.Tensor) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of the answers ``rows[:, 2]``."""
+    with torch.no_grad():
+        logits = model(rows[:, :2])
+        loss = nn.functional.cross_entropy(logits, rows[:, 2])
+        return float(loss), float((logits.argmax(dim=1) == rows[:, 2]).float().mean())
+
+
+def save_weights(model: ModularTransformer, step: int, cfg: ControlConfig, out: Path) -> None:
+    tensors = {k: v.detach().to(torch.float32).contiguous() for k, v in model.state_dict().items()}
+    meta = {"step": str(step), "control": repr(asdict(cfg))}
+    atomic_save_safetensors(tensors, out / checkpoint_name(step), metadata=meta)
+
+
+def train_control(cfg: ControlConfig, out: str | Path) -> list[tuple]:
+    """Train one seed; write its checkpoints and metrics.csv under ``out``; return the metric rows."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    train, test = split_pairs(cfg.p, cfg.train_frac, cfg.seed)
+    model = ModularTransformer(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                            betas=(0.9, cfg.beta2))  # fmt: skip
+    rows = []
+    for step in range(cfg.steps + 1):
+        if step % cfg.interval == 0:
+            save_weights(model, step, cfg, out)
+            (train_loss, train_acc), (test_loss, test_acc) = (
+                evaluate(model, train),
+                evaluate(model, test),
+            )
+            rows.append((step, train_loss, test_loss, train_acc, test_acc))
+        if step == cfg.steps:
+            break
+        loss = nn.functional.cross_entropy(model(train[:, :2]), train[:, 2])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    write_csv(out / "metrics.csv", METRICS, rows)
+    return rows

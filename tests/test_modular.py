@@ -1,0 +1,66 @@
+"""The grokking control's data, knobs and training run (tiny p, a few hundred steps)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from topotrain.training.modular import (
+    METRICS,
+    ControlConfig,
+    ModularTransformer,
+    evaluate,
+    split_pairs,
+    train_control,
+)
+
+TINY = dict(p=23, width=32, heads=4, mlp=64, steps=300, interval=50, lr=1e-2)
+
+
+def test_the_split_covers_every_pair_once_with_the_right_answers():
+    train, test = split_pairs(23, 0.6, seed=1)
+    assert len(train) == round(0.6 * 23 * 23) and len(train) + len(test) == 23 * 23
+    both = torch.cat([train, test])
+    assert {(int(a), int(b)) for a, b, _ in both} == {(a, b) for a in range(23) for b in range(23)}
+    assert all(int(c) == (int(a) + int(b)) % 23 for a, b, c in both)
+    again, _ = split_pairs(23, 0.6, seed=1)
+    assert torch.equal(train, again) and not torch.equal(train, split_pairs(23, 0.6, seed=2)[0])
+
+
+@pytest.mark.parametrize(
+    ("knob", "value"),
+    [("p", 4), ("train_frac", 1.0), ("train_frac", 0.0), ("interval", 7), ("width", 30)],
+)
+def test_bad_knobs_are_named(knob, value):
+    with pytest.raises(ValueError, match=rf"control\.{knob}: invalid value"):
+        ControlConfig(**{**TINY, knob: value})
+
+
+def test_accuracy_and_loss_match_a_direct_computation():
+    torch.manual_seed(0)
+    cfg = ControlConfig(**TINY)
+    model = ModularTransformer(cfg)
+    rows = split_pairs(cfg.p, cfg.train_frac, 0)[1]
+    loss, acc = evaluate(model, rows)
+    with torch.no_grad():  # one pair at a time
+        logits = torch.stack([model(r[None, :2])[0] for r in rows])
+    expected = torch.nn.functional.cross_entropy(logits, rows[:, 2])
+    assert loss == pytest.approx(float(expected), rel=1e-5)
+    assert acc == pytest.approx(float((logits.argmax(1) == rows[:, 2]).float().mean()))
+
+
+def test_a_tiny_run_memorises_writes_its_checkpoints_and_repeats_bit_for_bit(tmp_path):
+    cfg = ControlConfig(**TINY)
+    rows = train_control(cfg, tmp_path / "a")
+    metrics = pd.read_csv(tmp_path / "a" / "metrics.csv")
+    assert list(metrics.columns) == list(METRICS) and metrics["step"].tolist() == list(
+        range(0, 301, 50)
+    )
+    assert metrics["train_acc"].iloc[-1] == 1.0 and metrics["train_loss"].iloc[-1] < 0.2
+    assert metrics["train_loss"].iloc[0] == pytest.approx(rows[0][1])
+    files = sorted(p.name for p in (tmp_path / "a").glob("step_*.safetensors"))
+    assert files == [f"step_{s:05d}.safetensors" for s in range(0, 301, 50)]
+    train_control(cfg, tmp_path / "b")
+    for name in [*files, "metrics.csv"]:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
