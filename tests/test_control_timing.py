@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from topotrain.analysis.control import grokking_step, lead, onset_step
 
@@ -27,3 +28,43 @@ def test_onset_is_the_first_checkpoint_past_half_the_total_change_in_either_dire
 def test_lead_is_grokking_minus_onset_and_undefined_without_either():
     assert lead(600, 500) == 100.0 and lead(500, 600) == -100.0
     assert np.isnan(lead(None, 500)) and np.isnan(lead(600, None))
+
+
+def write_run(tmp_path, p: int, steps=(0, 50)):
+    """A run directory by hand: embed.weight rows on a circle (+ the '=' row), one other tensor."""
+    from safetensors.numpy import save_file
+
+    angle = 2 * np.pi * np.arange(p) / p
+    emb = np.vstack([np.column_stack([np.cos(angle), np.sin(angle)]) * 3.0, [[9.0, 9.0]]])
+    for s in steps:
+        save_file({"embed.weight": emb.astype(np.float32), "w": np.full((2, 2), 0.5, np.float32)},
+                  str(tmp_path / f"step_{s:05d}.safetensors"))  # fmt: skip
+    rows = "\n".join(f"{s},1.0,2.0,0.5,0.1" for s in steps)
+    (tmp_path / "metrics.csv").write_text(f"step,train_loss,test_loss,train_acc,test_acc\n{rows}\n")
+
+
+def test_control_features_read_a_run_against_closed_forms(tmp_path):
+    from topotrain.analysis.control import control_features
+
+    p = 23
+    write_run(tmp_path, p)
+    table = control_features(tmp_path, p)
+    assert table["step"].tolist() == [0, 50] and (table["test_acc"] == 0.1).all()
+    birth, death = 2 * np.sin(np.pi / p), 2 * np.sin(np.pi * 8 / p)  # ⌈23/3⌉ = 8
+    assert table["emb_h1_max"].to_numpy() == pytest.approx([death - birth] * 2, rel=1e-5)
+    assert table["emb_row_norm"].to_numpy() == pytest.approx([3.0, 3.0], rel=1e-6)
+    assert table["fourier_top5"].to_numpy() == pytest.approx([1.0, 1.0])  # one frequency
+    # √(Σ w²): 23 rows of norm 3, the '=' row (9, 9), four 0.5s
+    assert table["weight_l2"].iloc[0] == pytest.approx(np.sqrt(23 * 9 + 162 + 4 * 0.25), rel=1e-6)
+    assert table["participation_ratio"].iloc[0] == pytest.approx(2.0, rel=1e-6)  # a round circle
+
+
+def test_control_features_name_a_step_without_metrics(tmp_path):
+    from topotrain.analysis.control import control_features
+
+    write_run(tmp_path, 11)
+    (tmp_path / "metrics.csv").write_text(
+        "step,train_loss,test_loss,train_acc,test_acc\n0,1,2,0.5,0.1\n"
+    )
+    with pytest.raises(ValueError, match=r"disagree at steps \[50\]"):
+        control_features(tmp_path, 11)

@@ -64,3 +64,23 @@ def test_a_tiny_run_memorises_writes_its_checkpoints_and_repeats_bit_for_bit(tmp
     train_control(cfg, tmp_path / "b")
     for name in [*files, "metrics.csv"]:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
+    from safetensors.torch import load_file
+
+    from topotrain.analysis.control import control_features
+
+    cfg = ControlConfig(**{**TINY, "steps": 100})
+    train_control(cfg, tmp_path)
+    table = control_features(tmp_path, cfg.p)
+    assert table["step"].tolist() == [0, 50, 100]
+    last = load_file(str(tmp_path / "step_00100.safetensors"))
+    norm = torch.sqrt(sum((t.double() ** 2).sum() for t in last.values()))
+    assert table["weight_l2"].iloc[-1] == pytest.approx(float(norm), rel=1e-9)
+    assert (
+        table[["emb_h0_total", "emb_h1_total", "fourier_top5", "effective_rank"]]
+        .notna()
+        .all()
+        .all()
+    )

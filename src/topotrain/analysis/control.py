@@ -7,11 +7,27 @@ and the lead of one over the other.
   |v_t − v_0| ≥ ½·|v_T − v_0| (v_T its last value). It looks ahead: v_T is known only at the end
   of the run, so it dates a change with hindsight, like the phases table's peak.
 - lead = grokking step − onset step: > 0 when the feature moves before test accuracy does.
+
+control_features reads one trained seed (``training.modular``'s step_NNNNN.safetensors and
+metrics.csv) into one row per checkpoint: its losses and accuracies, the weights' L2 norm, and
+the embedding of the p residues as a point cloud (topology.embedding) with its spectral baselines
+and Fourier share.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
+
+from topotrain.topology.embedding import embedding_topology, fourier_share
+from topotrain.topology.spectral import spectral_summary
+
+EMBEDDING = "embed.weight"  # rows 0 … p − 1 are the residues, row p the '=' token
+FOURIER_K = 5  # frequencies counted by the Fourier share (Nanda et al. find about five)
+STEP = re.compile(r"step_(\d+)\.safetensors$")
 
 GROKKED = 0.95  # test accuracy that counts as generalised
 HALF = 0.5  # onset: this fraction of the total change
@@ -39,3 +55,36 @@ def onset_step(steps, values, fraction: float = HALF) -> int | None:
 def lead(grok: int | None, onset: int | None) -> float:
     """grokking step − onset step, NaN when either is undefined."""
     return float(grok - onset) if grok is not None and onset is not None else float("nan")
+
+
+def checkpoint_row(path: Path, p: int, k: int = FOURIER_K) -> dict[str, float]:
+    """Weight L2 norm √(Σ w²) over every tensor, and the residues' embedding features."""
+    from safetensors.numpy import load_file
+
+    tensors = load_file(str(path))
+    if EMBEDDING not in tensors:
+        raise ValueError(f"{path}: no {EMBEDDING} tensor (a grokking-control checkpoint has one)")
+    emb = tensors[EMBEDDING][:p].astype(np.float64)
+    weight_l2 = float(
+        np.sqrt(sum(float((t.astype(np.float64) ** 2).sum()) for t in tensors.values()))
+    )
+    topo = {f"emb_{key}": value for key, value in embedding_topology(emb).items()}
+    return {
+        "weight_l2": weight_l2,
+        **topo,
+        **spectral_summary(emb),
+        f"fourier_top{k}": fourier_share(emb, k),
+    }
+
+
+def control_features(run_dir: str | Path, p: int, k: int = FOURIER_K) -> pd.DataFrame:
+    """One row per checkpoint of a seed's run directory: metrics.csv joined with checkpoint_row,
+    ordered by step; a checkpoint without a metrics row (or the reverse) is an error naming it."""
+    run_dir = Path(run_dir)
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    files = {int(m.group(1)): f for f in run_dir.iterdir() if (m := STEP.search(f.name))}
+    if set(files) != set(metrics["step"]):
+        odd = sorted(set(files) ^ set(metrics["step"]))
+        raise ValueError(f"{run_dir}: checkpoints and metrics.csv disagree at steps {odd}")
+    rows = pd.DataFrame([{"step": s, **checkpoint_row(files[s], p, k)} for s in sorted(files)])
+    return metrics.merge(rows, on="step").sort_values("step").reset_index(drop=True)
