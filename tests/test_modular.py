@@ -84,3 +84,32 @@ def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
         .all()
         .all()
     )
+
+
+def test_a_killed_run_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path, monkeypatch):
+    from topotrain.training import modular
+
+    cfg = ControlConfig(**TINY)
+    real = modular.save_weights
+
+    def crash(model, step, cfg, out):
+        if step == 150:
+            raise RuntimeError("killed")
+        real(model, step, cfg, out)
+
+    monkeypatch.setattr(modular, "save_weights", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        train_control(cfg, tmp_path / "killed")
+    assert (tmp_path / "killed" / "resume.pt").exists()
+    monkeypatch.undo()
+    train_control(cfg, tmp_path / "killed")
+    train_control(cfg, tmp_path / "fresh")
+    names = sorted(p.name for p in (tmp_path / "fresh").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "killed").iterdir())
+    assert "resume.pt" not in names
+    for name in names:
+        assert (tmp_path / "killed" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes()
+    other = ControlConfig(**{**TINY, "seed": 1})
+    modular.atomic_torch_save({"config": "x"}, tmp_path / "fresh" / "resume.pt")
+    with pytest.raises(ValueError, match="saved by another control config"):
+        train_control(other, tmp_path / "fresh")

@@ -5,7 +5,8 @@ permutation puts ``train_frac`` of the p² pairs in the training set and the res
 Training is full batch: AdamW on the mean cross-entropy of the answer at the last position. Every
 ``interval`` steps (step 0 included) the weights go to ``step_NNNNN.safetensors`` (atomic,
 canonical bytes) and the train/test loss and accuracy to a row of ``metrics.csv``. On the CPU with
-one thread the run is bit-identical for a given config.
+one thread the run is bit-identical for a given config, and a killed run resumes from its last
+checkpoint to the same bytes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from topotrain.io import atomic_save_safetensors
+from topotrain.io import atomic_save_safetensors, atomic_torch_save
 from topotrain.training.run_state import checkpoint_name, write_csv
 
 METRICS = ("step", "train_loss", "test_loss", "train_acc", "test_acc")
@@ -106,8 +107,28 @@ def save_weights(model: ModularTransformer, step: int, cfg: ControlConfig, out: 
     atomic_save_safetensors(tensors, out / checkpoint_name(step), metadata=meta)
 
 
+RESUME = "resume.pt"  # model, optimizer, step and metric rows at the last checkpoint
+
+
+def _resume(path: Path, cfg: ControlConfig, model: nn.Module, opt: torch.optim.Optimizer):
+    """(step, rows) saved at ``path`` with the model's and optimizer's state loaded; (0, []) when
+    there is none. A state saved under another config is an error naming the file."""
+    if not path.exists():
+        return 0, []
+    state = torch.load(path, weights_only=True)
+    if state["config"] != repr(asdict(cfg)):
+        raise ValueError(f"{path}: saved by another control config; delete it to start over")
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    return int(state["step"]), [tuple(r) for r in state["rows"]]
+
+
 def train_control(cfg: ControlConfig, out: str | Path) -> list[tuple]:
-    """Train one seed; write its checkpoints and metrics.csv under ``out``; return the metric rows."""
+    """Train one seed; write its checkpoints and metrics.csv under ``out``; return the metric rows.
+
+    Resumable: at every checkpoint the model, the optimizer and the rows so far go to
+    ``out/resume.pt`` (atomic); a rerun after a kill continues from there and ends with the same
+    bytes as an uninterrupted run; the file is removed once metrics.csv is written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
@@ -115,15 +136,18 @@ def train_control(cfg: ControlConfig, out: str | Path) -> list[tuple]:
     model = ModularTransformer(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                             betas=(0.9, cfg.beta2))  # fmt: skip
-    rows = []
-    for step in range(cfg.steps + 1):
-        if step % cfg.interval == 0:
+    start, rows = _resume(out / RESUME, cfg, model, opt)
+    for step in range(start, cfg.steps + 1):
+        if step % cfg.interval == 0 and not (rows and step == start):
             save_weights(model, step, cfg, out)
             (train_loss, train_acc), (test_loss, test_acc) = (
                 evaluate(model, train),
                 evaluate(model, test),
             )
             rows.append((step, train_loss, test_loss, train_acc, test_acc))
+            state = {"config": repr(asdict(cfg)), "step": step, "rows": rows,
+                     "model": model.state_dict(), "opt": opt.state_dict()}  # fmt: skip
+            atomic_torch_save(state, out / RESUME)
         if step == cfg.steps:
             break
         loss = nn.functional.cross_entropy(model(train[:, :2]), train[:, 2])
@@ -131,4 +155,5 @@ def train_control(cfg: ControlConfig, out: str | Path) -> list[tuple]:
         loss.backward()
         opt.step()
     write_csv(out / "metrics.csv", METRICS, rows)
+    (out / RESUME).unlink()
     return rows
