@@ -155,3 +155,11 @@ def test_replication_reads_the_primary_family_end_to_end():
     assert tp0["note"].str.contains("clock p = 0.000129").all()  # 1/7 776
     np_row = table[table["claim"] == "ρ(NP, train loss) sign reversal with size"].iloc[0]
     assert np_row["verdict"] in {"artefact", "not reproduced"}  # a clock is never reproduced
+
+
+def test_without_an_l2_column_the_scale_contrast_cannot_be_measured():
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(2, 3, 6))
+    mats = {"x": deviations(x), "y": deviations(y)}
+    res, null = contrast_cell(mats, "x", "y", "seed_contrast_l2", seed_permutations(3))
+    assert np.isnan(res["p"]) and np.isnan(null[0]) and "no l2_norm_mean column" in res["note"]

@@ -58,9 +58,8 @@ CI_METHOD |= dict.fromkeys(RUN_VIEWS[1:], BLOCK)
 CI_METHOD |= dict.fromkeys(CONTRAST_VIEWS, "none (permutation test)")
 P_METHOD = {"raw": "asymptotic Spearman (t approximation)"}
 P_METHOD |= dict.fromkeys(RUN_VIEWS[1:], "circular-shift null (all shifts enumerated)")
-FAMILY = (
-    "exploratory"  # every row here; the paper's claims are tested in replication's primary family
-)
+# every row here: the paper's claims are tested in replication's primary family
+FAMILY = "exploratory"
 ASSOCIATION_COLUMNS = [
     "model", "seed", "n_params", "feature", "kind", "target", "view", "rho", "ci_low", "ci_high",
     "ci_method", "p", "p_method", "p_bh", "n", "block_length", "beats_clock", "beats_scale", "family", "note",

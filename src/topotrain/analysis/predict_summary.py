@@ -22,6 +22,7 @@ CONTROLS = {"topology_only": "last_loss", "combined": "mean_loss_only_last"}  # 
 RIVALS = {  # what a topology method must beat (beats_placebos); its strongest is ``rival``
     m: (REFERENCE, CONTROLS[m], *(f"{m}[{p}]" for p in PLACEBOS)) for m in TOPOLOGY_METHODS
 }
+VECTOR_RIVALS = {"learned[+vectors]": ("learned", "learned[+step]", "learned[+scale]")}
 
 
 def sign_flip_p(d: np.ndarray) -> float:
@@ -91,14 +92,31 @@ def spearman_across_sizes(rows: pd.DataFrame) -> dict[str, float | int]:
     return {"spearman_rho": rho, "spearman_p_exact": p, "spearman_n": len(per_model)}
 
 
-def beats_placebos(mae: pd.Series, method: str) -> bool:
-    """MAE of ``method`` strictly below each of its RIVALS' (all finite): for topology_only
-    loss_only, last_loss and both topology_only placebos; for combined loss_only,
-    mean_loss_only_last (the same averaging without topology) and both combined placebos."""
-    values = [mae.get(m, np.nan) for m in [method, *RIVALS[method]]]
+def below_all(mae: pd.Series, method: str, rivals: tuple[str, ...]) -> bool:
+    """MAE of ``method`` strictly below each rival's (all finite; False if any is missing)."""
+    values = [mae.get(m, np.nan) for m in [method, *rivals]]
     if not np.all(np.isfinite(values)):
         return False
     return bool(all(values[0] < v for v in values[1:]))
+
+
+def beats_placebos(mae: pd.Series, method: str) -> bool:
+    """below_all its RIVALS: for topology_only loss_only, last_loss and both topology_only
+    placebos; for combined loss_only, mean_loss_only_last (the same averaging without topology)
+    and both combined placebos."""
+    return below_all(mae, method, RIVALS[method])
+
+
+def flag_below(summary: pd.DataFrame, rivals: dict[str, tuple[str, ...]], column: str):
+    """Add ``column``: below_all of each method in ``rivals`` against its rivals, per fraction
+    (NaN on other methods)."""
+    flags = pd.Series(np.nan, index=summary.index, dtype=object)
+    for _, group in summary.groupby("fraction", sort=False):
+        mae = group.set_index("method")["mae"]
+        for idx, method in group["method"].items():
+            if method in rivals:
+                flags[idx] = below_all(mae, method, rivals[method])
+    return summary.assign(**{column: flags})
 
 
 def flag_beats_placebos(summary: pd.DataFrame) -> pd.DataFrame:
@@ -107,13 +125,7 @@ def flag_beats_placebos(summary: pd.DataFrame) -> pd.DataFrame:
     True only if the method's MAE is lower than each of its RIVALS' at that fraction (see
     beats_placebos); False also when any of those MAEs is missing.
     """
-    flags = pd.Series(np.nan, index=summary.index, dtype=object)
-    for _, group in summary.groupby("fraction", sort=False):
-        mae = group.set_index("method")["mae"]
-        for idx, method in group["method"].items():
-            if method in TOPOLOGY_METHODS:
-                flags[idx] = beats_placebos(mae, method)
-    return summary.assign(beats_placebos=flags)
+    return flag_below(summary, RIVALS, "beats_placebos")
 
 
 def _method_row(errors: pd.DataFrame, method: str, group: pd.DataFrame) -> dict:
@@ -172,13 +184,4 @@ def prediction_summary(pred: pd.DataFrame) -> pd.DataFrame:
 def flag_vectors_help(summary: pd.DataFrame) -> pd.DataFrame:
     """``vectors_help`` on the learned[+vectors] rows: its MAE strictly below plain learned's and
     both placebos' (learned[+step], learned[+scale]) at that fraction; NaN on other rows."""
-    flags = pd.Series(np.nan, index=summary.index, dtype=object)
-    rivals = ["learned", "learned[+step]", "learned[+scale]"]
-    for _, group in summary.groupby("fraction", sort=False):
-        mae = group.set_index("method")["mae"]
-        for idx, method in group["method"].items():
-            if method == "learned[+vectors]":
-                values = [mae.get(m, np.nan) for m in [method, *rivals]]
-                ok = np.all(np.isfinite(values))
-                flags[idx] = bool(ok and all(values[0] < v for v in values[1:]))
-    return summary.assign(vectors_help=flags)
+    return flag_below(summary, VECTOR_RIVALS, "vectors_help")

@@ -53,12 +53,9 @@ def claim_test(df: pd.DataFrame, feature: str, signs: pd.Series, seed: int = 0) 
     nulls = {view: [] for view in CONTRAST_VIEWS}
     for model in models:
         rows = df[df["model"] == model]
-        mats, _ = model_matrices(rows, columns)
+        mats = model_matrices(rows, columns)
         perms = seed_permutations(rows["seed"].nunique(), seed)
         for view in CONTRAST_VIEWS:
-            if view == "seed_contrast_l2" and SCALE not in mats:
-                nulls[view].append(np.full(1, np.nan))
-                continue
             nulls[view].append(contrast_cell(mats, feature, TARGET, view, perms)[1])
     for name, view in (("clock", "seed_contrast"), ("scale", "seed_contrast_l2")):
         res = pooled_row(nulls[view], view, seed, list(signs[models]))

@@ -24,7 +24,7 @@ from topotrain.analysis.replication_sizes import (
     scaling_rows,
 )
 from topotrain.analysis.scaling import spearman_exact
-from topotrain.analysis.stats import ALPHA, seed_interval
+from topotrain.analysis.stats import ALPHA, CLOCK_AND_SCALE, seed_interval
 from topotrain.analysis.verdicts import (
     ARTEFACT,
     INCONCLUSIVE,
@@ -225,7 +225,7 @@ def baseline_trends(assoc: pd.DataFrame | None, models: pd.Index) -> dict[str, f
     """Spearman ρ vs N of the mean |raw ρ(baseline, train loss)| for step and l2_norm_mean over
     ``models`` (NaN when a baseline is absent or constant)."""
     out = {}
-    for base in ("step", "l2_norm_mean"):
+    for base in CLOCK_AND_SCALE:
         cells = raw_cells(assoc, base) if assoc is not None else pd.DataFrame(columns=RAW_COLUMNS)
         cells = cells[cells["model"].isin(models)]
         strength = cells.assign(a=cells["rho"].abs()).groupby("model")[["n_params", "a"]].mean()

@@ -12,6 +12,7 @@ import pandas as pd
 
 from topotrain.analysis.phases import phase_transitions, total_steps
 from topotrain.analysis.scaling import spearman_exact
+from topotrain.analysis.seed_contrast import SCALE
 from topotrain.analysis.stats import ALPHA
 from topotrain.analysis.verdicts import (
     ARTEFACT,
@@ -27,7 +28,6 @@ from topotrain.analysis.verdicts import (
 )
 
 T6_PEAK = (0.04, 0.06)  # Table 6's "peak change at 4–6% of training"
-SCALE = "l2_norm_mean"
 SIZE_RULES = {
     "t5": "Combined over loss-only, (MAE_loss − MAE)/MAE_loss at this fraction; reproduced if > 0, "
     "combined's MAE is below loss-only, mean_loss_only_last (the same averaging without topology) "

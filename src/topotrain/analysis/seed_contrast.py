@@ -133,9 +133,9 @@ def pooled_null(
     return np.concatenate([[observed], draws]) / len(nulls), False
 
 
-def model_matrices(rows: pd.DataFrame, columns: list[str]) -> tuple[dict[str, np.ndarray], int]:
-    """(column → (k, n) seed deviations over the checkpoints where every seed and column is
-    finite, n) for one model's rows (seeds in sorted order, steps ascending)."""
+def model_matrices(rows: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
+    """column → (k, n) seed deviations over the n checkpoints where every seed and column is
+    finite, for one model's rows (seeds in sorted order, steps ascending)."""
     seeds, steps = np.sort(rows["seed"].unique()), np.sort(rows["step"].unique())
     si, ti = np.searchsorted(seeds, rows["seed"]), np.searchsorted(steps, rows["step"])
     mats = {}
@@ -144,11 +144,13 @@ def model_matrices(rows: pd.DataFrame, columns: list[str]) -> tuple[dict[str, np
         m[si, ti] = rows[c].to_numpy(float)
         mats[c] = m
     ok = np.logical_and.reduce([np.isfinite(m).all(axis=0) for m in mats.values()])
-    return {c: deviations(m[:, ok]) for c, m in mats.items()}, int(ok.sum())
+    return {c: deviations(m[:, ok]) for c, m in mats.items()}
 
 
-def _undefined(k: int, n: int, feature: str, cond: str | None) -> str:
+def _undefined(k: int, n: int, feature: str, cond: str | None, columns) -> str:
     """Why a model's contrast is undefined before any computation, or ''."""
+    if cond is not None and cond not in columns:
+        return f"no {cond} column: nothing to condition on"
     if k < 2:
         return f"{k} seed: a between-seed contrast needs at least 2"
     if n < 2:
@@ -168,7 +170,7 @@ def contrast_cell(
     exact = len(perms) == math.factorial(k)
     method = P_METHOD_FL if cond else P_METHOD if exact else P_METHOD_MC
     row = {"rho": np.nan, "p": np.nan, "n": k * n, "p_method": method, "note": ""}
-    why = _undefined(k, n, feature, cond)
+    why = _undefined(k, n, feature, cond, mats)
     if why:
         return row | {"note": why}, np.full(1, np.nan)
     dz = mats[cond] if cond else None
@@ -194,7 +196,7 @@ def contrast_table(
     columns = sorted({f for f, _ in features} | set(targets) | {SCALE} & set(df.columns))
     rows, nulls = [], {}
     for model, g in df.groupby("model", sort=False):
-        mats, _ = model_matrices(g, columns)
+        mats = model_matrices(g, columns)
         perms = seed_permutations(g["seed"].nunique(), seed)
         head = {"model": model, "n_params": int(g["n_params"].iloc[0])}
         for (feature, kind), target, view in itertools.product(features, targets, CONTRAST_VIEWS):
