@@ -48,8 +48,9 @@ def test_control_features_read_a_run_against_closed_forms(tmp_path):
 
     p = 23
     write_run(tmp_path, p)
-    table = control_features(tmp_path, p)
+    table, layers = control_features(tmp_path, p, seed=7)
     assert table["step"].tolist() == [0, 50] and (table["test_acc"] == 0.1).all()
+    assert (table["model"] == "control").all() and (table["seed"] == 7).all()
     birth, death = 2 * np.sin(np.pi / p), 2 * np.sin(np.pi * 8 / p)  # ⌈23/3⌉ = 8
     assert table["emb_h1_max"].to_numpy() == pytest.approx([death - birth] * 2, rel=1e-5)
     assert table["emb_row_norm"].to_numpy() == pytest.approx([3.0, 3.0], rel=1e-6)
@@ -57,6 +58,12 @@ def test_control_features_read_a_run_against_closed_forms(tmp_path):
     # √(Σ w²): 23 rows of norm 3, the '=' row (9, 9), four 0.5s
     assert table["weight_l2"].iloc[0] == pytest.approx(np.sqrt(23 * 9 + 162 + 4 * 0.25), rel=1e-6)
     assert table["participation_ratio"].iloc[0] == pytest.approx(2.0, rel=1e-6)  # a round circle
+    # every 2-D matrix's weight topology: the 2 × 2 constant w has NP 0 and normalised variance 0
+    assert sorted(layers["layer"].unique()) == ["embed.weight", "w"]
+    w = layers[layers["layer"] == "w"]
+    assert (w["np_total"] == 0).all() and (w["np_wvar"] == 0).all()
+    assert table["n_layers"].tolist() == [2, 2]
+    assert table["np_wvar_mean"].iloc[0] == pytest.approx(layers["np_wvar"].iloc[:2].mean())
 
 
 def test_control_features_name_a_step_without_metrics(tmp_path):

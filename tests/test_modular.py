@@ -33,7 +33,7 @@ def test_the_split_covers_every_pair_once_with_the_right_answers():
     [("p", 4), ("train_frac", 1.0), ("train_frac", 0.0), ("interval", 7), ("width", 30)],
 )
 def test_bad_knobs_are_named(knob, value):
-    with pytest.raises(ValueError, match=rf"control\.{knob}: invalid value"):
+    with pytest.raises(ValueError, match=rf"control\.{knob}={value!r}: "):
         ControlConfig(**{**TINY, knob: value})
 
 
@@ -73,8 +73,11 @@ def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
 
     cfg = ControlConfig(**{**TINY, "steps": 100})
     train_control(cfg, tmp_path)
-    table = control_features(tmp_path, cfg.p)
+    table, layers = control_features(tmp_path, cfg.p)
     assert table["step"].tolist() == [0, 50, 100]
+    matrices = {"embed.weight", "pos", "attn.in_proj_weight", "attn.out_proj.weight",
+                "mlp.0.weight", "mlp.2.weight", "unembed.weight"}  # fmt: skip
+    assert set(layers["layer"]) == matrices and len(layers) == 3 * len(matrices)
     last = load_file(str(tmp_path / "step_00100.safetensors"))
     norm = torch.sqrt(sum((t.double() ** 2).sum() for t in last.values()))
     assert table["weight_l2"].iloc[-1] == pytest.approx(float(norm), rel=1e-9)

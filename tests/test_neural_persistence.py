@@ -167,3 +167,14 @@ def test_np_rieck_matches_the_reference_definition_on_random_layers():
     records, _ = layer_records(layers, ["*.weight"], maxdim=0)
     got = np.mean([r["np_rieck"] for r in records])
     assert got == pytest.approx(reference_np(list(layers.values())), abs=1e-14)
+
+
+def test_normalised_variance_by_hand():
+    """|W| / max|W| of [[2, −2], [0, −1]] is (1, 1, 0, 0.5): mean 0.625, variance 0.171875; sign,
+    scale and an all-zero matrix as documented."""
+    from topotrain.topology.neural_persistence import normalised_variance
+
+    W = np.array([[2.0, -2.0], [0.0, -1.0]])
+    assert normalised_variance(W) == pytest.approx(0.171875, abs=1e-15)
+    assert normalised_variance(-7.0 * W) == pytest.approx(0.171875, abs=1e-15)
+    assert normalised_variance(np.zeros((3, 2))) == 0.0

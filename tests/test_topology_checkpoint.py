@@ -25,7 +25,7 @@ from topotrain.topology.layers import diagram_summaries, layer_rng, layer_topolo
 C_ATTN = "transformer.h.0.attn.c_attn.weight"
 KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck"]
 SUMMARIES = [f"h{k}_{s}" for k in (0, 1) for s in ("count", "total", "max", "entropy")]
-KEYS += SUMMARIES + ["l2_norm"] + [f"{key}_scalefree" for key in SUMMARIES]
+KEYS += SUMMARIES + ["l2_norm"] + [f"{key}_scalefree" for key in SUMMARIES] + ["np_wvar"]
 
 
 def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
@@ -59,7 +59,9 @@ def expected_record(layer, W, cloud, global_max=None):
     record |= neural_persistence(W, global_max) | summaries(h0, h1)
     rms = np.sqrt((W**2).sum() / W.size)
     record |= {"l2_norm": float(np.sqrt((W**2).sum()))}
-    return record | summaries(h0 / rms, h1 / rms, "_scalefree")
+    a = np.abs(W) / np.abs(W).max()
+    wvar = (a**2).mean() - a.mean() ** 2  # var(|W| / max|W|), the moment formula
+    return record | summaries(h0 / rms, h1 / rms, "_scalefree") | {"np_wvar": wvar}
 
 
 def assert_record_matches(got, expected):

@@ -175,10 +175,44 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
             problems.append("topology.layers: empty pattern")
     for name, entry in (config.get("runs") or {}).items():
         problems += run_problems(name, entry, base_dir)
-    if not spine_enabled(config) and not config.get("runs") and not pythia_enabled(config):
-        problems.append("spine.enabled is false and there are no runs and no pythia: nothing to do")
+    if control_enabled(config):
+        problems += control_problems(config["control"])
+    branches = (spine_enabled(config), config.get("runs"), pythia_enabled(config))
+    if not any(branches) and not control_enabled(config):
+        problems.append(
+            "spine.enabled is false and there are no runs, no pythia and no control: nothing to do"
+        )
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+CONTROL_RULES = {
+    "p": "p must be at least 5",
+    "train_frac": "the train fraction must lie in (0, 1)",
+    "width": "the width must be a positive multiple of heads",
+    "heads": "heads must be at least 1",
+    "interval": "the checkpoint interval must be positive and divide steps",
+}  # the grokking control's knobs the schema cannot check alone (training.modular.ControlConfig)
+
+
+def control_problems(control: dict) -> list[str]:
+    """What is wrong with the control's knobs (empty: nothing), each naming control.<knob>."""
+    heads = control.get("heads", 1)
+    bad = {
+        "p": control.get("p", 5) < 5,
+        "train_frac": not 0 < control.get("train_frac", 0.5) < 1,
+        "width": control.get("width", 1) < 1 or control.get("width", 1) % max(heads, 1) != 0,
+        "heads": heads < 1,
+        "interval": control.get("interval", 1) < 1
+        or control.get("steps", 0) % max(control.get("interval", 1), 1) != 0,
+    }
+    return [f"control.{knob}={control.get(knob)!r}: {CONTROL_RULES[knob]}"
+            for knob, wrong in bad.items() if wrong]  # fmt: skip
+
+
+def control_enabled(config: dict) -> bool:
+    """Whether the grokking control (control.enabled) is part of the run."""
+    return bool((config.get("control") or {}).get("enabled", False))
 
 
 def spine_enabled(config: dict) -> bool:

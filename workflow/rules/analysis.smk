@@ -270,6 +270,8 @@ rule replication:
             category=REPLICATION_CATEGORY,
         ),
         primary_md=f"{RESULTS}/tables/primary.md",
+        np_variance_csv=f"{RESULTS}/tables/np_variance.csv",
+        np_variance_md=f"{RESULTS}/tables/np_variance.md",
     log:
         f"{RESULTS}/logs/analysis/replication.log",
     conda:

@@ -20,6 +20,7 @@ from topotrain.config import (
     check_config,
     checkpoint_steps,
     coerce_config,
+    control_enabled,
     layer_patterns,
     n_params,
     order_like_schema,
@@ -199,6 +200,7 @@ def get_final_output():
         f"{RESULTS}/bottom_line.html",
         *get_pythia_outputs(),
         *get_run_outputs(),
+        *get_control_outputs(),
     ]
 
 
@@ -239,10 +241,38 @@ def figure_outputs(names):
     return out
 
 
+# ---- The grokking control (control:) ----------------------------------------------------------
+CONTROL = config.get("control") or {"enabled": False}
+CONTROL_ON = control_enabled(config)
+CONTROL_DIR = f"{RESULTS}/control"
+CONTROL_SEEDS = [int(s) for s in CONTROL.get("seeds", [])] if CONTROL_ON else []
+CONTROL_STEPS = (
+    list(range(0, CONTROL["steps"] + 1, CONTROL["interval"])) if CONTROL_ON else []
+)
+CONTROL_RUN = f"{CONTROL_DIR}/seed{{seed}}"
+CONTROL_TABLES = {
+    name: f"{RESULTS}/tables/{name}.csv"
+    for name in ("control", "control_seeds", "control_verdicts")
+}
+CONTROL_KNOBS = [
+    "p", "train_frac", "width", "heads", "mlp", "steps", "interval", "lr", "weight_decay", "beta2",
+]  # fmt: skip
+
+
+def get_control_outputs():
+    """The control's tables and figure when control.enabled (nothing otherwise)."""
+    if not CONTROL_ON:
+        return []
+    figures = [f"{RESULTS}/figures/control_curves.{ext}" for ext in ("png", "pdf")]
+    return [*CONTROL_TABLES.values(), *figures]
+
+
 def report_tables():
     """The Markdown tables REPORT.md is assembled from, in reading order (the spine's only when
     spine.enabled), and each run's section (``runs``)."""
-    tables = []
+    tables = (
+        ["control"] if CONTROL_ON else []
+    )  # the positive control, before the replication
     if SPINE_ON:
         tables += ["replication", "models", "best_feature", "correlations"]
         tables += ["associations_summary"]
@@ -266,6 +296,12 @@ def report_tables():
         )
         if SPINE_ON
     }
+    if CONTROL_ON:  # the control's section is built from its CSVs
+        md.pop("control")
+        csv |= {f"{name}_csv": path for name, path in CONTROL_TABLES.items()}
+        csv["control_curves_png"] = f"{RESULTS}/figures/control_curves.png"
+    if SPINE_ON:  # NP against its layers' weight variance, in the control's section
+        csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
     return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUNS]}
 
 
@@ -345,7 +381,12 @@ PYTHIA_FIGURES = {
     "pythia_rho": "Pythia",
     "pythia_wasserstein": "Pythia",
 }
-FIGURES_ALL = {**FIGURES, **PYTHIA_FIGURES, "pythia_weights": "Pythia"}
+FIGURES_ALL = {
+    **FIGURES,
+    **PYTHIA_FIGURES,
+    "pythia_weights": "Pythia",
+    "control_curves": "Positive control",
+}
 
 
 # ---- Your own runs (runs:) --------------------------------------------------------------------

@@ -16,15 +16,22 @@ and Fourier share.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.topology.checkpoint import load_tensors
 from topotrain.topology.embedding import embedding_topology, fourier_share
+from topotrain.topology.layers import layer_records
 from topotrain.topology.spectral import spectral_summary
 
+log = logging.getLogger(__name__)
+
+MODEL = "control"  # the model name of the control's rows (seed_contrast groups by model)
 EMBEDDING = "embed.weight"  # rows 0 … p − 1 are the residues, row p the '=' token
 FOURIER_K = 5  # frequencies counted by the Fourier share (Nanda et al. find about five)
 STEP = re.compile(r"step_(\d+)\.safetensors$")
@@ -57,11 +64,11 @@ def lead(grok: int | None, onset: int | None) -> float:
     return float(grok - onset) if grok is not None and onset is not None else float("nan")
 
 
-def checkpoint_row(path: Path, p: int, k: int = FOURIER_K) -> dict[str, float]:
-    """Weight L2 norm √(Σ w²) over every tensor, and the residues' embedding features."""
-    from safetensors.numpy import load_file
-
-    tensors = load_file(str(path))
+def checkpoint_row(path: Path, p: int, k: int = FOURIER_K, topology: dict | None = None):
+    """(row, records) of one checkpoint: the weights' L2 norm √(Σ w²) over every tensor and the
+    residues' embedding features; records: the workflow's weight topology of every 2-D matrix
+    (``topology.layers.layer_records`` with ``topology``'s max_points, seed, maxdim)."""
+    tensors = load_tensors(path)
     if EMBEDDING not in tensors:
         raise ValueError(f"{path}: no {EMBEDDING} tensor (a grokking-control checkpoint has one)")
     emb = tensors[EMBEDDING][:p].astype(np.float64)
@@ -69,22 +76,34 @@ def checkpoint_row(path: Path, p: int, k: int = FOURIER_K) -> dict[str, float]:
         np.sqrt(sum(float((t.astype(np.float64) ** 2).sum()) for t in tensors.values()))
     )
     topo = {f"emb_{key}": value for key, value in embedding_topology(emb).items()}
-    return {
-        "weight_l2": weight_l2,
-        **topo,
-        **spectral_summary(emb),
-        f"fourier_top{k}": fourier_share(emb, k),
-    }
+    row = {"weight_l2": weight_l2, **topo, **spectral_summary(emb),
+           f"fourier_top{k}": fourier_share(emb, k)}  # fmt: skip
+    records, _ = layer_records(tensors, ["*"], **(topology or {}), source=f"checkpoint {path}")
+    return row, records
 
 
-def control_features(run_dir: str | Path, p: int, k: int = FOURIER_K) -> pd.DataFrame:
-    """One row per checkpoint of a seed's run directory: metrics.csv joined with checkpoint_row,
-    ordered by step; a checkpoint without a metrics row (or the reverse) is an error naming it."""
+def control_features(
+    run_dir: str | Path, p: int, k: int = FOURIER_K, topology: dict | None = None, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(checkpoints, layers) of a seed's run directory. checkpoints: one row per checkpoint,
+    metrics.csv joined with checkpoint_row and the weight topology aggregated over matrices as
+    in the GPT study (np_mean, h0_total, np_wvar_mean, …); layers: one record per matrix and
+    checkpoint. A checkpoint without a metrics row (or the reverse) is an error naming it."""
     run_dir = Path(run_dir)
     metrics = pd.read_csv(run_dir / "metrics.csv")
     files = {int(m.group(1)): f for f in run_dir.iterdir() if (m := STEP.search(f.name))}
     if set(files) != set(metrics["step"]):
         odd = sorted(set(files) ^ set(metrics["step"]))
         raise ValueError(f"{run_dir}: checkpoints and metrics.csv disagree at steps {odd}")
-    rows = pd.DataFrame([{"step": s, **checkpoint_row(files[s], p, k)} for s in sorted(files)])
-    return metrics.merge(rows, on="step").sort_values("step").reset_index(drop=True)
+    rows, layers = [], []
+    for step in sorted(files):
+        log.info("control features: %s step %d", run_dir, step)
+        row, records = checkpoint_row(files[step], p, k, topology)
+        rows.append({"step": step, **row})
+        layers += [{"model": MODEL, "seed": seed, "step": step, **r} for r in records]
+    layers = pd.DataFrame(layers)
+    weights = checkpoint_features(layers).drop(columns=["model", "seed"])
+    table = metrics.merge(pd.DataFrame(rows), on="step").merge(weights, on="step")
+    table.insert(0, "seed", seed)
+    table.insert(0, "model", MODEL)
+    return table.sort_values("step").reset_index(drop=True), layers

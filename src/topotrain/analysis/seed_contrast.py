@@ -36,7 +36,8 @@ SCALE = "l2_norm_mean"
 CONTRAST_VIEWS = {"seed_contrast": None, "seed_contrast_l2": SCALE}  # view -> conditioning
 P_METHOD = "exact permutation of seed labels (all k! arrangements)"
 P_METHOD_MC = "Monte Carlo permutation of seed labels"
-P_METHOD_FL = "permutation of seed labels, the feature re-regressed on the L2 norm each time"
+P_METHOD_FL = "permutation of seed labels, the feature re-regressed on {cond} each time"
+PARTIAL = "seed_contrast_partial"  # a partial contrast on a conditioning column the caller names
 
 
 def deviations(values: np.ndarray) -> np.ndarray:
@@ -161,14 +162,20 @@ def _undefined(k: int, n: int, feature: str, cond: str | None, columns) -> str:
 
 
 def contrast_cell(
-    mats: dict[str, np.ndarray], feature: str, target: str, view: str, perms: np.ndarray
+    mats: dict[str, np.ndarray],
+    feature: str,
+    target: str,
+    view: str,
+    perms: np.ndarray,
+    cond: str | None = None,
 ) -> tuple[dict, np.ndarray]:
     """(rho, p, n, p_method, note) of one model's ``view`` of (feature, target), and its null
-    (ρ under every permutation in ``perms``, observed first; NaN where undefined)."""
-    cond = CONTRAST_VIEWS[view]
+    (ρ under every permutation in ``perms``, observed first; NaN where undefined). The view
+    names its conditioning column (CONTRAST_VIEWS); ``PARTIAL`` conditions on ``cond``."""
+    cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
     k, n = mats[target].shape
     exact = len(perms) == math.factorial(k)
-    method = P_METHOD_FL if cond else P_METHOD if exact else P_METHOD_MC
+    method = P_METHOD_FL.format(cond=cond) if cond else P_METHOD if exact else P_METHOD_MC
     row = {"rho": np.nan, "p": np.nan, "n": k * n, "p_method": method, "note": ""}
     why = _undefined(k, n, feature, cond, mats)
     if why:
@@ -214,7 +221,9 @@ def contrast_table(
     return out
 
 
-def pooled_row(per_model: list[np.ndarray], view: str, seed: int = 0, signs=None) -> dict:
+def pooled_row(
+    per_model: list[np.ndarray], view: str, seed: int = 0, signs=None, cond: str | None = None
+) -> dict:
     """rho (mean over models of s_m·ρ_m), p, n (models), p_method and note of a pooled contrast
     over the models whose contrast is defined; ``signs`` default +1 (two-sided), else one-sided
     in the direction of the signs."""
@@ -230,8 +239,9 @@ def pooled_row(per_model: list[np.ndarray], view: str, seed: int = 0, signs=None
     method = (
         f"{how} permutation of seed labels within each model, {len(keep)} models, {alternative}"
     )
-    if CONTRAST_VIEWS[view]:
-        method += " (the feature re-regressed on the L2 norm each time)"
+    cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
+    if cond:
+        method += f" (the feature re-regressed on {cond} each time)"
     note = (
         f"{len(per_model) - len(keep)} models undefined, left out"
         if len(keep) < len(per_model)

@@ -22,6 +22,11 @@ from topotrain.jobs.analysis import (
     training_figures_job,
     velocity_job,
 )
+from topotrain.jobs.control import (
+    control_analysis_job,
+    control_features_job,
+    train_control_job,
+)
 from topotrain.jobs.pythia import (
     fetch_pythia_job,
     pythia_embedding_tables_job,
@@ -49,6 +54,9 @@ from topotrain.jobs.spine import (
 )
 
 __all__ = [
+    "train_control_job",
+    "control_features_job",
+    "control_analysis_job",
     "prepare_corpus_job",
     "train_job",
     "topology_job",

@@ -129,10 +129,11 @@ def layer_types_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
 
 
 def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
-    """Replication verdicts: every claim of the paper beside our number and its rule, and the
-    primary family's tests of the paper's claims."""
+    """Replication verdicts: every claim of the paper beside our number and its rule, the
+    primary family's tests of the paper's claims, and NP against its layers' weight variance."""
     import pandas as pd
 
+    from topotrain.analysis.np_variance import np_variance_table
     from topotrain.analysis.primary import primary_family
     from topotrain.analysis.replication import read_paper_values, replication_table
 
@@ -149,6 +150,9 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
         out, "primary", primary, "Primary family: the paper's claims beyond the clock and scale"
     )
     _tables(out, "replication", verdicts, "Replication of the paper's claims")
+    if "np_variance_csv" in out:
+        wvar = np_variance_table(tables["features"])
+        _tables(out, "np_variance", wvar, "NP against its layers' normalised weight variance")
 
 
 def models_job(table: str, out: dict[str, str]) -> None:
@@ -207,6 +211,7 @@ def report_job(tables: dict[str, str], out: str, bottom_html: str | None = None)
     from topotrain.analysis.stats import ALPHA
     from topotrain.io import atomic_write_text
     from topotrain.report.bottom_line import bottom_line, replication_section, to_html
+    from topotrain.report.control import control_section
     from topotrain.report.markdown import SECTIONS, Body, assemble_report, findings
 
     runs = list(tables.get("runs", []))  # each run's own section, after the study's
@@ -221,9 +226,14 @@ def report_job(tables: dict[str, str], out: str, bottom_html: str | None = None)
         summary = pd.read_csv(summary) if summary else None
         top = bottom_line(rep, RULES, ALPHA, primary, summary)
         bodies["replication"] = Body(replication_section(rep, RULES))
+    if "control_csv" in tables:  # the positive control, before the replication table
+        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
+        wvar = pd.read_csv(tables["np_variance_csv"]) if "np_variance_csv" in tables else None
+        bodies["control"] = Body(control_section(tables, primary, wvar))
+        tables = {"control": "", **tables}
     sections = [(SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p)) for k, p in tables.items()
                 if k in SECTIONS]  # fmt: skip
-    lead = int("replication" in tables)
+    lead = int("control" in tables) + int("replication" in tables)
     assemble_report(sections, out, preface, lead=lead, appendix=runs, top=top)
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
         text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."

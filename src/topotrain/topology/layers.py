@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from topotrain.topology.neural_persistence import neural_persistence
+from topotrain.topology.neural_persistence import neural_persistence, normalised_variance
 from topotrain.topology.summaries import (
     feature_count,
     max_persistence,
@@ -31,6 +31,7 @@ RECORD_KEYS = (
     "l2_norm",
     "h0_count_scalefree", "h0_total_scalefree", "h0_max_scalefree", "h0_entropy_scalefree",
     "h1_count_scalefree", "h1_total_scalefree", "h1_max_scalefree", "h1_entropy_scalefree",
+    "np_wvar",
 )  # fmt: skip  # one record per layer, in this order (README: `weights_layers` columns)
 
 
@@ -114,6 +115,7 @@ def layer_topology(
         **diagrams_summaries(dgms, maxdim),
         "l2_norm": float(np.linalg.norm(W)),  # Frobenius norm: the non-topological baseline
         **scalefree_summaries(dgms, rms(W), maxdim),  # "shape, not size"
+        "np_wvar": normalised_variance(W),  # NP's own scale control (Girrbach et al. 2023)
     }
     return {key: record[key] for key in RECORD_KEYS}, dgms
 

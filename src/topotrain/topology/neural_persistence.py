@@ -67,3 +67,12 @@ def rieck_persistence(pers: np.ndarray, layer_max: float, global_max: float) -> 
     ratio = layer_max / global_max if global_max > 0 else 0.0
     scaled = 1.0 - (1.0 - np.asarray(pers, dtype=np.float64)) * ratio
     return float(np.sqrt(np.square(scaled).sum() + 1.0) / np.sqrt(scaled.size))
+
+
+def normalised_variance(W: np.ndarray) -> float:
+    """Variance of the edge weights NP filters, var(|W| / max|W|) over all entries (population);
+    0 for an all-zero W. Girrbach et al. (TMLR 2023) find NP close to a function of it: the scale
+    control NP is set against (the record's ``np_wvar``)."""
+    a = np.abs(np.asarray(W, dtype=np.float64))
+    top = a.max(initial=0.0)
+    return float(np.var(a / top)) if top > 0 else 0.0

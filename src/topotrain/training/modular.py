@@ -18,18 +18,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from topotrain.config import control_problems
 from topotrain.io import atomic_save_safetensors, atomic_torch_save
 from topotrain.training.run_state import checkpoint_name, write_csv
 
 METRICS = ("step", "train_loss", "test_loss", "train_acc", "test_acc")
-
-RULES = {
-    "p": "p must be at least 5",
-    "train_frac": "the train fraction must lie in (0, 1)",
-    "width": "the width must be a positive multiple of heads",
-    "heads": "heads must be at least 1",
-    "interval": "the checkpoint interval must be positive and divide steps",
-}
 
 
 @dataclass(frozen=True)
@@ -37,11 +30,11 @@ class ControlConfig:
     """The control's knobs; a bad one raises ValueError naming ``control.<knob>``."""
 
     p: int = 59
-    train_frac: float = 0.6
+    train_frac: float = 0.75
     width: int = 64
     heads: int = 4
     mlp: int = 256
-    steps: int = 3000
+    steps: int = 2500
     interval: int = 50
     lr: float = 3e-3
     weight_decay: float = 1.0
@@ -49,16 +42,8 @@ class ControlConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        bad = {
-            "p": self.p < 5,
-            "train_frac": not 0 < self.train_frac < 1,
-            "width": self.width < 1 or self.width % max(self.heads, 1) != 0,
-            "heads": self.heads < 1,
-            "interval": self.interval < 1 or self.steps % self.interval != 0,
-        }
-        for knob, wrong in bad.items():
-            if wrong:
-                raise ValueError(f"control.{knob}: invalid value in {asdict(self)} ({RULES[knob]})")
+        if problems := control_problems(asdict(self)):
+            raise ValueError("; ".join(problems))
 
 
 def split_pairs(p: int, train_frac: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,52 @@
+"""Jobs of the grokking control: train one seed, its features, the analysis across seeds."""
+
+from __future__ import annotations
+
+from topotrain.jobs.common import log
+
+
+def train_control_job(control: dict, seed: int, out_dir: str, threads: int = 1) -> None:
+    """Train one seed of the control (training.modular) into ``out_dir``."""
+    import torch
+
+    from topotrain.training.modular import ControlConfig, train_control
+
+    torch.set_num_threads(threads)  # one thread: bit-identical reruns
+    cfg = ControlConfig(**control, seed=seed)
+    log.info("control: training seed %d (p = %d, %d steps) → %s", seed, cfg.p, cfg.steps, out_dir)
+    rows = train_control(cfg, out_dir)
+    log.info("control: seed %d done, final test accuracy %.3f", seed, rows[-1][-1])
+
+
+def control_features_job(
+    run_dir: str, seed: int, p: int, fourier_k: int, topology: dict, out: dict[str, str]
+) -> None:
+    """One seed's feature table (one row per checkpoint) and per-matrix records, as parquet."""
+    from topotrain.analysis.control import control_features
+    from topotrain.io import atomic_write_all
+
+    table, layers = control_features(run_dir, p, fourier_k, topology, seed=seed)
+    atomic_write_all({out["table"]: lambda fh: table.to_parquet(fh, index=False),
+                      out["layers"]: lambda fh: layers.to_parquet(fh, index=False)})  # fmt: skip
+
+
+def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
+    """Every seed's features → the features table, the per-feature, per-seed and verdict tables
+    and the per-seed curves figure."""
+    import pandas as pd
+
+    from topotrain.analysis.grokking import FEATURES, feature_table, seed_table, verdicts
+    from topotrain.io import atomic_write_all
+    from topotrain.report.control import control_curves
+
+    df = pd.concat([pd.read_parquet(t) for t in tables], ignore_index=True)
+    features = [f for f in FEATURES if f in df]
+    seeds = seed_table(df, features)
+    table = feature_table(df, seeds, features)
+    csvs = {"control": table, "control_seeds": seeds, "control_verdicts": verdicts(table)}
+    writers = {out[f"{n}_csv"]: lambda fh, f=f: fh.write(f.to_csv(index=False).encode())
+               for n, f in csvs.items()}  # fmt: skip
+    atomic_write_all({**writers, out["features"]: lambda fh: df.to_parquet(fh, index=False)})
+    control_curves(df, seeds, out["control_curves_png"], out["control_curves_pdf"])
+    log.info("control: %d seeds, %d grokked", df["seed"].nunique(),
+             seeds.drop_duplicates("seed")["grokking_step"].notna().sum())  # fmt: skip

@@ -1,0 +1,112 @@
+"""The grokking control in the report: per-seed curves and the "Positive control" section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from topotrain.report.markdown import to_markdown
+from topotrain.report.plots import plt, save_figure
+
+CURVES = {  # column -> legend label, each scaled to [0, 1] per seed
+    "test_acc": "test accuracy",
+    "emb_h1_total": "embedding H1 total persistence",
+    "weight_l2": "weight L2 norm",
+    "fourier_top5": "Fourier measure (top-5 share)",
+}
+LEAD_COLUMNS = ["feature", "kind", "role", "n_grokked", "median_lead", "lead_p", "onset_rho",
+                "onset_p", "contrast_rho", "contrast_p", "partial_norm_p", "partial_fourier_p",
+                "lead_minus_norm", "lead_minus_fourier"]  # fmt: skip
+
+
+def scaled(values) -> np.ndarray:
+    """(v − min) / (max − min); all zeros for a constant series."""
+    v = np.asarray(values, float)
+    span = np.nanmax(v) - np.nanmin(v)
+    return (v - np.nanmin(v)) / span if span > 0 else np.zeros_like(v)
+
+
+def control_curves(df: pd.DataFrame, seeds: pd.DataFrame, png: str, pdf: str) -> None:
+    """One panel per seed: CURVES scaled to [0, 1], the grokking step as a dashed line."""
+    groups = list(df.sort_values("step").groupby("seed", sort=True))
+    cols = min(4, len(groups))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False,
+                             sharex=True, sharey=True)  # fmt: skip
+    grok = seeds.drop_duplicates("seed").set_index("seed")["grokking_step"]
+    for ax, (seed, g) in zip(axes.ravel(), groups, strict=False):
+        for column, label in CURVES.items():
+            if column in g:
+                ax.plot(g["step"], scaled(g[column]), label=label, lw=1.2)
+        step = grok.get(seed)
+        if pd.notna(step):
+            ax.axvline(step, color="k", ls="--", lw=0.8)
+        ax.set_title(f"seed {seed}" + ("" if pd.notna(step) else " (never groks)"), fontsize=9)
+    for ax in axes.ravel()[len(groups) :]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=6, loc="center right")
+    fig.supxlabel("step")
+    fig.supylabel("scaled to [0, 1] per seed")
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def _fmt_p(p: float) -> str:
+    return "undefined" if not np.isfinite(p) else f"{p:.2g}"
+
+
+def power_sentence(verdicts: pd.DataFrame, primary: pd.DataFrame | None) -> str:
+    """What the control says about the power behind the GPT study's negative findings."""
+    row = verdicts.iloc[0]  # the positive control's own claim
+    here = (f"the between-seed contrast finds the embedding's H1 moving with each seed's own test "
+            f"loss here (ρ = {row['statistic']:.2f}, exact p = {_fmt_p(row['p'])}, "
+            f"{row['note']})")  # fmt: skip
+    if row["verdict"] != "reproduced":
+        here = (f"the between-seed contrast does not find the embedding's H1 moving with each "
+                f"seed's own test loss here (p = {_fmt_p(row['p'])}, {row['note']})")  # fmt: skip
+    if primary is None or "h0_total" not in set(primary.get("feature", [])):
+        return f"The same test as the GPT study's verdicts: {here}."
+    tp0 = primary.set_index("feature").loc["h0_total"]
+    gpt = (f"in the GPT study the same test, pooled over {len(str(tp0['models']).split(';'))} "
+           f"models, gives TP0 p = {_fmt_p(tp0['p_clock'])} against the clock and "
+           f"{_fmt_p(tp0['p_scale'])} against the scale (primary family, BH-adjusted "
+           f"{_fmt_p(tp0['p_bh'])})")  # fmt: skip
+    power = ("so the test can find a real topological signal in real training; the control has "
+             "more seeds per model than the study (its smallest p is lower), which the GPT "
+             "study's pooled test makes up for only in part")  # fmt: skip
+    if row["verdict"] != "reproduced":
+        power = "so the GPT study's negative findings carry little weight"
+    return f"The same test: {here}; {gpt}; {power}."
+
+
+def control_section(
+    tables: dict[str, str], primary: pd.DataFrame | None, np_variance: pd.DataFrame | None
+) -> str:
+    """The report's Positive control body (figure, verdicts, leads, NP against its variance)."""
+    verdicts = pd.read_csv(tables["control_verdicts_csv"])
+    leads = pd.read_csv(tables["control_csv"])
+    seeds = pd.read_csv(tables["control_seeds_csv"]).drop_duplicates("seed")
+    never = seeds[seeds["grokking_step"].isna()]["seed"].tolist()
+    groks = ", ".join(f"{int(s)}: {int(g)}" for s, g in seeds.dropna(subset=["grokking_step"])
+                      [["seed", "grokking_step"]].to_numpy())  # fmt: skip
+    figure = Path(tables["control_curves_png"]).name
+    parts = [
+        f"![per-seed curves](figures/{figure})\n",
+        f"Grokking steps (seed: step): {groks or 'none'}."
+        + (f" Never grokked (left out of the lead statistics): seeds {never}." if never else "")
+        + "\n",
+        power_sentence(verdicts, primary) + "\n",
+        "### Verdicts\n",
+        to_markdown(verdicts.drop(columns=["rule"])),
+        "Rules:\n",
+        *(f"- *{claim}*: {rule}" for claim, rule in verdicts[["claim", "rule"]].to_numpy()),
+        "\n### Leads and contrasts per feature (leads in steps; exploratory except the primary)\n",
+        to_markdown(leads[[c for c in LEAD_COLUMNS if c in leads]]),
+    ]
+    if np_variance is not None:
+        pooled = np_variance[np_variance["model"] == "pooled"]
+        parts += ["\n### NP against its layers' normalised weight variance (GPT study, pooled)\n",
+                  to_markdown(pooled.drop(columns=["model"]))]  # fmt: skip
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,67 @@
+# The grokking positive control (control.enabled): one training job per seed, one feature job per
+# seed (embedding topology, weight topology of every matrix, baselines), one analysis job.
+rule train_control:
+    output:
+        checkpoints=expand(
+            f"{CONTROL_RUN}/step_{{step}}.safetensors",
+            step=[f"{s:05d}" for s in CONTROL_STEPS],
+            allow_missing=True,
+        ),
+        metrics=f"{CONTROL_RUN}/metrics.csv",
+    log:
+        f"{RESULTS}/logs/control/seed{{seed}}/train.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/control/seed{{seed}}.tsv"
+    conda:
+        "../../envs/train.yaml"
+    threads: CONTROL.get("threads", 1)
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        control={k: CONTROL.get(k) for k in CONTROL_KNOBS},
+    script:
+        "../scripts/train_control.py"
+
+
+rule control_features:
+    input:
+        metrics=rules.train_control.output.metrics,
+    output:
+        table=f"{CONTROL_RUN}/features.parquet",
+        layers=f"{CONTROL_RUN}/layers.parquet",
+    log:
+        f"{RESULTS}/logs/control/seed{{seed}}/features.log",
+    conda:
+        "../../envs/topology.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        p=CONTROL.get("p"),
+        fourier_k=CONTROL.get("fourier_k"),
+        topology={  # the GPT study's Rips settings; every 2-D matrix is analysed
+            k: v for k, v in get_topology_params(None).items() if k != "patterns"
+        },
+    script:
+        "../scripts/control_features.py"
+
+
+rule control_analysis:
+    input:
+        tables=expand(rules.control_features.output.table, seed=CONTROL_SEEDS),
+    output:
+        **{f"{name}_csv": path for name, path in CONTROL_TABLES.items()},
+        **figure_outputs(["control_curves"]),
+        features=f"{RESULTS}/features/control.parquet",
+    log:
+        f"{RESULTS}/logs/control/analysis.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/control_analysis.py"
