@@ -6,7 +6,7 @@ CORES ?= 16
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install study calibrate test test-slurm lint clean-results
+.PHONY: install study calibrate control test test-slurm lint clean-results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ study: install
 ## The calibration suite (off the study's default path): results/tables/calibration.csv.
 calibrate: install
 	$(BIN)/snakemake calibration --cores $(CORES) --show-failed-logs $(SNAKEMAKE_ARGS)
+
+## The study with the grokking positive control switched on (only the control's jobs and the
+## report run when the study is done): results/tables/control.csv and the report's section.
+control: install
+	$(BIN)/snakemake --cores $(CORES) --show-failed-logs --config 'control={enabled: true}' $(SNAKEMAKE_ARGS)
 
 ## Create the environment, install, and run the default test suite (without the SLURM test).
 test: install

@@ -22,10 +22,10 @@ LEAD_COLUMNS = ["feature", "kind", "role", "n_grokked", "median_lead", "lead_p",
 
 
 def scaled(values) -> np.ndarray:
-    """(v − min) / (max − min); all zeros for a constant series."""
+    """(v − min) / (max − min) over the finite values; zeros for a constant series; NaN stays."""
     v = np.asarray(values, float)
     span = np.nanmax(v) - np.nanmin(v)
-    return (v - np.nanmin(v)) / span if span > 0 else np.zeros_like(v)
+    return (v - np.nanmin(v)) / span if span > 0 else np.where(np.isnan(v), np.nan, 0.0)
 
 
 def control_curves(df: pd.DataFrame, seeds: pd.DataFrame, png: str, pdf: str) -> None:
