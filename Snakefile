@@ -1,11 +1,18 @@
 # topotrain: the topology of transformer training. This file is a table of contents;
 # the rules live in workflow/rules/<stage>.smk, the logic in src/topotrain/.
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# The working folder's config.yaml when it has one (else --configfile/--config alone); the
+# package's config.yaml fills in whatever they leave out (common.smk), so an overlay of just
+# `runs:` works from any folder.
+if os.path.exists("config.yaml"):
+
+    configfile: "config.yaml"
 
 
 report: "workflow/report/workflow.rst"

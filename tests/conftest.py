@@ -7,18 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Bit-identical training with the numba attention kernel currently depends on numba's pool being
-# one thread wide when numba is first imported (training/attention.py sizes it, but a test module
-# that imports arch first sizes it to the core count, and then two runs in one process can differ).
-# Until the kernel is independent of import order, the suite pins the pool so that test order
-# cannot change a result. Set before anything imports numba.
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+import numpy as np
+import pytest
+import yaml
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import yaml  # noqa: E402
-
-from topotrain.config import GPT_LAYERS  # noqa: E402
+from topotrain.config import GPT_LAYERS
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]

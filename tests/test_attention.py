@@ -160,3 +160,44 @@ def test_kernel_head_dims_agree_with_the_compiled_kernels():
     from topotrain.training.attention_kernels import HEAD_DIMS
 
     assert HEAD_DIMS == attention.KERNEL_HEAD_DIMS
+
+
+IMPORT_ORDER = """
+import hashlib, os, sys
+from pathlib import Path
+if sys.argv[1] == "numba-first":
+    os.environ["NUMBA_NUM_THREADS"] = "2"  # a two-thread pool, sized before topotrain can
+    import numba  # noqa: F401
+sys.path.insert(0, {tests!r})
+from conftest import write_random_tokens
+from topotrain.training.model import GPTConfig
+from topotrain.training.train import TrainConfig, train_model
+model = GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=16)
+cfg = TrainConfig(steps=30, checkpoint_interval=10, batch_size=4, warmup_steps=5, eval_batches=2,
+                  eval_batch_size=4, seed=7, device="cpu", threads=1, attention="numba")
+root = Path(sys.argv[2])
+corpus = write_random_tokens(root)
+for k in range(2):
+    train_model(model, cfg, *corpus, root / f"out{{k}}", root / f"state{{k}}", progress=False)
+    files = sorted((root / f"out{{k}}").iterdir())
+    print(hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest())
+"""
+
+
+def test_numba_training_is_bit_identical_whatever_was_imported_first(tmp_path):
+    """Two trainings in a process that imported numba with a two-thread pool first give the
+    bytes of two trainings in a clean process (before the fix the first one differed: the pool's
+    launch reset torch's OpenMP thread count)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = IMPORT_ORDER.format(tests=str(Path(__file__).parent))
+    env = {k: v for k, v in __import__("os").environ.items() if k != "NUMBA_NUM_THREADS"}
+    digests = {}
+    for mode in ("clean", "numba-first"):
+        (tmp_path / mode).mkdir()
+        out = subprocess.run([sys.executable, "-c", code, mode, str(tmp_path / mode)], env=env,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        digests[mode] = out.stdout.split()
+    assert digests["numba-first"] == digests["clean"] and len(set(digests["clean"])) == 1

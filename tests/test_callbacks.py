@@ -266,3 +266,30 @@ print(callback is topotrain.callbacks.TopologyCallback, function is topotrain.li
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "True True True"]
+
+
+def test_one_answer_per_model_from_module_state_dict_with_config_and_the_workflow(tmp_path):
+    """weight_topology(model), weight_topology(state_dict, config=model.config) and the runs:
+    branch's per-checkpoint records of the saved model are the same numbers; a state dict
+    without config warns, naming the matrices it chose."""
+    import warnings
+
+    from topotrain.sources.runs import checkpoint_topology, config_source, layer_map
+
+    model = tiny_gpt2(seed=3)
+    from_module = weight_topology(model, per_layer=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # with config: no warning
+        from_state = weight_topology(model.state_dict(), config=model.config, per_layer=True)
+    assert from_state == from_module
+    model.save_pretrained(tmp_path / "checkpoint-1")
+    files = [str(tmp_path / "checkpoint-1" / "model.safetensors")]
+    options = {"layers": None, "include_embeddings": False, "include_head": False}
+    layers = layer_map(options, files, config_source({}, files), "ckpt")
+    records, _ = checkpoint_topology(files, layers, "ckpt", {"max_points": 200, "seed": 0})
+    assert records == from_module["layers"]
+    with pytest.warns(UserWarning, match=r"without config: 11 matrices .*transformer\.h\.0"):
+        plain = weight_topology(model.state_dict(), maxdim=0)
+    assert plain["n_layers"] == 11
+    with pytest.raises(ValueError, match="config orients"):
+        weight_topology(model.state_dict(), config=model.config, transposed=TRANSPOSED)

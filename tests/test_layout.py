@@ -9,6 +9,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "topotrain"
 LEVEL = {  # lower levels never import higher ones; a package may import itself
+    "cli": -1,  # the topotrain command: runs Snakemake, imports nothing of the stages
     "jobs": 0,
     "callbacks": -1,  # the Trainer callback, built on live's one-call API
     "live": 0,

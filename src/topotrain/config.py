@@ -8,6 +8,7 @@ runs, with a message naming the offending key.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import re
 from pathlib import Path
@@ -27,7 +28,12 @@ GPT_NEOX_LAYERS = (
     "gpt_neox.layers.*.mlp.dense_h_to_4h.weight",
     "gpt_neox.layers.*.mlp.dense_4h_to_h.weight",
 )  # Pythia's linear maps (config.yaml pythia.weights.layers)
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+_SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
+SCHEMA = next(
+    (base / _SCHEMA for base in (Path(__file__).resolve().parent / "_workflow",
+                                 Path(__file__).resolve().parents[2]) if (base / _SCHEMA).is_file()),
+    Path(__file__).resolve().parents[2] / _SCHEMA,
+)  # fmt: skip  # the wheel's bundled workflow (setup.py), else the checkout
 
 
 class ConfigError(ValueError):
@@ -122,6 +128,23 @@ def coerce_config(config: dict | list, schema: dict) -> dict | list:
             config[key] = _coerce_string(value, child)
         elif isinstance(value, (dict, list)):
             coerce_config(value, child)
+    return config
+
+
+NAME_MAPS = ("models", "runs")  # name → entry: a config that gives one gives all of its entries
+
+
+def fill_defaults(config: dict, defaults: dict, _top: bool = True) -> dict:
+    """Add every key of ``defaults`` that ``config`` lacks, in place and at any depth; returns
+    ``config``. Nothing the config gives (from a file, --configfile or --config) is replaced, and
+    a NAME_MAPS section it gives is taken whole (defaults add no model or run to it): so a folder
+    holding only an overlay (say, just ``runs:``) runs with the package's defaults underneath."""
+    for key, value in defaults.items():
+        if key not in config:
+            config[key] = copy.deepcopy(value)
+        elif isinstance(value, dict) and isinstance(config[key], dict):
+            if not (_top and key in NAME_MAPS):
+                fill_defaults(config[key], value, _top=False)
     return config
 
 

@@ -9,6 +9,7 @@ are duck-typed (``.detach().float().cpu().numpy()``), so ``import topotrain.live
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -18,6 +19,7 @@ from threadpoolctl import threadpool_limits
 from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.sources.architectures import (
     WeightMap,
+    config_weight_maps,
     module_weight_maps,
     oriented_matrices,
     pattern_maps,
@@ -121,6 +123,39 @@ def matrix_topology(
     return summary_columns(records, maxdim), records
 
 
+def state_matrices(
+    state_dict: Mapping,
+    layers: Sequence[str] | None,
+    transposed: Sequence[str],
+    config=None,
+    include_embeddings: bool = False,
+    include_head: bool = False,
+) -> dict[str, np.ndarray]:
+    """The oriented matrices of a state dict. With ``config`` (a transformers config, a
+    config.json dict, file or folder) they are chosen and oriented from the architecture, as the
+    workflow and a module do; without one, by patterns (every 2-D floating tensor by default),
+    with a warning that names them and how to match the workflow."""
+    if config is not None:
+        if transposed:
+            raise ValueError("transposed is for a state dict without config: the config orients")
+        source = config.to_dict() if callable(getattr(config, "to_dict", None)) else config
+        maps, _ = config_weight_maps(source)
+        return matrices(state_dict, select_maps(maps, layers, include_embeddings, include_head))
+    if include_embeddings or include_head:
+        raise ValueError("a state dict without config has no roles: pass config= or `layers`")
+    maps = state_dict_maps(state_dict, layers, transposed)
+    names = [m.name for m in maps]
+    warnings.warn(
+        f"state dict without config: {len(names)} matrices by pattern "
+        f"({names[:6]}{' …' if len(names) > 6 else ''}), as stored except `transposed` ones; "
+        "pass config=model.config (or the checkpoint's config.json) to choose and orient them as "
+        "the workflow and weight_topology(model) do",
+        UserWarning,
+        stacklevel=3,
+    )
+    return matrices(state_dict, maps)
+
+
 def weight_topology(
     model_or_state_dict,
     layers: Sequence[str] | None = None,
@@ -132,6 +167,7 @@ def weight_topology(
     maxdim: int = 1,
     n_threads: int = 1,
     per_layer: bool = False,
+    config=None,
 ) -> dict:
     """The study's per-checkpoint topology columns (np_mean, np_std, h0_total, h1_total, …; NP is
     unitless, VR totals in weight units) of a model's weight matrices now, as a flat dict of
@@ -140,24 +176,25 @@ def weight_topology(
     - ``nn.Module``: its linear maps (nn.Linear, GPT-2 Conv1D; rows = output neurons), the
       embeddings and the untied LM head with ``include_embeddings`` / ``include_head``, or the
       weights matching the fnmatch patterns ``layers`` (names as in ``model.state_dict()``).
-    - state dict (name → tensor or array): the 2-D floating tensors matching ``layers``, default
-      every one, so embeddings and a head (a tied one a second time) are then included: exclude
-      them with patterns such as ``["*.h.*.weight"]``. ``transposed``: patterns of tensors stored (in, out), e.g. GPT-2's
-      ``["*.c_attn.weight", "*.c_proj.weight", "*.c_fc.weight"]``.
+    - state dict (name → tensor or array) with ``config`` (``model.config``, a config.json dict,
+      file or folder): the same matrices, oriented the same way, as for the module — one answer
+      per model. Without ``config``: the 2-D floating tensors matching ``layers``, default every
+      one (embeddings and a head, a tied one twice), as stored except those matching a
+      ``transposed`` pattern (e.g. GPT-2's ``["*.c_attn.weight", "*.c_proj.weight",
+      "*.c_fc.weight"]``); a warning names them.
 
     ``per_layer``: also return the per-layer records (``topology.layers.RECORD_KEYS``) as "layers".
     """
     obj = model_or_state_dict
     if is_module(obj):
-        if transposed:
+        if transposed or config is not None:
             raise ValueError(
-                "transposed is for state dicts: a module's layout comes from its types"
+                "transposed and config are for state dicts: a module's layout comes from its types"
             )
         mats = module_matrices(obj, model_maps(obj, layers, include_embeddings, include_head))
     elif isinstance(obj, Mapping):
-        if include_embeddings or include_head:
-            raise ValueError("a state dict has no roles: choose embeddings and head by `layers`")
-        mats = matrices(obj, state_dict_maps(obj, layers, transposed))
+        options = (include_embeddings, include_head)
+        mats = state_matrices(obj, layers, transposed, config, *options)
     else:
         raise TypeError(f"need an nn.Module or a state dict, got {type(obj).__name__}")
     summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads)

@@ -21,6 +21,7 @@ from topotrain.config import (
     checkpoint_steps,
     coerce_config,
     control_enabled,
+    fill_defaults,
     layer_patterns,
     n_params,
     order_like_schema,
@@ -32,6 +33,9 @@ from topotrain.sources.corpus import VOCAB_SIZE
 SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 with open(SCHEMA) as fh:
     CONFIG_SCHEMA = yaml.safe_load(fh)
+DEFAULTS = os.path.join(workflow.basedir, "config.yaml")  # the package's defaults
+with open(DEFAULTS) as fh:
+    fill_defaults(config, yaml.safe_load(fh))
 # In place (rules read this dict): --config gives nested values as strings, and puts its keys first.
 coerce_config(config, CONFIG_SCHEMA)
 order_like_schema(config, CONFIG_SCHEMA)

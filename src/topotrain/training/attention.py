@@ -84,7 +84,14 @@ def kernels(head_dim: int):
 
     from topotrain.training.attention_kernels import KERNELS
 
-    numba.set_num_threads(1)  # if numba was imported before numba_error sized its pool
+    threads = torch.get_num_threads()
+    # set_num_threads launches numba's pool when numba was imported before numba_error sized it
+    # (by another library: arch, a user's code). Launching a pool of more than one thread starts
+    # an OpenMP runtime that resets the process's OpenMP thread count, so torch's own ops ran on
+    # another number of threads, with other bits, until the next torch.set_num_threads: put
+    # torch's count back, whatever was imported first.
+    numba.set_num_threads(1)
+    torch.set_num_threads(threads)
     if head_dim not in KERNELS:
         raise ValueError(f"numba attention: head dim {head_dim} is not one of {KERNEL_HEAD_DIMS}")
     return KERNELS[head_dim]
