@@ -269,3 +269,15 @@ def test_associations_job_writes_both_tables(tmp_path):
     for key in ("associations_md", "summary_md"):
         text = (tmp_path / out[key]).read_text()
         assert text.startswith("## ") and "| model |" in text
+
+
+def test_a_run_of_three_checkpoints_gets_exact_p_and_no_claim():
+    """The issue's case: 3 checkpoints gave raw ρ = −1 with CI [−1, −1] and p = 0.0; now the
+    exact p 1/3, no interval, the time-aware views without p, each row saying too short."""
+    df = synthetic_table(models=("a",), seeds=(1,), n=3)
+    out = association_table(df, ["h0_total"], n_resamples=50, seed=0)
+    raw = out[(out["view"] == "raw") & (out["target"] == "val_loss")].iloc[0]
+    assert abs(raw["rho"]) == 1.0 and raw["p"] == pytest.approx(1 / 3)
+    assert np.isnan(raw["ci_low"]) and "too short for a claim" in raw["note"]
+    timed = out[out["view"].isin(["detrended", "partial_step", "partial_l2"])]
+    assert timed["p"].isna().all() and timed["note"].str.contains("too short|undefined").all()

@@ -68,7 +68,10 @@ def test_init_analyse_and_run_from_a_folder_outside_the_repository(topotrain_bin
     assert config["runs"] == {"trainer-out": {"path": str(run.resolve())}}
     features = pd.read_parquet(here / "results" / "runs" / "trainer-out" / "features.parquet")
     assert features["step"].tolist() == [10, 20, 30, 40]
-    assert "## Run `trainer-out`" in (here / "results" / "REPORT.md").read_text()
+    assert features["val_loss"].notna().all()  # from checkpoint-40/trainer_state.json, unasked
+    report = (here / "results" / "REPORT.md").read_text()
+    assert "## Run `trainer-out`" in report and "checkpoint-40/trainer_state.json" in report
+    assert "found: the newest checkpoint's trainer_state.json" in report
     again = sh([str(topotrain_bin), "run", "-n"], here)
     assert "Nothing to be done" in again.stdout + again.stderr
     module = sh([str(topotrain_bin.parent / "python"), "-c",

@@ -107,3 +107,13 @@ def test_config_yaml_layer_patterns_are_the_code_defaults():
 
     assert DEFAULT["topology"]["layers"] == list(GPT_LAYERS)
     assert DEFAULT["pythia"]["weights"]["layers"] == list(GPT_NEOX_LAYERS)
+
+
+def test_run_and_model_names_get_plain_words(tmp_path):
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["runs"] = {"my run": {"path": str(tmp_path)}, "a/b": {"path": str(tmp_path)}}
+    with pytest.raises(ConfigError) as err:
+        check_config(cfg, base_dir=tmp_path)
+    text = str(err.value)
+    assert "runs: name 'my run': use letters, digits" in text and "no spaces or slashes" in text
+    assert "runs: name 'a/b'" in text and "pattern" not in text

@@ -17,15 +17,23 @@ PRIMARY = pd.DataFrame([{"feature": "h0_total", "models": "a;b;c;d;e", "p_clock"
                          "p_scale": 0.119, "p_bh": 0.358}])  # fmt: skip
 
 
-def test_the_power_sentence_quotes_the_control_and_the_gpt_study():
-    text = power_sentence(verdicts("reproduced", 2.5e-5), PRIMARY)
-    assert "ρ = -0.41" in text and "p = 2.5e-05" in text and "8 seeds" in text
+def leads(p_fourier: float) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"feature": "fourier_top5", "contrast_rho": -0.76, "contrast_p": p_fourier}]
+    )
+
+
+def test_the_power_sentence_quotes_the_control_the_known_effect_and_the_gpt_study():
+    text = power_sentence(verdicts("inconclusive", 0.067), leads(2.48e-5), PRIMARY)
+    assert "does not find the pre-named embedding H1" in text and "p = 0.067" in text
+    assert "finds the known progress measure" in text and "ρ = -0.76, exact p = 2.5e-05" in text
     assert "pooled over 5 models" in text and "p = 0.033 against the clock" in text
     assert "0.12 against the scale" in text and "BH-adjusted 0.36" in text
-    assert "can find a real topological signal" in text
-    missed = power_sentence(verdicts("inconclusive", 0.4), PRIMARY)
-    assert "does not find" in missed and "carry little weight" in missed
-    assert "GPT study's verdicts" in power_sentence(verdicts("reproduced", 0.01), None)
+    assert "does find a real signal" in text
+    missed = power_sentence(verdicts("inconclusive", 0.4), leads(0.3), PRIMARY)
+    assert "does not find the known" in missed and "power" in missed and "not shown" in missed
+    alone = power_sentence(verdicts("reproduced", 0.01), leads(0.001), None)
+    assert alone.startswith("The between-seed contrast with test loss finds") and "TP0" not in alone
 
 
 def test_curves_are_scaled_to_the_unit_interval():

@@ -11,12 +11,12 @@ from scipy import stats
 
 from topotrain.analysis.grokking import (
     NEVER,
-    exact_spearman,
     feature_table,
     seed_table,
     sign_flip,
     verdicts,
 )
+from topotrain.analysis.stats import exact_spearman
 
 
 def test_exact_spearman_matches_scipy_and_a_brute_force_enumeration():

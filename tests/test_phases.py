@@ -88,3 +88,24 @@ def test_phase_table_has_a_row_per_run_with_notes_for_short_runs():
     small = table.iloc[0]
     assert pd.isna(small["peak_step"]) and "need at least 3" in small["note"]
     assert small["changepoints"] == "" and "0 of 1 changepoints" in small["note"]
+
+
+def test_the_callback_and_the_phases_table_report_the_same_causal_step():
+    """One name, one rule: the phases table's causal_step is the step the TopologyCallback fires
+    at on the same series; diminishing_step (hindsight) is a different rule, named apart."""
+    import pandas as pd
+
+    from topotrain.analysis.phases import phase_table
+    from topotrain.callbacks import TopologyCallback
+
+    values = [1.0, 2.0, 2.5, 2.6, 2.62, 2.7, 3.5, 3.51]
+    steps = [100 * i for i in range(len(values))]
+    callback = TopologyCallback(watch=["np_mean"], threshold=0.2, patience=2)
+    for step, value in zip(steps, values, strict=True):
+        callback.update(step, {"np_mean": value})
+    df = pd.DataFrame({"model": "m", "seed": 0, "n_params": 1, "step": steps, "np_mean": values,
+                       "h0_total": values})  # fmt: skip
+    row = phase_table(df, threshold=0.2).iloc[0]
+    assert row["causal_step"] == callback.fired["np_mean"] == 400
+    # hindsight: the largest Δ is 1.0 (at 100); the first later |Δ| < 0.2 is 0.1, at 300
+    assert row["peak_step"] == 100 and row["diminishing_step"] == 300

@@ -152,3 +152,14 @@ def test_findings_name_the_best_feature_and_the_prediction_verdict(tmp_path):
     assert "not valid for trending series" in text
     assert "**30% of training:** combined (mean of loss-only and topology-only) improves on" in text
     assert "(+50.0%)" in text and "p = 0.3125 — n too small" in text
+
+
+def test_the_report_header_names_the_results_folder_in_use(tmp_path):
+    from topotrain.report.markdown import assemble_report
+
+    out = tmp_path / "elsewhere" / "REPORT.md"
+    out.parent.mkdir()
+    assemble_report([], out)
+    header = out.read_text().split("\n\n")[1]
+    assert f"`{out.parent.as_posix()}/features/weights.parquet`" in header
+    assert "`results/" not in header

@@ -140,7 +140,10 @@ def test_adding_a_checkpoint_reruns_only_that_checkpoint_and_its_runs_tables(run
                       "run_analysis": 1, "report_markdown": 1, "all": 1}  # fmt: skip
 
 
-def test_a_new_first_checkpoint_rederives_the_layer_map_for_that_run_only(runs_study):
+def test_rotation_keeps_history_and_a_new_first_checkpoint_reruns_nothing_else(runs_study):
+    """save_total_limit deletes step-0 and step-50 appears: step 0's topology stays in the series
+    (flagged weights_gone), the layer map is not derived again and no other checkpoint's
+    topology reruns; only step 50's does."""
     shutil.copytree(runs_study / "neox/step-0", runs_study / "neox/step-50")
     shutil.move(runs_study / "neox/step-0", runs_study / "step-0-aside")
     try:
@@ -148,9 +151,22 @@ def test_a_new_first_checkpoint_rederives_the_layer_map_for_that_run_only(runs_s
     finally:
         shutil.move(runs_study / "step-0-aside", runs_study / "neox/step-0")
         shutil.rmtree(runs_study / "neox/step-50")
-    # the layer map is read from the first checkpoint: the run's topology follows it
-    assert counts == {"run_layers": 1, "run_weight_topology": 4, "run_diagram_series": 1,
-                      "run_features": 1, "run_analysis": 1, "report_markdown": 1, "all": 1}  # fmt: skip
+    assert counts == {"run_weight_topology": 1, "run_diagram_series": 1, "run_features": 1,
+                      "run_analysis": 1, "report_markdown": 1, "all": 1}  # fmt: skip
+
+
+def test_a_rotated_checkpoint_stays_in_the_series_flagged(runs_study, tmp_path):
+    work = tmp_path / "copy"
+    shutil.copytree(runs_study, work, symlinks=True)
+    shutil.rmtree(work / "neox/step-0")
+    run_snakemake(work, "--cores", "2")
+    table = pd.read_parquet(work / "results/runs/neox/features.parquet")
+    assert table["step"].tolist() == [0, 100, 200, 300]
+    assert table["weights_gone"].tolist() == [True, False, False, False]
+    before = pd.read_parquet(runs_study / "results/runs/neox/features.parquet")
+    assert table["h0_total"].tolist() == before["h0_total"].tolist()  # the kept record's values
+    report = (work / "results/REPORT.md").read_text()
+    assert "whose weights are gone since their topology was computed — steps [0]" in report
 
 
 def test_adding_a_run_reruns_only_that_runs_jobs(runs_study, tmp_path):

@@ -1,8 +1,11 @@
 """Correlations with loss: Spearman ρ, bootstrap CIs, corrections, per-model best feature."""
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from scipy.stats import t as student_t
 
 from topotrain.analysis.stats import (
@@ -89,8 +92,8 @@ def test_non_finite_checkpoints_are_dropped_and_counted():
 
 
 def test_resamples_with_undefined_rho_are_left_out_not_fatal():
-    x = np.array([0.0, 0.0, 0.0, 0.0, 1.0])  # most resamples miss the one distinct value
-    res = spearman_ci(x, np.arange(5.0), n_resamples=300, seed=0)
+    x = np.array([0.0] * 9 + [1.0])  # most resamples miss the one distinct value
+    res = spearman_ci(x, np.arange(10.0), n_resamples=300, seed=0)
     assert np.isfinite(res["rho"]) and np.isfinite(res["ci_low"])
     assert "resamples had undefined ρ" in res["note"]
 
@@ -199,3 +202,20 @@ def test_every_correlated_feature_has_one_figure_label():
     from topotrain.report.plots import LABELS
 
     assert set(ALL) <= set(LABELS)
+
+
+def test_a_short_run_gets_an_exact_p_no_interval_and_says_it_is_too_short():
+    """3 monotone checkpoints: ρ = −1, but 2 of the 3! orders give |ρ| = 1, so p = 1/3 (scipy's
+    asymptotic p is 0); no bootstrap interval; the note says too short for a claim."""
+    from topotrain.analysis.stats import spearman_ci
+
+    res = spearman_ci([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
+    assert res["rho"] == -1.0 and res["p"] == pytest.approx(1 / 3)
+    assert np.isnan(res["ci_low"]) and np.isnan(res["ci_high"])
+    assert "too short for a claim" in res["note"] and res["n"] == 3
+    seven = spearman_ci(np.arange(7.0), [0.0, 2.0, 1.0, 3.0, 5.0, 4.0, 6.0])
+    brute = [abs(stats.spearmanr(np.arange(7.0), perm)[0]) for perm in
+             itertools.permutations([0.0, 2.0, 1.0, 3.0, 5.0, 4.0, 6.0])]  # fmt: skip
+    assert seven["p"] == pytest.approx(np.mean(np.array(brute) >= abs(seven["rho"]) - 1e-12))
+    eight = spearman_ci(np.arange(8.0), np.arange(8.0) ** 2)
+    assert np.isfinite(eight["ci_low"]) and "too short" not in eight["note"]

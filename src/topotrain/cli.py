@@ -23,9 +23,10 @@ from pathlib import Path
 
 import yaml
 
+from topotrain.config import NAME, NAME_RULE
+
 BUNDLE = Path(__file__).resolve().parent / "_workflow"  # in a built wheel
 CHECKOUT = Path(__file__).resolve().parents[2]  # src/topotrain/cli.py → the repository
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # the schema's propertyNames for runs:
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -102,8 +103,7 @@ def analyse_config(paths: list[str], names: list[str] | None, **entry) -> dict:
         raise CliError(f"{len(paths)} paths but {len(names)} --name values")
     for name in names:
         if not NAME.match(name):
-            raise CliError(f"run name {name!r}: use letters, digits, '.', '_' or '-' "
-                           "(no spaces or slashes), starting with a letter or digit")  # fmt: skip
+            raise CliError(f"run name {name!r}: {NAME_RULE}")
     if len(set(names)) < len(names):
         raise CliError(f"two paths give the same run name in {names}: pass --name for each")
     runs = {name: run_entry(path, **entry) for name, path in zip(names, paths, strict=True)}

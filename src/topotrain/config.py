@@ -132,6 +132,9 @@ def coerce_config(config: dict | list, schema: dict) -> dict | list:
 
 
 NAME_MAPS = ("models", "runs")  # name → entry: a config that gives one gives all of its entries
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a model's or run's name: a folder name
+NAME_RULE = ("use letters, digits, '.', '_' or '-' (no spaces or slashes), starting with a letter "
+             "or digit")  # fmt: skip
 
 
 def fill_defaults(config: dict, defaults: dict, _top: bool = True) -> dict:
@@ -170,6 +173,8 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
     ``schema`` (default: workflow/schemas/config.schema.yaml) tells which keys take integers.
     """
     problems = float_integers(config, schema or yaml.safe_load(SCHEMA.read_text()))
+    problems += [f"{section}: name {name!r}: {NAME_RULE}" for section in NAME_MAPS
+                 for name in config.get(section) or {} if not NAME.match(str(name))]  # fmt: skip
     for name, arch in config["models"].items():
         if arch["d_model"] % arch["n_head"]:
             problems.append(

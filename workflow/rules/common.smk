@@ -1,4 +1,5 @@
 # Config validation and every helper that computes paths or parameters from config.
+import glob
 import os
 import re
 import sys
@@ -399,6 +400,7 @@ from topotrain.sources.runs import (
     RunError,
     layer_options,
     run_checkpoints,
+    trainer_losses,
 )
 from topotrain.report.runs import RUN_FIGURES
 
@@ -423,13 +425,42 @@ def resolve_runs():
 RUNS = resolve_runs()
 
 
+def run_losses(run):
+    """(the run's losses file or None, whether it was found rather than given): ``losses:``, else
+    the newest checkpoint's trainer_state.json (transformers' Trainer leaves one in each).
+    """
+    given = RUN_ENTRIES[run].get("losses")
+    if given:
+        return given, False
+    found = trainer_losses(RUNS[run])
+    return (str(found), True) if found else (None, False)
+
+
 def run_path(run, name):
     return f"{RUNS_DIR}/{run}/{name}"
 
 
+def gone_steps(run):
+    """Steps of a local run whose topology (record and diagrams) was computed by an earlier
+    invocation but whose checkpoint is no longer there (rotated away by save_total_limit): kept
+    in the series, flagged weights_gone."""
+    if RUN_ENTRIES[run].get("hub"):
+        return []
+    found = []
+    for record in glob.glob(RUN_TOPO.format(run=run, ckpt="*") + ".json"):
+        step = re.search(r"step(\d+)\.json$", record)
+        if step and int(step.group(1)) not in RUNS[run]:
+            if os.path.exists(record[: -len(".json")] + ".npz"):
+                found.append(int(step.group(1)))
+    return sorted(found)
+
+
+GONE = {run: gone_steps(run) for run in RUNS}
+
+
 def run_steps(run):
-    """The run's checkpoint steps, ascending."""
-    return sorted(RUNS[run])
+    """The run's checkpoint steps, ascending: those listed now and those whose weights are gone."""
+    return sorted(set(RUNS[run]) | set(GONE[run]))
 
 
 def checkpoint_inputs(run, step):
@@ -441,12 +472,18 @@ def checkpoint_inputs(run, step):
 
 
 def get_run_checkpoint(wildcards):
+    """A checkpoint's inputs; none when its weights are gone (its record is kept as it is)."""
+    if int(wildcards.ckpt) not in RUNS[wildcards.run]:
+        return []
     return checkpoint_inputs(wildcards.run, int(wildcards.ckpt))
 
 
 def get_run_probe(wildcards):
-    """The first checkpoint's inputs: the layer map is read from it."""
-    return checkpoint_inputs(wildcards.run, run_steps(wildcards.run)[0])
+    """The layer map's input: a hub run's first revision (fetched first); none for a local run,
+    whose job reads the first checkpoint it finds (so rotation reruns nothing)."""
+    if not RUN_ENTRIES[wildcards.run].get("hub"):
+        return []
+    return checkpoint_inputs(wildcards.run, sorted(RUNS[wildcards.run])[0])
 
 
 def get_run_revision(wildcards):
@@ -470,23 +507,31 @@ def get_run_topology_params(wildcards):
 
 
 def get_run_checkpoint_diagrams(wildcards):
-    """The diagram files of a run's checkpoints, in step order (run_diagram_series' input)."""
+    """The diagram files of a run's listed checkpoints, in step order (run_diagram_series'
+    input); those whose weights are gone come from get_run_kept."""
     return [
         f"{RUN_TOPO.format(run=wildcards.run, ckpt=s)}.npz"
-        for s in run_steps(wildcards.run)
+        for s in sorted(RUNS[wildcards.run])
     ]
+
+
+def get_run_kept(wildcards):
+    """{step: record path without suffix} of the steps whose weights are gone: read by the run's
+    series and feature jobs from disk, not as inputs (no job could remake them)."""
+    return {s: RUN_TOPO.format(run=wildcards.run, ckpt=s) for s in GONE[wildcards.run]}
 
 
 def get_run_feature_inputs(wildcards):
     """The run's topology records, diagram series and layer map, and its losses file if any."""
     run = wildcards.run
     inputs = dict(
-        records=[f"{RUN_TOPO.format(run=run, ckpt=s)}.json" for s in run_steps(run)],
+        records=[f"{RUN_TOPO.format(run=run, ckpt=s)}.json" for s in sorted(RUNS[run])],
         series=run_path(run, "series.parquet"),
         layers=run_path(run, "layers.json"),
     )
-    if RUN_ENTRIES[run].get("losses"):
-        inputs["losses"] = RUN_ENTRIES[run]["losses"]
+    losses, _ = run_losses(run)
+    if losses:
+        inputs["losses"] = losses
     return inputs
 
 
@@ -498,7 +543,8 @@ def get_run_description(wildcards):
         path=entry.get("path"),
         glob=entry.get("glob") or DEFAULT_GLOB,
         hub=entry.get("hub"),
-        losses=entry.get("losses"),
+        losses=run_losses(wildcards.run)[0],
+        losses_found=run_losses(wildcards.run)[1],
     )
 
 

@@ -37,13 +37,14 @@ rule run_layers:
         runtime=10,
     params:
         options=get_run_layer_options,
+        entry=lambda wc: RUN_ENTRIES[wc.run],
     script:
         "../scripts/run_layers.py"
 
 
-# The layer map is read from the run's first checkpoint: appending checkpoints leaves it (and the
-# other checkpoints' topology) alone; a new first checkpoint derives it again, and the run's
-# topology with it.
+# The layer map of a local run is read from whichever checkpoint is first when its job runs, and
+# the job has no file input: a new first checkpoint (rotation) reruns nothing; a change of the
+# layer options (its params) derives it again, and the run's topology with it.
 rule run_weight_topology:
     input:
         checkpoint=get_run_checkpoint,
@@ -84,6 +85,7 @@ rule run_diagram_series:
         runtime=30,
     params:
         steps=lambda wc: run_steps(wc.run),
+        kept=get_run_kept,
         series=config["topology"].get("series", {}),
     script:
         "../scripts/diagram_series.py"
@@ -108,6 +110,7 @@ rule run_features:
     params:
         name=lambda wc: wc.run,
         steps=lambda wc: run_steps(wc.run),
+        kept=get_run_kept,
         allow_identical_steps=lambda wc: bool(
             RUN_ENTRIES[wc.run].get("allow_identical_steps", False)
         ),

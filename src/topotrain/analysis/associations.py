@@ -36,6 +36,8 @@ from topotrain.analysis.stats import (
     ALPHA,
     BASELINES,
     FEATURES,
+    MIN_RUN,
+    TOO_SHORT,
     benjamini_hochberg,
     gradient_features,
     kind,
@@ -259,6 +261,11 @@ def view_association(
     keep = np.logical_and.reduce([np.isfinite(c) for c in cols])
     cols = [c[keep] for c in cols] + [None] * (3 - len(cols))
     res = _time_aware(view, *cols, cond, n_resamples, seed, confidence, alpha)
+    if cols[0].size < MIN_RUN:  # the run rule for small n (stats.MIN_RUN): ρ, and no claim
+        res |= {"ci_low": np.nan, "ci_high": np.nan, "p": np.nan}
+        res["note"] = "; ".join(
+            filter(None, [res["note"], TOO_SHORT.format(n=cols[0].size) + "; no p or interval"])
+        )
     if not keep.all():
         dropped = f"{int((~keep).sum())} non-finite checkpoints dropped"
         res["note"] = "; ".join(filter(None, [dropped, res["note"]]))

@@ -21,11 +21,9 @@ Input: one row per (seed, checkpoint) of ``control.control_features`` (all seeds
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from topotrain.analysis.control import grokking_step, lead, onset_step
 from topotrain.analysis.seed_contrast import (
@@ -35,7 +33,7 @@ from topotrain.analysis.seed_contrast import (
     permutation_p,
     seed_permutations,
 )
-from topotrain.analysis.stats import ALPHA
+from topotrain.analysis.stats import ALPHA, exact_spearman
 from topotrain.analysis.verdicts import (
     ARTEFACT,
     INCONCLUSIVE,
@@ -54,22 +52,6 @@ FEATURES = TOPOLOGY + BASELINES
 MIN_GROKKED = 3  # a median lead or an onset ρ over fewer seeds says nothing
 SIGN_FLIP_EXACT = 16  # all 2^n sign patterns up to this many seeds, else Monte Carlo
 NEVER = "never reached test accuracy 0.95: left out of the lead statistics"
-
-
-def exact_spearman(x, y, seed: int = 0) -> tuple[float, float]:
-    """Spearman ρ of (x, y) and its permutation p (all n! orders up to 8 values, else Monte
-    Carlo); (NaN, NaN) below 3 pairs or for a constant side."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.size < 3:
-        return float("nan"), float("nan")
-    rx, ry = stats.rankdata(x), stats.rankdata(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = math.sqrt(float(rx @ rx) * float(ry @ ry))
-    if denom == 0:
-        return float("nan"), float("nan")
-    perms = seed_permutations(x.size, seed)
-    null = rx[perms] @ ry / denom
-    return float(null[0]), permutation_p(null, exact=len(perms) == math.factorial(x.size))
 
 
 def sign_flip(d, seed: int = 0) -> tuple[float, float]:

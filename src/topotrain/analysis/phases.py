@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.stopping import DEFAULTS, topology_stop
+
 MIN_CHECKPOINTS = 3  # a peak Δ and at least one Δ after it
 MIN_SEGMENT = 2  # checkpoints per ruptures segment
 
@@ -99,6 +101,15 @@ def _changepoint_cell(run: pd.DataFrame, feature: str, n_bkps: int) -> tuple[str
     return ";".join(map(str, found)), note
 
 
+def causal_step(steps, values, threshold: float, patience: int = DEFAULTS["topology_patience"]):
+    """The step at which the TopologyCallback's causal rule fires on this series, or None."""
+    steps, values, _ = sorted_finite(steps, values)
+    if steps.size < 2:
+        return None
+    k = topology_stop(steps, values, threshold, patience)
+    return None if k is None else int(steps[k])
+
+
 def phase_table(
     df: pd.DataFrame,
     feature: str = "np_mean",
@@ -110,13 +121,19 @@ def phase_table(
 
     Columns: model, seed, n_params, total_steps, checkpoint_frac (median checkpoint interval /
     total_steps: the resolution of every fraction), peak_step, peak_frac, peak_delta, diminishing_step,
-    diminishing_frac, changepoint_feature, changepoints (of changepoint_feature),
+    diminishing_frac, causal_step, changepoint_feature, changepoints (of changepoint_feature),
     changepoints_<feature>, note. Steps are nullable integers.
+
+    Two rules, two names: ``diminishing_step`` is the hindsight rule above (it needs the run's
+    largest Δ, known only at the end); ``causal_step`` is the TopologyCallback's rule
+    (``stopping.topology_stop``: |Δ| below threshold × the running peak for ``patience``
+    intervals), the step a live run would report.
     """
     rows = []
     for (model, seed), run in df.groupby(["model", "seed"], sort=False):
         total = total_steps(run)
         res = phase_transitions(run["step"], run[feature], total, threshold)
+        res["causal_step"] = causal_step(run["step"], run[feature], threshold)
         cps, note_cp = _changepoint_cell(run, changepoint_feature, n_bkps)
         own, note_own = _changepoint_cell(run, feature, n_bkps)
         note = "; ".join(filter(None, [res.pop("note"), note_cp, note_own]))
@@ -125,5 +142,7 @@ def phase_table(
                      "checkpoint_frac": float(np.median(np.diff(run["step"]))) / total, **res, "changepoint_feature": changepoint_feature,
                      "changepoints": cps, f"changepoints_{feature}": own, "note": note})  # fmt: skip
     table = pd.DataFrame(rows).sort_values(["n_params", "model", "seed"], kind="stable")
-    table = table.astype({"peak_step": "Int64", "diminishing_step": "Int64"})
+    table = table.astype(
+        {"peak_step": "Int64", "diminishing_step": "Int64", "causal_step": "Int64"}
+    )
     return table.reset_index(drop=True)

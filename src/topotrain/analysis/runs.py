@@ -25,6 +25,7 @@ from topotrain.analysis.aggregate import (
 )
 from topotrain.analysis.associations import association_summary, association_table, feature_kinds
 from topotrain.analysis.phases import phase_table
+from topotrain.analysis.stats import MIN_RUN, TOO_SHORT
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +98,21 @@ def run_analysis(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """(associations, their summary, phases, notes) of one run's feature table."""
     notes = []
+    if len(table) < MIN_RUN:
+        notes.append(f"{TOO_SHORT.format(n=len(table))}: every ρ below has an exact permutation "
+                     "p and no interval, and no verdict rests on it")  # fmt: skip
     targets = logged_targets(table)
     if targets:
         features = run_features(table)
         assoc = association_table(table, features, n_resamples, seed, targets=targets)
         summary = association_summary(assoc)
     else:
+        logged = int(table[["train_loss", "val_loss"]].notna().any(axis=1).sum())
+        why = ("give the run `losses:`" if not logged else
+               f"the losses given match only {logged} of its {len(table)} checkpoints")  # fmt: skip
         notes.append(
             f"no loss logged at {MIN_CHECKPOINTS} or more checkpoints: associations with loss "
-            "not computed (give the run `losses:`)"
+            f"not computed ({why})"
         )
         assoc = summary = pd.DataFrame()
     for target in sorted({"train_loss", "val_loss"} - set(targets)):

@@ -6,6 +6,7 @@ feature, too few finite points) give NaN with a ``note`` saying why; they are ne
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -42,6 +43,28 @@ def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
             return stats.pearsonr(ra, rb, axis=axis).statistic
 
 
+MIN_RUN = 8  # checkpoints: fewer, and a run's ρ gets an exact permutation p and no interval
+TOO_SHORT = "{n} checkpoints (fewer than 8): too short for a claim"
+
+
+def exact_spearman(x, y, seed: int = 0) -> tuple[float, float]:
+    """Spearman ρ of (x, y) and its permutation p: all n! orders of y up to 8 values (exact),
+    else 9 999 uniform draws; (NaN, NaN) below 3 pairs or for a constant side."""
+    from topotrain.analysis.seed_contrast import permutation_p, seed_permutations
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3:
+        return float("nan"), float("nan")
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denom = np.sqrt(float(rx @ rx) * float(ry @ ry))
+    if denom == 0:
+        return float("nan"), float("nan")
+    perms = seed_permutations(x.size, seed)
+    null = rx[perms] @ ry / denom
+    return float(null[0]), permutation_p(null, exact=len(perms) == math.factorial(x.size))
+
+
 def _nan_result(n: int, note: str) -> dict[str, float | int | str]:
     return {"rho": np.nan, "p": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n": n, "note": note}
 
@@ -60,7 +83,8 @@ def _degenerate(x: np.ndarray, y: np.ndarray, dropped: int) -> str:
 def spearman_ci(
     x, y, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, float | int | str]:
-    """Spearman ρ and p of (x, y) (scipy.stats.spearmanr) with a paired percentile bootstrap CI.
+    """Spearman ρ and p of (x, y) (scipy.stats.spearmanr) with a paired percentile bootstrap CI;
+    below MIN_RUN checkpoints the exact permutation p and no CI (the note says too short).
 
     Pairs with a non-finite value are dropped (counted in ``note``). Resamples whose ρ is undefined
     (a constant resample) are left out of the percentiles and counted in ``note``.
@@ -72,6 +96,11 @@ def spearman_ci(
     why = _degenerate(x, y, dropped)
     if why:
         return _nan_result(int(x.size), why)
+    if x.size < MIN_RUN:
+        rho, p = exact_spearman(x, y)
+        notes = [f"{dropped} non-finite checkpoints dropped"] if dropped else []
+        return {**_nan_result(int(x.size), "; ".join([*notes, TOO_SHORT.format(n=x.size) + f"; exact permutation p over all {x.size}! orders, no interval"])),
+                "rho": rho, "p": p}  # fmt: skip
     res = stats.spearmanr(x, y)
     with warnings.catch_warnings():  # NaN resamples are handled below, not by scipy's interval
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)

@@ -33,3 +33,12 @@ def _tables(out: dict[str, str], name: str, df, title: str) -> None:
     from topotrain.report.markdown import write_table
 
     write_table(df, out[f"{name}_csv"], out[f"{name}_md"], title)
+
+
+def with_kept(paths: list[str], steps: list[int], kept: dict | None, suffix: str) -> list[str]:
+    """One path per step, in step order: ``kept`` (step → record path without suffix, for steps
+    whose weights are gone: read from disk, not job inputs) where given, else the next of
+    ``paths`` (the listed steps' inputs, in step order)."""
+    kept = {int(k): v for k, v in (kept or {}).items()}
+    listed = iter(paths)
+    return [f"{kept[s]}{suffix}" if s in kept else next(listed) for s in steps]

@@ -28,11 +28,16 @@ def checkpoint_files(inputs: list[str]) -> tuple[list[str], dict[str, str] | Non
     return list(inputs), None, str(Path(inputs[0]).parent if len(inputs) > 1 else inputs[0])
 
 
-def run_layers_job(checkpoint: list[str], options: dict, name: str, out: str) -> None:
+def run_layers_job(
+    checkpoint: list[str], options: dict, name: str, out: str, entry: dict | None = None
+) -> None:
     """The run's layer map (which matrices, stored how) from one checkpoint: by architecture when a
-    config.json describes it, else by the entry's patterns."""
-    from topotrain.sources.runs import config_source, layer_map
+    config.json describes it, else by the entry's patterns. Without ``checkpoint`` (a local run),
+    the entry's first checkpoint on disk now."""
+    from topotrain.sources.runs import config_source, layer_map, run_checkpoints
 
+    if not checkpoint:
+        checkpoint = list(min(run_checkpoints(name, entry), key=lambda c: c.step).files)
     files, _, label = checkpoint_files(checkpoint)
     doc = layer_map(options, files, config_source(options, files), f"runs.{name} ({label})")
     _write_json(out, doc)
@@ -48,6 +53,14 @@ def run_topology_job(
     from topotrain.sources.runs import checkpoint_topology
     from topotrain.topology.checkpoint import write_record
 
+    if not checkpoint:
+        from topotrain.sources.runs import RunError
+
+        raise RunError(
+            f"{out['record']}: checkpoint step {params['step']} was deleted after its topology "
+            "was computed, so it cannot be recomputed under the new settings; delete "
+            f"{out['record']} (and its .npz) to drop the step from the run"
+        )
     files, hashes, label = checkpoint_files(checkpoint)
     topo = params["topology"]
     records, diagrams = checkpoint_topology(files, _read_json(layers), label, topo, threads)
@@ -67,7 +80,10 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     from topotrain.sources.identity import check_identical_steps
     from topotrain.sources.losses import align_losses, coverage, read_losses
 
-    name, steps, records = params["name"], params["steps"], list(inputs["records"])
+    from topotrain.jobs.common import with_kept
+
+    name, steps = params["name"], params["steps"]
+    records = with_kept(list(inputs["records"]), steps, params.get("kept"), ".json")
     hashes = record_hashes(records, steps)
     allow = params["allow_identical_steps"]
     flags = check_identical_steps(f"runs.{name}", hashes, allow, section=f"runs.{name}")
@@ -78,6 +94,11 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
                  coverage(losses))  # fmt: skip
     meta = _read_json(inputs["layers"])
     table, layers = run_tables(name, records, steps, meta, losses, inputs.get("series"), flags)
+    gone = {int(step) for step in params.get("kept") or {}}
+    table.insert(table.columns.get_loc("step") + 1, "weights_gone", table["step"].isin(gone))
+    if gone:
+        log.warning("runs.%s: the weights of steps %s are gone (deleted after their topology was "
+                    "computed): their records are kept, flagged weights_gone", name, sorted(gone))  # fmt: skip
     writers = table_writers(table, out["table"], out["table_csv"])
     atomic_write_all({**writers, **table_writers(layers, out["layers"], out["layers_csv"])})
     log.info("runs.%s: %d checkpoints, %d layer rows", name, len(table), len(layers))

@@ -94,8 +94,10 @@ def aggregate_job(
 
 def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
     """One run's diagram series: step distances and vectorised diagrams (topology.series)."""
+    from topotrain.jobs.common import with_kept
     from topotrain.topology.series import write_run_series
 
+    diagrams = with_kept(diagrams, params["steps"], params.get("kept"), ".npz")
     write_run_series(diagrams, params["steps"], params["series"], out)
 
 

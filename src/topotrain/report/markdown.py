@@ -157,13 +157,15 @@ def assemble_report(
 ) -> None:
     """REPORT.md: a title, ``top`` (the bottom line), the first ``lead`` sections, an optional
     preface (findings), then the other sections; each section is (heading, text, Markdown table
-    file or a Body); then the ``appendix`` files as they are (each run's section)."""
+    file or a Body); then the ``appendix`` files as they are (each run's section). The header
+    names the results folder in use: the one REPORT.md is written to."""
+    res = Path(out).parent.as_posix()
     parts = [
         "# topotrain — weight-space study report\n",
         "Every number below is produced by the workflow from its feature tables "
-        "(`results/features/weights.parquet`; a run's `results/runs/<name>/features.parquet`); "
-        "each table also exists as CSV under `results/tables/` (a run's under "
-        "`results/runs/<name>/tables/`), figures under `results/figures/`.\n",
+        f"(`{res}/features/weights.parquet`; a run's `{res}/runs/<name>/features.parquet`); "
+        f"each table also exists as CSV under `{res}/tables/` (a run's under "
+        f"`{res}/runs/<name>/tables/`), figures under `{res}/figures/`.\n",
     ]
     if top:
         parts.append(top)
@@ -299,7 +301,10 @@ SECTIONS = {
         "Phase transitions",
         "The step (and fraction of training) of the largest change in mean NP between consecutive "
         "checkpoints, the first later checkpoint where the change falls below the configured fraction "
-        "of that peak (diminishing returns), and changepoints from ruptures as a second opinion.",
+        "of that peak (diminishing returns, `diminishing_step`: a hindsight rule), the step at which "
+        "the TopologyCallback's causal rule fires on the same series (`causal_step`: the change "
+        "below that fraction of the running peak for 2 intervals in a row, what a live run "
+        "reports), and changepoints from ruptures as a second opinion.",
     ),
     "layer_types_summary": (
         "Where the signal lives: layer type and depth",

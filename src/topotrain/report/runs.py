@@ -36,7 +36,14 @@ SINGLE_RUN = (
     "exploratory."
 )
 PHASE_COLUMNS = ["total_steps", "checkpoint_frac", "peak_step", "peak_frac", "diminishing_step",
-                 "diminishing_frac", "changepoints", "note"]  # fmt: skip
+                 "diminishing_frac", "causal_step", "changepoints", "note"]  # fmt: skip
+DIMINISHING_RULES = (
+    "Two diminishing-returns steps, two rules: `diminishing_step` (hindsight) is the first "
+    "checkpoint after the run's largest change of mean NP whose change is below the configured "
+    "fraction of that peak — it needs the whole run; `causal_step` is the TopologyCallback's rule "
+    "(the change below that fraction of the running peak for 2 intervals in a row), the step a "
+    "live run reports."
+)
 
 
 def figure_run(table: pd.DataFrame, features: list[str], png: str, pdf: str) -> None:
@@ -73,7 +80,10 @@ def _source_line(params: Mapping, table: pd.DataFrame) -> str:
         if params.get("path")
         else f"hub repo `{params['hub']}`"
     )
-    return f"{where}; {len(steps)} checkpoints, steps {steps[0]} … {steps[-1]}"
+    gone = table["step"][table["weights_gone"]].tolist() if "weights_gone" in table else []
+    kept = (f" ({len(gone)} whose weights are gone since their topology was computed — steps "
+            f"{gone}: kept, flagged `weights_gone`)" if gone else "")  # fmt: skip
+    return f"{where}; {len(steps)} checkpoints, steps {steps[0]} … {steps[-1]}{kept}"
 
 
 def _layers_line(layers: Mapping) -> str:
@@ -148,6 +158,8 @@ def run_section(
         f"`{c}` at {int(table[c].notna().sum())}" for c in ("train_loss", "val_loss")
     )
     losses = f"`{params['losses']}`: {counts} checkpoints" if params.get("losses") else "none given"
+    if params.get("losses_found"):
+        losses += " (found: the newest checkpoint's trainer_state.json; `losses:` was not given)"
     lines = [
         f"## Run `{params['name']}`\n",
         f"- checkpoints: {_source_line(params, table)}",
@@ -168,8 +180,8 @@ def run_section(
         if not summary.empty
         else "(no logged loss)\n",
         "### Phases\n",
-        "Largest change of mean NP between checkpoints, the first later checkpoint where the change "
-        "falls below the configured fraction of it, and changepoints of H0 total persistence.\n",
+        "Largest change of mean NP between checkpoints, the diminishing-returns steps and "
+        "changepoints of H0 total persistence. " + DIMINISHING_RULES + "\n",
         to_markdown(phases[PHASE_COLUMNS]),
         "Figures: " + ", ".join(f"`{Path(out[f'{f}_png']).as_posix()}`" for f in RUN_FIGURES),
         "",

@@ -55,6 +55,18 @@ def read_losses(path: str | Path) -> pd.DataFrame:
     return canonical(raw, path)
 
 
+def numeric(values: pd.Series, path: Path, column: str) -> pd.Series:
+    """``values`` as floats; an entry that is present but not a number is a LossesError naming the
+    file, the row (1-based, as a spreadsheet counts data rows) and the column."""
+    out = pd.to_numeric(values, errors="coerce")
+    bad = out.isna() & values.notna() & (values.astype(str).str.strip() != "")
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise LossesError(f"losses {path}: row {row + 1}, column {column!r}: "
+                          f"{values.iloc[row]!r} is not a number")  # fmt: skip
+    return out
+
+
 def canonical(raw: pd.DataFrame, path: Path) -> pd.DataFrame:
     """``raw`` with its columns renamed to the canonical ones (others dropped), numeric, by step."""
     if "step" not in raw:
@@ -63,13 +75,13 @@ def canonical(raw: pd.DataFrame, path: Path) -> pd.DataFrame:
     for name, spellings in SPELLINGS.items():
         column = next((s for s in spellings if s in raw), None)
         if column is not None:
-            found[name] = pd.to_numeric(raw[column], errors="coerce")
+            found[name] = numeric(raw[column], path, column)
     if not any(name in found for name in LOSSES):
         wanted = [s for n in LOSSES for s in SPELLINGS[n]]
         raise LossesError(
             f"losses {path}: no loss column (looked for {wanted}; columns: {list(raw.columns)})"
         )
-    steps = pd.to_numeric(raw["step"], errors="coerce")
+    steps = numeric(raw["step"], path, "step")
     table = pd.DataFrame({"step": steps, **found}).dropna(subset=["step"])
     table = table.dropna(how="all", subset=list(found))
     if table.empty:

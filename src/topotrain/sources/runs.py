@@ -48,6 +48,19 @@ class Checkpoint:
     revision: str | None = None
 
 
+TRAINER_STATE = "trainer_state.json"  # transformers' Trainer leaves one in every checkpoint-*
+
+
+def trainer_losses(checkpoints: Mapping[int, Checkpoint]) -> Path | None:
+    """The losses a local run holds without ``losses:``: the trainer_state.json beside the newest
+    checkpoint's weights (its log_history covers every step up to it), or None."""
+    for step in sorted(checkpoints, reverse=True):
+        files = checkpoints[step].files
+        if files and (path := Path(files[0]).parent / TRAINER_STATE).is_file():
+            return path
+    return None
+
+
 def step_of(name: str, step_regex: str, label: str) -> int:
     """The step in ``name``: ``step_regex``'s first group (or whole match), searched; RunError when
     it does not match or is no integer."""
@@ -134,6 +147,19 @@ def layer_options(entry: Mapping) -> dict:
     }
 
 
+ADAPTER_CONFIG = "adapter_config.json"  # what PEFT saves beside a LoRA adapter's weights
+
+
+def adapter_hint(files: Sequence[str], shapes: Mapping[str, Sequence[int]]) -> str:
+    """A hint for a LoRA/PEFT adapter folder (adapter_config.json beside it, or lora_ tensors):
+    its matrices are the adapters' A and B factors, which patterns select; '' otherwise."""
+    beside = Path(files[0]).parent / ADAPTER_CONFIG
+    if not beside.is_file() and not any("lora_" in name for name in shapes):
+        return ""
+    return ("; this looks like a LoRA/PEFT adapter: `layers: [\"*lora_B.weight\"]` analyses its "
+            "up-projections (`\"*lora_A.weight\"` the down-projections), each stored (out, in)")  # fmt: skip
+
+
 def layer_map(
     options: Mapping, files: Sequence[str], config: str | Path | None, label: str
 ) -> dict:
@@ -156,7 +182,7 @@ def layer_map(
         raise RunError(
             f"{label}: no config.json beside {files[0]}, so the architecture is unknown: give the "
             "run a `config:` (a config.json) or `layers:` patterns (and `transposed:` for "
-            "matrices stored (in, out))"
+            "matrices stored (in, out))" + adapter_hint(files, shapes)
         )
     if not chosen:
         wanted = options["layers"] or "the architecture's linear maps"
