@@ -77,10 +77,9 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     from topotrain.analysis.aggregate import table_writers
     from topotrain.analysis.runs import record_hashes, run_tables
     from topotrain.io import atomic_write_all
+    from topotrain.jobs.common import with_kept
     from topotrain.sources.identity import check_identical_steps
     from topotrain.sources.losses import align_losses, coverage, read_losses
-
-    from topotrain.jobs.common import with_kept
 
     name, steps = params["name"], params["steps"]
     records = with_kept(list(inputs["records"]), steps, params.get("kept"), ".json")
