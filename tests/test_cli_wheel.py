@@ -79,6 +79,20 @@ def test_init_analyse_and_run_from_a_folder_outside_the_repository(topotrain_bin
     assert "_workflow" in module.stdout  # the wheel's bundle, not the checkout
 
 
+def test_a_failed_job_prints_its_error_in_the_terminal(topotrain_bin, tmp_path):
+    """A truncated checkpoint: `topotrain analyse` fails, and its output holds the job's error
+    itself (the log's content), not only the log's path."""
+    run = trainer_run(tmp_path / "run", steps=10, save_steps=10)
+    weights = run / "checkpoint-10" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    here = tmp_path / "work"
+    here.mkdir()
+    out = sh([str(topotrain_bin), "analyse", str(run)], here, check=False)
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert f"cannot read weights {weights}" in text and "invalid header length" in text
+
+
 def test_bad_run_names_and_missing_paths_get_plain_errors(tmp_path, monkeypatch, capsys):
     from topotrain import cli
 
