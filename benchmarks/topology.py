@@ -105,8 +105,8 @@ def max_difference(records, diagrams, ref) -> float:
 def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
     """Wall time of a fresh interpreter running the topology job on one checkpoint."""
     code = (
-        "from topotrain.jobs import topology_job; "
-        f"topology_job({str(path)!r}, {str(out / 'r.json')!r}, {str(out / 'r.npz')!r}, "
+        "from topotrain.jobs import weight_topology_job; "
+        f"weight_topology_job({str(path)!r}, {str(out / 'r.json')!r}, {str(out / 'r.npz')!r}, "
         f"{{'patterns': {list(PATTERNS)!r}, 'max_points': 200}}, {threads})"
     )
     start = time.perf_counter()

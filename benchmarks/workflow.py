@@ -53,11 +53,11 @@ def in_process_spine(workdir: Path, config: dict) -> float:
     for model, arch in config["models"].items():
         run = res / model
         arch = dict(arch, context=config["context"])
-        jobs.train_job(model, arch, dict(train, seed=42), corpus["train"],
+        jobs.train_model_job(model, arch, dict(train, seed=42), corpus["train"],
                        corpus["validation"], str(run), str(res / "state" / model))  # fmt: skip
         for s in steps:
             ckpt = str(run / f"step_{s:05d}.safetensors")
-            jobs.topology_job(ckpt, str(run / f"{s}.json"), str(run / f"{s}.npz"), params)
+            jobs.weight_topology_job(ckpt, str(run / f"{s}.json"), str(run / f"{s}.npz"), params)
     return time.perf_counter() - start
 
 

@@ -33,7 +33,7 @@ from snakemake.utils import validate
 import topotrain.training.train as train
 from topotrain.analysis.aggregate import aggregate_weights
 from topotrain.config import ConfigError, check_config
-from topotrain.jobs import prepare_corpus_job, topology_job, train_job
+from topotrain.jobs import prepare_corpus_job, train_model_job, weight_topology_job
 from topotrain.report.markdown import write_table
 from topotrain.sources.corpus import CorpusError, load_splits, prepare_corpus
 from topotrain.sources.pythia import PythiaError, fetch_revision
@@ -66,7 +66,9 @@ def run_topology(tmp_path: Path, raw: bytes) -> tuple[Path, Path]:
     ckpt, out = tmp_path / CKPT, tmp_path / "out"
     ckpt.write_bytes(raw)
     out.mkdir()
-    topology_job(str(ckpt), str(out / "step_00010.json"), str(out / "step_00010.npz"), TOPOLOGY)
+    weight_topology_job(
+        str(ckpt), str(out / "step_00010.json"), str(out / "step_00010.npz"), TOPOLOGY
+    )
     return ckpt, out
 
 
@@ -192,7 +194,7 @@ def tokens(tmp_path_factory) -> tuple[str, str]:
 
 
 def run_train_job(root: Path, tokens) -> Path:
-    train_job("tiny", ARCH, TRAIN, *tokens, str(root / "out"), str(root / "state"))
+    train_model_job("tiny", ARCH, TRAIN, *tokens, str(root / "out"), str(root / "state"))
     return root / "out"
 
 

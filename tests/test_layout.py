@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,35 @@ def test_imports_run_one_way(path):
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_source_file_is_over_400_lines(path):
     assert len(path.read_text().splitlines()) <= MAX_LINES
+
+
+REPO = PACKAGE.parents[1]
+RULE = re.compile(r"^rule (\w+):", re.M)
+SCRIPT = re.compile(r'script:\s*\n\s*"\.\./scripts/(\w+)\.py"')
+
+
+def rules_and_scripts() -> dict[str, str | None]:
+    """rule name → the script it runs (None for a rule without one), over workflow/rules/*.smk."""
+    out = {}
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        text = smk.read_text()
+        starts = [(m.start(), m.group(1)) for m in RULE.finditer(text)] + [(len(text), None)]
+        for (start, name), (end, _) in zip(starts, starts[1:], strict=False):
+            script = SCRIPT.search(text[start:end])
+            out[name] = script.group(1) if script else None
+    return out
+
+
+def test_every_rule_runs_its_own_script_which_calls_its_own_job():
+    """Rule R runs workflow/scripts/R.py, which calls topotrain.jobs.R_job (and only that job)."""
+    import topotrain.jobs as jobs
+
+    pairs = {rule: script for rule, script in rules_and_scripts().items() if script}
+    assert len(pairs) >= 30
+    wrong = {rule: script for rule, script in pairs.items() if script != rule}
+    assert not wrong, f"rules running another rule's script: {wrong}"
+    for rule in pairs:
+        text = (REPO / "workflow" / "scripts" / f"{rule}.py").read_text()
+        called = set(re.findall(r"\b(\w+_job)\(", text))
+        assert called == {f"{rule}_job"}, f"workflow/scripts/{rule}.py calls {called}"
+        assert callable(getattr(jobs, f"{rule}_job", None)), f"topotrain.jobs has no {rule}_job"

@@ -195,7 +195,7 @@ def test_clock_findings_name_the_features_that_beat_the_clock_or_why_none_can():
 def test_unreadable_checkpoint_of_a_run_names_the_file_and_writes_nothing(tmp_path):
     from run_fixtures import tiny_model
 
-    from topotrain.jobs.runs import run_layers_job, run_topology_job
+    from topotrain.jobs.runs import run_layers_job, run_weight_topology_job
 
     for step in (0, 10):
         tiny_model("llama", seed=step).save_pretrained(tmp_path / f"step-{step}")
@@ -209,9 +209,9 @@ def test_unreadable_checkpoint_of_a_run_names_the_file_and_writes_nothing(tmp_pa
     out = {"record": str(tmp_path / "step10.json"), "diagrams": str(tmp_path / "step10.npz")}
     params = {"step": 10, "topology": {"max_points": 20, "seed": 0, "maxdim": 1}}
     with pytest.raises(ValueError, match=rf"cannot read weights {files[1]}"):
-        run_topology_job([files[1]], str(tmp_path / "layers.json"), params, out)
+        run_weight_topology_job([files[1]], str(tmp_path / "layers.json"), params, out)
     assert not any(tmp_path.glob("step10.*")) and not list(tmp_path.glob(".*.tmp"))
-    run_topology_job([files[0]], str(tmp_path / "layers.json"), {**params, "step": 0},
+    run_weight_topology_job([files[0]], str(tmp_path / "layers.json"), {**params, "step": 0},
                      {k: v.replace("step10", "step0") for k, v in out.items()})  # fmt: skip
     record = json.loads((tmp_path / "step0.json").read_text())
     assert len(record["layers"]) == 14 and record["step"] == 0

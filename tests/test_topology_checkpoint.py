@@ -233,8 +233,8 @@ def test_topology_job_never_imports_torch_scipy_or_sklearn(tmp_path):
         pytest.skip("torch is not installed, so nothing could import it")
     fake_checkpoint(tmp_path / "c.safetensors")
     code = (
-        "import sys; from topotrain.jobs import topology_job; "
-        f"topology_job({str(tmp_path / 'c.safetensors')!r}, {str(tmp_path / 'r.json')!r}, "
+        "import sys; from topotrain.jobs import weight_topology_job; "
+        f"weight_topology_job({str(tmp_path / 'c.safetensors')!r}, {str(tmp_path / 'r.json')!r}, "
         f"{str(tmp_path / 'r.npz')!r}, {{'patterns': ['*'], 'max_points': 50}}); "
         "print(sorted(m for m in ('torch', 'scipy', 'sklearn', 'pandas') if m in sys.modules))"
     )

@@ -88,7 +88,7 @@ rule run_diagram_series:
         kept=get_run_kept,
         series=config["topology"].get("series", {}),
     script:
-        "../scripts/diagram_series.py"
+        "../scripts/run_diagram_series.py"
 
 
 rule run_features:

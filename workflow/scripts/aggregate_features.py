@@ -1,9 +1,9 @@
-from topotrain.jobs import aggregate_job
+from topotrain.jobs import aggregate_features_job
 from topotrain.logs import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
-aggregate_job(
+aggregate_features_job(
     list(sm.input.records),
     dict(sm.params.items()),
     dict(sm.output.items()),

@@ -1,6 +1,6 @@
-from topotrain.jobs import phases_job
+from topotrain.jobs import phase_transitions_job
 from topotrain.logs import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
-phases_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+phase_transitions_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))

@@ -1,6 +1,6 @@
-from topotrain.jobs import prediction_job
+from topotrain.jobs import predict_final_loss_job
 from topotrain.logs import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
-prediction_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+predict_final_loss_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))

@@ -1,11 +1,11 @@
 from pathlib import Path
 
-from topotrain.jobs import train_job
+from topotrain.jobs import train_model_job
 from topotrain.logs import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
-train_job(
+train_model_job(
     model=sm.wildcards.model,
     arch=sm.params.arch,
     train=sm.params.train,

@@ -1,6 +1,8 @@
-from topotrain.jobs import topology_job
+from topotrain.jobs import weight_topology_job
 from topotrain.logs import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
-topology_job(sm.input[0], sm.output.record, sm.output.diagrams, sm.params.topology, sm.threads)
+weight_topology_job(
+    sm.input[0], sm.output.record, sm.output.diagrams, sm.params.topology, sm.threads
+)

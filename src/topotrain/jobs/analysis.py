@@ -53,7 +53,7 @@ def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None
     _tables(out, "calibration", table, "Calibration: false-positive rates and power")
 
 
-def scaling_job(table: str, params: dict, out: dict[str, str]) -> None:
+def scaling_fits_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Power-law fits of final-checkpoint values against parameter count."""
     import pandas as pd
 
@@ -63,7 +63,7 @@ def scaling_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "scaling", fits, "Scaling of final values with model size")
 
 
-def prediction_job(table: str, params: dict, out: dict[str, str]) -> None:
+def predict_final_loss_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Final-loss prediction from early training: per-run errors and the MAE summary."""
     import pandas as pd
 
@@ -75,7 +75,7 @@ def prediction_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "summary", prediction_summary(pred), "Prediction MAE by method and fraction")
 
 
-def phases_job(table: str, params: dict, out: dict[str, str]) -> None:
+def phase_transitions_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Phase transitions of NP (peak |ΔNP|, diminishing returns) and changepoints."""
     import pandas as pd
 
@@ -87,7 +87,7 @@ def phases_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "phases", phases, "Phase transitions")
 
 
-def stopping_job(table: str, params: dict, out: dict[str, str]) -> None:
+def stopping_rules_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Causal stopping rules per run: stopping step, compute saved, final-loss penalty, Pareto
     rank; the per-run table, its per-rule summary and the figure."""
     import pandas as pd
@@ -155,7 +155,7 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
         _tables(out, "np_variance", wvar, "NP against its layers' normalised weight variance")
 
 
-def models_job(table: str, out: dict[str, str]) -> None:
+def models_table_job(table: str, out: dict[str, str]) -> None:
     """The models table: architecture, parameters, final losses."""
     import pandas as pd
 
@@ -201,7 +201,7 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     )
 
 
-def report_job(tables: dict[str, str], out: str, bottom_html: str | None = None) -> None:
+def report_markdown_job(tables: dict[str, str], out: str, bottom_html: str | None = None) -> None:
     """Assemble REPORT.md: the bottom line, the replication verdicts (a rule id per row, the rules
     listed once), findings from the CSV tables, then every other Markdown table explained, then
     each run's section (``tables["runs"]``)."""

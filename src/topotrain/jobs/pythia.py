@@ -27,14 +27,16 @@ def fetch_pythia_job(model: str, step: int, out: str) -> None:
     log.info("%s step %d → %s", model, step, info["snapshot"])
 
 
-def pythia_weights_job(revision: str, params: dict, out: str) -> None:
+def pythia_weight_topology_job(revision: str, params: dict, out: str) -> None:
     """Neural persistence and VR of one revision's linear maps → JSON record."""
     from topotrain.sources.pythia import weight_record
 
     _write_json(out, weight_record(_read_json(revision), params))
 
 
-def pythia_embeddings_job(revision: str, texts: str, params: dict, out: dict[str, str]) -> None:
+def pythia_embedding_topology_job(
+    revision: str, texts: str, params: dict, out: dict[str, str]
+) -> None:
     """Embeddings of the validation texts at one revision → topological + spectral features, perplexity."""
     import json
 

@@ -45,7 +45,7 @@ def run_layers_job(
              doc.get("architecture") or "no config")  # fmt: skip
 
 
-def run_topology_job(
+def run_weight_topology_job(
     checkpoint: list[str], layers: str, params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
     """Weight topology of one checkpoint of a run → JSON record (with its files' sha256) + npz."""
@@ -70,6 +70,14 @@ def run_topology_job(
            "params": topo, "layers": records}  # fmt: skip
     write_record(out["record"], out["diagrams"], doc, diagrams)
     log.info("%s: %d layers", label, len(records))
+
+
+def run_diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
+    """A run's diagram series: the spine's (``diagram_series_job``) over its checkpoints, those
+    whose weights are gone read from their kept records."""
+    from topotrain.jobs.spine import diagram_series_job
+
+    diagram_series_job(diagrams, params, out)
 
 
 def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:

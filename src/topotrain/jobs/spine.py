@@ -20,7 +20,7 @@ def prepare_corpus_job(corpus: dict, out: dict[str, str]) -> None:
     prepare_corpus(splits, out["train"], out["validation"], out["manifest"])
 
 
-def train_job(
+def train_model_job(
     model: str,
     arch: dict,
     train: dict,
@@ -49,7 +49,7 @@ def train_job(
         raise type(err)(f"model {model}, seed {cfg.seed}: {err}") from err
 
 
-def topology_job(
+def weight_topology_job(
     checkpoint: str, record: str, diagrams: str, params: dict, threads: int = 1
 ) -> None:
     """Weight topology of one checkpoint → JSON record + npz diagrams."""
@@ -67,7 +67,7 @@ def topology_job(
     )
 
 
-def aggregate_job(
+def aggregate_features_job(
     records: list[str],
     params: dict,
     out: dict[str, str],
