@@ -102,3 +102,11 @@ def test_every_rule_runs_its_own_script_which_calls_its_own_job():
         called = set(re.findall(r"\b(\w+_job)\(", text))
         assert called == {f"{rule}_job"}, f"workflow/scripts/{rule}.py calls {called}"
         assert callable(getattr(jobs, f"{rule}_job", None)), f"topotrain.jobs has no {rule}_job"
+
+
+def test_the_readme_is_a_front_door_that_links_every_docs_page():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)\)", readme))
+    pages = {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")}
+    assert pages <= linked, f"docs pages the README does not link: {sorted(pages - linked)}"

@@ -1,6 +1,6 @@
-"""Every snakemake and make command that README.md shows plans on a tiny study (snakemake -n, make -n).
+"""Every snakemake and make command that README.md and the docs pages show plans on a tiny study (snakemake -n, make -n).
 
-README.md is read at test time: its fenced code lines and inline code spans, comments stripped, are
+README.md and docs/*.md are read at test time: its fenced code lines and inline code spans, comments stripped, are
 split with shlex. A snakemake command runs as ``python -m snakemake -n`` on the repository's
 Snakefile in a temporary working directory; a ``--config`` span of the prose is tried the same way;
 ``make <target> …`` runs as ``make -n <target> …`` in the repository. A snakemake option this file
@@ -20,6 +20,7 @@ import yaml
 from conftest import ROOT, run_snakemake, tiny_config, write_corpus
 
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]  # the README and every docs page
 
 # Options a dry run (-n) plans as they are. Paths after PATH_OPTIONS are relative to the
 # repository root (the user runs from there) and are made absolute here.
@@ -59,7 +60,8 @@ def code_snippets(text: str) -> list[str]:
 def readme_commands() -> tuple[list, list]:
     """The README's snakemake commands as (env, args) and its make commands as argument lists."""
     snakemake, make = {}, {}
-    for snippet in code_snippets(README.read_text(encoding="utf-8")):
+    snippets = [s for page in PAGES for s in code_snippets(page.read_text(encoding="utf-8"))]
+    for snippet in snippets:
         try:
             words = shlex.split(snippet, comments=True)
         except ValueError:  # unbalanced quotes: fails below if it names snakemake
