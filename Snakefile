@@ -19,6 +19,12 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/common_spine.smk"
+include: "workflow/rules/common_control.smk"
+include: "workflow/rules/common_pythia.smk"
+include: "workflow/rules/common_runs.smk"
+include: "workflow/rules/common_report.smk"
+include: "workflow/rules/common_preflight.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/topology.smk"

@@ -1,0 +1,24 @@
+# Helpers of the grokking positive control (control:).
+CONTROL = config.get("control") or {"enabled": False}
+CONTROL_ON = control_enabled(config)
+CONTROL_DIR = f"{RESULTS}/control"
+CONTROL_SEEDS = [int(s) for s in CONTROL.get("seeds", [])] if CONTROL_ON else []
+CONTROL_STEPS = (
+    list(range(0, CONTROL["steps"] + 1, CONTROL["interval"])) if CONTROL_ON else []
+)
+CONTROL_RUN = f"{CONTROL_DIR}/seed{{seed}}"
+CONTROL_TABLES = {
+    name: f"{RESULTS}/tables/{name}.csv"
+    for name in ("control", "control_seeds", "control_verdicts")
+}
+CONTROL_KNOBS = [
+    "p", "train_frac", "width", "heads", "mlp", "steps", "interval", "lr", "weight_decay", "beta2",
+]  # fmt: skip
+
+
+def get_control_outputs():
+    """The control's tables and figure when control.enabled (nothing otherwise)."""
+    if not CONTROL_ON:
+        return []
+    figures = [f"{RESULTS}/figures/control_curves.{ext}" for ext in ("png", "pdf")]
+    return [*CONTROL_TABLES.values(), *figures]

@@ -1,0 +1,54 @@
+# ---- Preflight: can the hub or the HF cache serve the jobs about to run? -------------------
+from snakemake.logging import logger
+from topotrain.hub import HubNeeds, HubUnavailable, check_hub, hub_needs, revision_name
+
+# Runs in `onstart`, not at parse time: Snakemake 9 parses this file before it picks the executor
+# (DAGApi.__post_init__ → WorkflowApi._workflow in snakemake/api.py), so while parsing
+# `workflow.dryrun` (executor_plugin.common_settings.dryrun_exec) is always False. Workflow.execute
+# (snakemake/workflow.py) builds the DAG, returns early if there is nothing to do, and calls
+# onstart before the scheduler starts the first job, only `if not self.dryrun and not
+# self.execution_settings.no_hooks`. --lint, --report, --unlock and --list-* never call execute; jobs
+# that re-run the Snakefile (cluster and group jobs) are spawned with --no-hooks
+# (snakemake/spawn_jobs.py). Belt and braces: `workflow.is_main_process` (exec_mode is
+# ExecMode.DEFAULT, not SUBPROCESS or REMOTE) and not `workflow.touch` (--touch runs no job).
+
+
+HUB_CORPUS_RULES = {"prepare_corpus", "pythia_texts"}  # read the corpus dataset
+HUB_REVISION_RULES = {
+    "fetch_pythia",
+    "pythia_weight_topology",
+    "pythia_embedding_topology",
+}
+
+
+def get_hub_needs(jobs):
+    """What the given jobs read from the hub: the corpus dataset if a corpus job is among them, the
+    Pythia revisions of their revision jobs (hub_needs(config) narrowed to the jobs), and the
+    revisions their fetch_run_revision jobs resolve (runs:)."""
+    needs = hub_needs(config)
+    names = {job.rule.name for job in jobs}
+    revisions = {
+        (model_id(job.wildcards), revision_name(int(job.wildcards.rev)))
+        for job in jobs
+        if job.rule.name in HUB_REVISION_RULES
+    }
+    runs = [
+        (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
+        for job in jobs
+        if job.rule.name == "fetch_run_revision"
+    ]
+    pythia = [r for r in needs.revisions if r in revisions]
+    return HubNeeds(
+        dataset=needs.dataset if names & HUB_CORPUS_RULES else None,
+        revisions=tuple(dict.fromkeys(pythia + runs)),
+    )
+
+
+onstart:
+    if workflow.is_main_process and not workflow.touch:
+        try:
+            check_hub(config, get_hub_needs(list(workflow.dag.needrun_jobs())))
+        except HubUnavailable as err:
+            # the message alone, without a traceback or a line number
+            logger.error(str(err))
+            sys.exit(1)

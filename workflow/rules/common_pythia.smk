@@ -1,0 +1,49 @@
+# Helpers of the Pythia branch (pythia:): revisions, paths, outputs.
+PYTHIA = config.get("pythia", {"enabled": False})
+PYTHIA_ON = bool(PYTHIA.get("enabled", False))
+PYTHIA_DIR = f"{RESULTS}/pythia"
+REVISION = "{slug}/step{rev}"
+
+
+HUB_SEP = "/"  # hub ids are org/name; paths use org--name
+
+
+def slug(model_id):
+    """Filesystem-safe name of a hub model id: EleutherAI/pythia-70m → EleutherAI--pythia-70m."""
+    return model_id.replace(HUB_SEP, "--")
+
+
+def model_id(wildcards):
+    return wildcards.slug.replace("--", HUB_SEP, 1)
+
+
+def pythia_revisions(kind):
+    """(slug, step) of every revision the weights or embeddings part of the branch analyses."""
+    part = PYTHIA.get(kind, {}) if PYTHIA_ON else {}
+    return [
+        (slug(m), int(s)) for m in part.get("models", []) for s in part.get("steps", [])
+    ]
+
+
+def pythia_paths(kind, suffix):
+    return [
+        f"{PYTHIA_DIR}/{kind}/{m}/step{s}.{suffix}" for m, s in pythia_revisions(kind)
+    ]
+
+
+def pythia_device_gpu():
+    """GPU request of an embedding job (topotrain.devices.wants_gpu of its device)."""
+    return int(wants_gpu(PYTHIA.get("embeddings", {}).get("device", "auto")))
+
+
+def get_pythia_outputs():
+    out = []
+    if pythia_revisions("weights"):
+        out += [
+            f"{RESULTS}/tables/pythia_weights.csv",
+            f"{RESULTS}/figures/pythia_weights.png",
+        ]
+    if pythia_revisions("embeddings"):
+        out += [f"{RESULTS}/tables/pythia_comparison.csv"]
+        out += [f"{RESULTS}/figures/{name}.png" for name in PYTHIA_FIGURES]
+    return out

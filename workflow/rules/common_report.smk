@@ -1,0 +1,57 @@
+# Helpers of the report: the tables REPORT.md is assembled from, the replication inputs.
+
+
+def report_tables():
+    """The Markdown tables REPORT.md is assembled from, in reading order (the spine's only when
+    spine.enabled), and each run's section (``runs``)."""
+    tables = (
+        ["control"] if CONTROL_ON else []
+    )  # the positive control, before the replication
+    if SPINE_ON:
+        tables += ["replication", "models", "best_feature", "correlations"]
+        tables += ["associations_summary"]
+        tables += ["prediction", "prediction_runs"]
+        tables += ["layer_types_summary", "scaling", "phases", "stopping_summary"]
+        tables += ["velocity_summary"]
+        tables += ["correlations_across_seeds"]
+    if pythia_revisions("weights"):
+        tables += ["pythia_weights"]
+    if pythia_revisions("embeddings"):
+        tables += ["pythia_kinds", "pythia_comparison", "pythia_correlations"]
+    md = {name: f"{RESULTS}/tables/{name}.md" for name in tables}
+    csv = {
+        f"{name}_csv": f"{RESULTS}/tables/{name}.csv"
+        for name in (
+            "best_feature",
+            "prediction",
+            "replication",
+            "primary",
+            "associations_summary",
+        )
+        if SPINE_ON
+    }
+    if CONTROL_ON:  # the control's section is built from its CSVs
+        md.pop("control")
+        csv |= {f"{name}_csv": path for name, path in CONTROL_TABLES.items()}
+        csv["control_curves_png"] = f"{RESULTS}/figures/control_curves.png"
+    if SPINE_ON:  # NP against its layers' weight variance, in the control's section
+        csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
+    return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUNS]}
+
+
+REPLICATION_CATEGORY = (
+    "1. Replication"  # the HTML report sorts categories by name: this one first
+)
+PAPER_VALUES = os.path.join(workflow.basedir, "workflow", "data", "paper_values.csv")
+
+
+def get_replication_inputs():
+    """The published values and the tables the replication verdicts read (Table 8's Pythia
+    weights and Study B's embedding tables only when that part of the branch is on)."""
+    names = ["models", "associations", "prediction", "phases", "scaling"]
+    if pythia_revisions("weights"):
+        names += ["pythia_weights"]
+    if pythia_revisions("embeddings"):
+        names += ["pythia_correlations", "pythia_embeddings"]
+    tables = {name: f"{RESULTS}/tables/{name}.csv" for name in names}
+    return {"paper": PAPER_VALUES, "features": FEATURES, **tables}

@@ -1,0 +1,175 @@
+# Helpers of your own runs (runs:): checkpoints listed once per parse, inputs, outputs.
+from topotrain.sources.runs import (
+    DEFAULT_GLOB,
+    RunError,
+    layer_options,
+    run_checkpoints,
+    trainer_losses,
+)
+from topotrain.report.runs import RUN_FIGURES
+
+RUNS_DIR = f"{RESULTS}/runs"
+RUN_ENTRIES = config.get("runs") or {}
+RUN_TOPO = f"{RUNS_DIR}/{{run}}/topology/step{{ckpt}}"
+
+
+def resolve_runs():
+    """{run: {step: Checkpoint}}: each entry's checkpoints, listed once while parsing (a local
+    folder's glob; a hub revision_pattern against the hub's, or offline the cache's, branches).
+    """
+    runs = {}
+    for name, entry in RUN_ENTRIES.items():
+        try:
+            runs[name] = {c.step: c for c in run_checkpoints(name, entry)}
+        except (RunError, OSError, RuntimeError) as err:  # a HubFetchError too
+            raise ConfigError(f"invalid configuration:\n  - {err}") from None
+    return runs
+
+
+RUNS = resolve_runs()
+
+
+def run_losses(run):
+    """(the run's losses file or None, whether it was found rather than given): ``losses:``, else
+    the newest checkpoint's trainer_state.json (transformers' Trainer leaves one in each).
+    """
+    given = RUN_ENTRIES[run].get("losses")
+    if given:
+        return given, False
+    found = trainer_losses(RUNS[run])
+    return (str(found), True) if found else (None, False)
+
+
+def run_path(run, name):
+    return f"{RUNS_DIR}/{run}/{name}"
+
+
+def gone_steps(run):
+    """Steps of a local run whose topology (record and diagrams) was computed by an earlier
+    invocation but whose checkpoint is no longer there (rotated away by save_total_limit): kept
+    in the series, flagged weights_gone."""
+    if RUN_ENTRIES[run].get("hub"):
+        return []
+    found = []
+    for record in glob.glob(RUN_TOPO.format(run=run, ckpt="*") + ".json"):
+        step = re.search(r"step(\d+)\.json$", record)
+        if step and int(step.group(1)) not in RUNS[run]:
+            if os.path.exists(record[: -len(".json")] + ".npz"):
+                found.append(int(step.group(1)))
+    return sorted(found)
+
+
+GONE = {run: gone_steps(run) for run in RUNS}
+
+
+def run_steps(run):
+    """The run's checkpoint steps, ascending: those listed now and those whose weights are gone."""
+    return sorted(set(RUNS[run]) | set(GONE[run]))
+
+
+def checkpoint_inputs(run, step):
+    """A run checkpoint's inputs: its local weight files (all shards), or the fetch record of its
+    hub revision."""
+    if RUN_ENTRIES[run].get("hub"):
+        return [run_path(run, f"revisions/step{step}.json")]
+    return list(RUNS[run][step].files)
+
+
+def get_run_checkpoint(wildcards):
+    """A checkpoint's inputs; none when its weights are gone (its record is kept as it is)."""
+    if int(wildcards.ckpt) not in RUNS[wildcards.run]:
+        return []
+    return checkpoint_inputs(wildcards.run, int(wildcards.ckpt))
+
+
+def get_run_probe(wildcards):
+    """The layer map's input: a hub run's first revision (fetched first); none for a local run,
+    whose job reads the first checkpoint it finds (so rotation reruns nothing)."""
+    if not RUN_ENTRIES[wildcards.run].get("hub"):
+        return []
+    return checkpoint_inputs(wildcards.run, sorted(RUNS[wildcards.run])[0])
+
+
+def get_run_revision(wildcards):
+    return RUNS[wildcards.run][int(wildcards.ckpt)].revision
+
+
+def get_run_layer_options(wildcards):
+    """The entry's options that decide which matrices are analysed (a param of the layer map's
+    job, so a change reruns the run's layer map and topology)."""
+    return layer_options(RUN_ENTRIES[wildcards.run])
+
+
+def get_run_topology_params(wildcards):
+    """The spine's topology settings (max_points, seed, maxdim) for a run's checkpoints."""
+    topo = config["topology"]
+    return dict(
+        max_points=topo["max_points"],
+        seed=topo.get("seed", 0),
+        maxdim=topo.get("maxdim", 1),
+    )
+
+
+def get_run_checkpoint_diagrams(wildcards):
+    """The diagram files of a run's listed checkpoints, in step order (run_diagram_series'
+    input); those whose weights are gone come from get_run_kept."""
+    return [
+        f"{RUN_TOPO.format(run=wildcards.run, ckpt=s)}.npz"
+        for s in sorted(RUNS[wildcards.run])
+    ]
+
+
+def get_run_kept(wildcards):
+    """{step: record path without suffix} of the steps whose weights are gone: read by the run's
+    series and feature jobs from disk, not as inputs (no job could remake them)."""
+    return {s: RUN_TOPO.format(run=wildcards.run, ckpt=s) for s in GONE[wildcards.run]}
+
+
+def get_run_feature_inputs(wildcards):
+    """The run's topology records, diagram series and layer map, and its losses file if any."""
+    run = wildcards.run
+    inputs = dict(
+        records=[f"{RUN_TOPO.format(run=run, ckpt=s)}.json" for s in sorted(RUNS[run])],
+        series=run_path(run, "series.parquet"),
+        layers=run_path(run, "layers.json"),
+    )
+    losses, _ = run_losses(run)
+    if losses:
+        inputs["losses"] = losses
+    return inputs
+
+
+def get_run_description(wildcards):
+    """Where the run comes from, for its REPORT.md section."""
+    entry = RUN_ENTRIES[wildcards.run]
+    return dict(
+        name=wildcards.run,
+        path=entry.get("path"),
+        glob=entry.get("glob") or DEFAULT_GLOB,
+        hub=entry.get("hub"),
+        losses=run_losses(wildcards.run)[0],
+        losses_found=run_losses(wildcards.run)[1],
+    )
+
+
+def run_figure_outputs():
+    """Each run figure as PNG (in the HTML report) and PDF."""
+    out = {}
+    for name in RUN_FIGURES:
+        png = f"{RUNS_DIR}/{{run}}/figures/{name}.png"
+        out[f"{name}_png"] = report(png, caption="../report/runs.rst", category="Runs")
+        out[f"{name}_pdf"] = f"{RUNS_DIR}/{{run}}/figures/{name}.pdf"
+    return out
+
+
+def get_run_outputs():
+    """Each run's feature table, tables, figures and REPORT.md section."""
+    return [
+        path
+        for run in RUNS
+        for path in (
+            run_path(run, "features.parquet"),
+            run_path(run, "REPORT.md"),
+            *[run_path(run, f"figures/{f}.png") for f in RUN_FIGURES],
+        )
+    ]

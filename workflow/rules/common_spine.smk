@@ -1,0 +1,120 @@
+# Helpers of the GPT study (spine): run parameters, per-checkpoint records, per-run inputs.
+
+
+def step_tag(step):
+    return f"{int(step):05d}"
+
+
+def get_model_arch(wildcards):
+    arch = config["models"][wildcards.model]
+    return dict(arch, vocab_size=VOCAB_SIZE, context=config["context"])
+
+
+def model_params(arch):
+    """Parameter count of one architecture of config["models"] (tied head)."""
+    return n_params(arch["d_model"], arch["n_layer"], VOCAB_SIZE, config["context"])
+
+
+def get_train_params(wildcards):
+    """Training hyper-parameters of one run; threads are left out (they come from the rule), and so
+    is ``deterministic: true``, the default: results made before the key existed stay valid.
+    """
+    params = {k: v for k, v in config["train"].items() if k != "threads"}
+    if params.get("deterministic") is True:
+        del params["deterministic"]
+    return dict(params, seed=int(wildcards.seed))
+
+
+def get_train_priority(wildcards):
+    """Rank of the model by parameter count (largest first): the longest training starts at once
+    instead of ending the study alone on one core."""
+    sizes = sorted(model_params(a) for a in config["models"].values())
+    return sizes.index(model_params(config["models"][wildcards.model]))
+
+
+def uses_gpu():
+    """Whether training jobs will run on a GPU (topotrain.devices.wants_gpu of train.device)."""
+    return wants_gpu(config["train"].get("device", "auto"))
+
+
+def get_topology_params(wildcards):
+    topo = config["topology"]
+    return dict(
+        patterns=layer_patterns(topo),
+        max_points=topo["max_points"],
+        seed=topo.get("seed", 0),
+        maxdim=topo.get("maxdim", 1),
+    )
+
+
+GRADIENTS = config["topology"].get("gradients", {"enabled": False})
+
+
+def get_gradient_params(wildcards):
+    """The gradient job's probe batch (size, seed) and the topology it computes."""
+    return dict(
+        batch_size=GRADIENTS.get("batch_size", 32),
+        seed=GRADIENTS.get("seed", 0),
+        topology=get_topology_params(wildcards),
+    )
+
+
+def get_gradient_records():
+    """Every checkpoint's gradient-topology record (in get_topology_records' order), or none when
+    topology.gradients is off."""
+    if not GRADIENTS.get("enabled", False):
+        return []
+    return [
+        f"{GRAD.format(model=m, seed=s, step=step_tag(t))}.json"
+        for m in MODELS
+        for s in SEEDS
+        for t in STEPS
+    ]
+
+
+def get_topology_records():
+    """(path, key) for every per-checkpoint topology record, in a fixed order."""
+    return [
+        (
+            f"{TOPO.format(model=m, seed=s, step=step_tag(t))}.json",
+            dict(model=m, seed=s, step=t),
+        )
+        for m in MODELS
+        for s in SEEDS
+        for t in STEPS
+    ]
+
+
+def get_run_diagrams(wildcards):
+    """The diagram files of one run's checkpoints, in step order (the diagram_series input)."""
+    run = dict(model=wildcards.model, seed=wildcards.seed)
+    return [f"{TOPO.format(**run, step=step_tag(t))}.npz" for t in STEPS]
+
+
+def get_series_tables():
+    """Each run's diagram-series table, in the order of get_runs()."""
+    return [
+        f"{RESULTS}/topology/{m}/seed{s}/series.parquet" for m in MODELS for s in SEEDS
+    ]
+
+
+def get_runs():
+    """One dict per (model, seed): its logs and architecture, for the aggregate table."""
+    runs = []
+    for m in MODELS:
+        arch = config["models"][m]
+        for s in SEEDS:
+            base = f"{RESULTS}/checkpoints/{m}/seed{s}"
+            runs.append(
+                dict(
+                    model=m,
+                    seed=s,
+                    metrics=f"{base}/metrics.csv",
+                    evals=f"{base}/evals.csv",
+                    n_params=model_params(arch),
+                    d_model=arch["d_model"],
+                    n_layer=arch["n_layer"],
+                    n_head=arch["n_head"],
+                )
+            )
+    return runs
