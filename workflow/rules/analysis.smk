@@ -65,7 +65,7 @@ rule calibration:
         mem_mb=4000,
         runtime=120,
     params:
-        calibration=config["analysis"].get("calibration", {}),
+        calibration=config["analysis"]["calibration"],
         n_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
@@ -196,7 +196,7 @@ rule stopping_rules:
         mem_mb=1000,
         runtime=5,
     params:
-        stopping=config["analysis"].get("stopping", {}),
+        stopping=config["analysis"]["stopping"],
     script:
         "../scripts/stopping_rules.py"
 

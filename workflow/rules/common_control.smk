@@ -1,8 +1,8 @@
 # Helpers of the grokking positive control (control:).
-CONTROL = config.get("control") or {"enabled": False}
+CONTROL = config["control"]
 CONTROL_ON = control_enabled(config)
 CONTROL_DIR = f"{RESULTS}/control"
-CONTROL_SEEDS = [int(s) for s in CONTROL.get("seeds", [])] if CONTROL_ON else []
+CONTROL_SEEDS = [int(s) for s in CONTROL["seeds"]] if CONTROL_ON else []
 CONTROL_STEPS = (
     list(range(0, CONTROL["steps"] + 1, CONTROL["interval"])) if CONTROL_ON else []
 )

@@ -1,6 +1,6 @@
 # Helpers of the Pythia branch (pythia:): revisions, paths, outputs.
-PYTHIA = config.get("pythia", {"enabled": False})
-PYTHIA_ON = bool(PYTHIA.get("enabled", False))
+PYTHIA = config["pythia"]
+PYTHIA_ON = bool(PYTHIA["enabled"])
 PYTHIA_DIR = f"{RESULTS}/pythia"
 REVISION = "{slug}/step{rev}"
 
@@ -20,9 +20,7 @@ def model_id(wildcards):
 def pythia_revisions(kind):
     """(slug, step) of every revision the weights or embeddings part of the branch analyses."""
     part = PYTHIA.get(kind, {}) if PYTHIA_ON else {}
-    return [
-        (slug(m), int(s)) for m in part.get("models", []) for s in part.get("steps", [])
-    ]
+    return [(slug(m), int(s)) for m in part["models"] for s in part["steps"]]
 
 
 def pythia_paths(kind, suffix):
@@ -33,7 +31,7 @@ def pythia_paths(kind, suffix):
 
 def pythia_device_gpu():
     """GPU request of an embedding job (topotrain.devices.wants_gpu of its device)."""
-    return int(wants_gpu(PYTHIA.get("embeddings", {}).get("device", "auto")))
+    return int(wants_gpu(PYTHIA["embeddings"]["device"]))
 
 
 def get_pythia_outputs():

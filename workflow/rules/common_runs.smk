@@ -105,8 +105,8 @@ def get_run_topology_params(wildcards):
     topo = config["topology"]
     return dict(
         max_points=topo["max_points"],
-        seed=topo.get("seed", 0),
-        maxdim=topo.get("maxdim", 1),
+        seed=topo["seed"],
+        maxdim=topo["maxdim"],
     )
 
 

@@ -34,7 +34,7 @@ def get_train_priority(wildcards):
 
 def uses_gpu():
     """Whether training jobs will run on a GPU (topotrain.devices.wants_gpu of train.device)."""
-    return wants_gpu(config["train"].get("device", "auto"))
+    return wants_gpu(config["train"]["device"])
 
 
 def get_topology_params(wildcards):
@@ -42,19 +42,19 @@ def get_topology_params(wildcards):
     return dict(
         patterns=layer_patterns(topo),
         max_points=topo["max_points"],
-        seed=topo.get("seed", 0),
-        maxdim=topo.get("maxdim", 1),
+        seed=topo["seed"],
+        maxdim=topo["maxdim"],
     )
 
 
-GRADIENTS = config["topology"].get("gradients", {"enabled": False})
+GRADIENTS = config["topology"]["gradients"]
 
 
 def get_gradient_params(wildcards):
     """The gradient job's probe batch (size, seed) and the topology it computes."""
     return dict(
-        batch_size=GRADIENTS.get("batch_size", 32),
-        seed=GRADIENTS.get("seed", 0),
+        batch_size=GRADIENTS["batch_size"],
+        seed=GRADIENTS["seed"],
         topology=get_topology_params(wildcards),
     )
 
@@ -62,7 +62,7 @@ def get_gradient_params(wildcards):
 def get_gradient_records():
     """Every checkpoint's gradient-topology record (in get_topology_records' order), or none when
     topology.gradients is off."""
-    if not GRADIENTS.get("enabled", False):
+    if not GRADIENTS["enabled"]:
         return []
     return [
         f"{GRAD.format(model=m, seed=s, step=step_tag(t))}.json"

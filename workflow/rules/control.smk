@@ -14,7 +14,7 @@ rule train_control:
         f"{RESULTS}/benchmarks/control/seed{{seed}}.tsv"
     conda:
         "../../envs/train.yaml"
-    threads: CONTROL.get("threads", 1)
+    threads: CONTROL["threads"]
     resources:
         mem_mb=2000,
         runtime=60,

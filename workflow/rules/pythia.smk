@@ -110,7 +110,7 @@ rule pythia_weight_tables:
         mem_mb=1000,
         runtime=5,
     params:
-        allow_identical_steps=PYTHIA.get("allow_identical_steps", False),
+        allow_identical_steps=PYTHIA["allow_identical_steps"],
     script:
         "../scripts/pythia_weight_tables.py"
 
@@ -141,8 +141,8 @@ rule pythia_embedding_tables:
         mem_mb=2000,
         runtime=10,
     params:
-        n_resamples=PYTHIA.get("bootstrap_resamples", 1000),
-        allow_identical_steps=PYTHIA.get("allow_identical_steps", False),
+        n_resamples=PYTHIA["bootstrap_resamples"],
+        allow_identical_steps=PYTHIA["allow_identical_steps"],
     script:
         "../scripts/pythia_embedding_tables.py"
 

@@ -58,7 +58,7 @@ rule run_weight_topology:
         "topology"
     conda:
         "../../envs/runs.yaml"
-    threads: config["topology"].get("threads", 1)
+    threads: config["topology"]["threads"]
     resources:
         mem_mb=4000,
         runtime=30,
@@ -86,7 +86,7 @@ rule run_diagram_series:
     params:
         steps=lambda wc: run_steps(wc.run),
         kept=get_run_kept,
-        series=config["topology"].get("series", {}),
+        series=config["topology"]["series"],
     script:
         "../scripts/run_diagram_series.py"
 

@@ -16,7 +16,7 @@ rule weight_topology:
         "topology"
     conda:
         "../../envs/topology.yaml"
-    threads: config["topology"].get("threads", 1)
+    threads: config["topology"]["threads"]
     resources:
         mem_mb=1000,
         runtime=10,
@@ -42,7 +42,7 @@ rule diagram_series:
         runtime=30,
     params:
         steps=STEPS,
-        series=config["topology"].get("series", {}),
+        series=config["topology"]["series"],
     script:
         "../scripts/diagram_series.py"
 
@@ -60,7 +60,7 @@ rule gradient_topology:
         "topology"
     conda:
         "../../envs/gradients.yaml"
-    threads: config["topology"].get("threads", 1)
+    threads: config["topology"]["threads"]
     resources:
         mem_mb=2000,
         runtime=10,

@@ -16,7 +16,7 @@ rule train_model:
     priority: get_train_priority
     conda:
         "../../envs/train.yaml"
-    threads: config["train"].get("threads", 1)
+    threads: config["train"]["threads"]
     resources:
         mem_mb=4000,
         runtime=120,
