@@ -19,7 +19,9 @@ def model_id(wildcards):
 
 def pythia_revisions(kind):
     """(slug, step) of every revision the weights or embeddings part of the branch analyses."""
-    part = PYTHIA.get(kind, {}) if PYTHIA_ON else {}
+    if not PYTHIA_ON:
+        return []
+    part = PYTHIA[kind]
     return [(slug(m), int(s)) for m in part["models"] for s in part["steps"]]
 
 
