@@ -163,3 +163,12 @@ def test_the_report_header_names_the_results_folder_in_use(tmp_path):
     header = out.read_text().split("\n\n")[1]
     assert f"`{out.parent.as_posix()}/features/weights.parquet`" in header
     assert "`results/" not in header
+
+
+def test_every_report_section_has_its_text_and_its_place_declared_once():
+    from topotrain.report.markdown import ORDER, SECTIONS
+
+    names = [name for name, _ in ORDER]
+    assert len(names) == len(set(names)) and set(names) == set(SECTIONS)
+    assert {part for _, part in ORDER} == {"control", "spine", "pythia_weights", "pythia_embeddings"}
+    assert names[:2] == ["control", "replication"]  # the positive control before the verdicts

@@ -1,23 +1,17 @@
 # Helpers of the report: the tables REPORT.md is assembled from, the replication inputs.
+from topotrain.report.markdown import ORDER as REPORT_ORDER
 
 
 def report_tables():
     """The Markdown tables REPORT.md is assembled from, in reading order (the spine's only when
     spine.enabled), and each run's section (``runs``)."""
-    tables = (
-        ["control"] if CONTROL_ON else []
-    )  # the positive control, before the replication
-    if SPINE_ON:
-        tables += ["replication", "models", "best_feature", "correlations"]
-        tables += ["associations_summary"]
-        tables += ["prediction", "prediction_runs"]
-        tables += ["layer_types_summary", "scaling", "phases", "stopping_summary"]
-        tables += ["velocity_summary"]
-        tables += ["correlations_across_seeds"]
-    if pythia_revisions("weights"):
-        tables += ["pythia_weights"]
-    if pythia_revisions("embeddings"):
-        tables += ["pythia_kinds", "pythia_comparison", "pythia_correlations"]
+    parts = {
+        "control": CONTROL_ON,
+        "spine": SPINE_ON,
+        "pythia_weights": bool(pythia_revisions("weights")),
+        "pythia_embeddings": bool(pythia_revisions("embeddings")),
+    }
+    tables = [name for name, part in REPORT_ORDER if parts[part]]
     md = {name: f"{RESULTS}/tables/{name}.md" for name in tables}
     csv = {
         f"{name}_csv": f"{RESULTS}/tables/{name}.csv"

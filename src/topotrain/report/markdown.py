@@ -366,3 +366,17 @@ SECTIONS = {
         "the mean in sign, and in sign and significance (BH).",
     ),
 }
+
+# The report's reading order, and the part of the study each section belongs to (the workflow
+# asks for a section only when its part is on): control, spine, pythia_weights, pythia_embeddings.
+ORDER = (
+    ("control", "control"),
+    ("replication", "spine"), ("models", "spine"), ("best_feature", "spine"),
+    ("correlations", "spine"), ("associations_summary", "spine"), ("prediction", "spine"),
+    ("prediction_runs", "spine"), ("layer_types_summary", "spine"), ("scaling", "spine"),
+    ("phases", "spine"), ("stopping_summary", "spine"), ("velocity_summary", "spine"),
+    ("correlations_across_seeds", "spine"),
+    ("pythia_weights", "pythia_weights"),
+    ("pythia_kinds", "pythia_embeddings"), ("pythia_comparison", "pythia_embeddings"),
+    ("pythia_correlations", "pythia_embeddings"),
+)  # fmt: skip
