@@ -170,5 +170,10 @@ def test_every_report_section_has_its_text_and_its_place_declared_once():
 
     names = [name for name, _ in ORDER]
     assert len(names) == len(set(names)) and set(names) == set(SECTIONS)
-    assert {part for _, part in ORDER} == {"control", "spine", "pythia_weights", "pythia_embeddings"}
+    assert {part for _, part in ORDER} == {
+        "control",
+        "spine",
+        "pythia_weights",
+        "pythia_embeddings",
+    }
     assert names[:2] == ["control", "replication"]  # the positive control before the verdicts
