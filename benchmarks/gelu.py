@@ -21,18 +21,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from study import study_models
+from study import local_corpus, study_models
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "wikitext-2"
 OUT = ROOT / "benchmarks" / "results" / "gelu.json"
 MODELS = study_models()
 
 
-def write_split(name: str, path: Path) -> None:
+def write_split(split: str, path: Path) -> None:
+    """The local-files overlay's ``split`` file (train, validation) encoded into ``path``."""
     from topotrain.sources.corpus import encode_text
 
-    src = DATA / f"{name}.txt"
+    src = local_corpus(split)
     text = (
         src.read_text(encoding="utf-8") if src.is_file() else (ROOT / "README.md").read_text() * 50
     )
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as root:
-        write_split("test", Path(root) / "train.bin")
-        write_split("valid", Path(root) / "valid.bin")
+        write_split("train", Path(root) / "train.bin")
+        write_split("validation", Path(root) / "valid.bin")
         jobs = [(args.model, g, s, args.steps, root) for s in args.seeds for g in ("exact", "tanh")]
         with mp.get_context("spawn").Pool(2) as pool:
             for row in pool.imap_unordered(one_run, jobs):

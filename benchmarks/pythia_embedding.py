@@ -21,7 +21,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-WIKITEXT_VALID = ROOT.parent / "shared" / "data" / "wikitext-2" / "valid.txt"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from study import local_corpus  # noqa: E402
+
+WIKITEXT_VALID = local_corpus("validation")
 PYTHIA_70M = {  # EleutherAI/pythia-70m config.json
     "hidden_size": 512,
     "num_hidden_layers": 6,

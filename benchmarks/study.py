@@ -6,7 +6,16 @@ from pathlib import Path
 
 import yaml
 
-CONFIG = Path(__file__).resolve().parents[1] / "config.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "config.yaml"
+LOCAL_FILES = ROOT / "workflow" / "configs" / "local-files.yaml"  # where the corpus files live here
+
+
+def local_corpus(split: str, path: Path = LOCAL_FILES) -> Path:
+    """The local WikiText-2 file of ``split`` (``train`` or ``validation``) that the local-files
+    overlay names, resolved against the repository (it may not exist on this machine)."""
+    corpus = yaml.safe_load(path.read_text(encoding="utf-8"))["corpus"]
+    return (ROOT / corpus[split]).resolve()
 
 
 def study_models(path: Path = CONFIG) -> dict:

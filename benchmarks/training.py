@@ -48,7 +48,7 @@ import attention as attention_bench
 import numpy as np
 import step_profile
 import torch
-from study import study_models
+from study import local_corpus, study_models
 
 from topotrain.devices import resolve_device
 from topotrain.training.model import GPT, GPTConfig
@@ -63,7 +63,7 @@ from topotrain.training.train import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-WIKITEXT_TEST = ROOT.parent / "shared" / "data" / "wikitext-2" / "test.txt"
+WIKITEXT_TEST = local_corpus("train")  # the local-files overlay trains on the test split
 OUT = ROOT / "benchmarks" / "results" / "training.json"
 RUN_STEPS = 5000
 LOSS_TOLERANCE = 0.01  # relative
