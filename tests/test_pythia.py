@@ -28,10 +28,10 @@ from topotrain.sources.pythia import (
     perplexity,
     revision_doc,
     revision_name,
+    revision_topology,
     revision_weight_matrices,
     select_texts,
     weight_record,
-    weight_topology,
 )
 from topotrain.topology.checkpoint import checkpoint_topology
 from topotrain.topology.layers import layer_rng
@@ -234,12 +234,12 @@ def test_revision_weight_matrices_are_the_four_linear_maps_per_layer(cache, load
             np.testing.assert_array_equal(matrices[name], state[name].numpy())
 
 
-def test_weight_topology_matches_checkpoint_level_functions(cache):
+def test_revision_topology_matches_checkpoint_level_functions(cache):
     from safetensors.numpy import load_file
 
     home, commits = cache
     snapshot = snapshot_path(home, commits[1])
-    records = weight_topology(snapshot, max_points=20, seed=4)
+    records = revision_topology(snapshot, max_points=20, seed=4)
     expected = {p.replace("*", str(i)) for p in GPT_NEOX_LAYERS for i in range(2)}
     assert {r["layer"] for r in records} == expected and len(records) == 8
     name = "gpt_neox.layers.1.mlp.dense_h_to_4h.weight"
@@ -317,9 +317,9 @@ def test_non_finite_pythia_weights_name_revision_and_layer(tmp_path):
     (snapshot / "model.safetensors").unlink()  # a symlink into the blob store
     save_file(tensors, snapshot / "model.safetensors")
     with pytest.raises(ValueError, match=rf"pythia-tiny@step3 .*, layer {name}: 2 NaN/inf weights"):
-        weight_topology(snapshot, max_points=20)
+        revision_topology(snapshot, max_points=20)
     other = ["gpt_neox.layers.0.attention.dense.weight"]  # the bad layer not selected: no error
-    assert len(weight_topology(snapshot, other, max_points=20)) == 1
+    assert len(revision_topology(snapshot, other, max_points=20)) == 1
 
 
 # ---- checkpoint series you can trust: one weight format, identical weights at two steps ----

@@ -50,7 +50,7 @@ def run_weight_topology_job(
 ) -> None:
     """Weight topology of one checkpoint of a run → JSON record (with its files' sha256) + npz."""
     from topotrain.sources.hub_files import weight_hashes
-    from topotrain.sources.runs import checkpoint_topology
+    from topotrain.sources.runs import run_checkpoint_topology
     from topotrain.topology.checkpoint import write_record
 
     if not checkpoint:
@@ -63,7 +63,7 @@ def run_weight_topology_job(
         )
     files, hashes, label = checkpoint_files(checkpoint)
     topo = params["topology"]
-    records, diagrams = checkpoint_topology(files, _read_json(layers), label, topo, threads)
+    records, diagrams = run_checkpoint_topology(files, _read_json(layers), label, topo, threads)
     if hashes is None:
         hashes = weight_hashes(files)
     doc = {"checkpoint": label, "step": params["step"], "files": files, "sha256": hashes,

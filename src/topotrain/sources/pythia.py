@@ -247,7 +247,7 @@ def revision_weight_matrices(snapshot: str | Path) -> dict[str, np.ndarray]:
     return weight_matrices(snapshot, snapshot_label(snapshot))
 
 
-def weight_topology(
+def revision_topology(
     snapshot: str | Path, patterns: Sequence[str] = GPT_NEOX_LAYERS, *args, **options
 ) -> list[dict]:
     """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns: the
@@ -269,7 +269,7 @@ def revision_doc(revision: dict, **fields) -> dict:
 
 def weight_record(revision: dict, params: dict) -> dict:
     """The weight-topology record of one fetched revision: per-layer records under "layers"."""
-    layers = weight_topology(
+    layers = revision_topology(
         revision["snapshot"], params["layers"], params["max_points"], params["seed"]
     )
     return revision_doc(revision, layers=layers)

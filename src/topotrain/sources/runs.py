@@ -205,7 +205,7 @@ def config_source(options: Mapping, checkpoint_files: Sequence[str]) -> Path | N
     return beside if beside.is_file() else None
 
 
-def checkpoint_topology(
+def run_checkpoint_topology(
     files: Sequence[str], layers: Mapping, label: str, params: Mapping, n_threads: int = 1
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices (Conv1D
