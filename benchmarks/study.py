@@ -26,12 +26,6 @@ def study_models(path: Path = CONFIG) -> dict:
 
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     return {
-        name: GPTConfig(
-            n_layer=arch["n_layer"],
-            n_head=arch["n_head"],
-            n_embd=arch["d_model"],
-            vocab_size=VOCAB_SIZE,
-            block_size=config["context"],
-        )
+        name: GPTConfig.from_study(arch, config["context"], VOCAB_SIZE)
         for name, arch in config["models"].items()
     }

@@ -124,3 +124,16 @@ def test_init_is_gpt2_scheme():
     assert residual.std().item() == pytest.approx(0.02 / math.sqrt(2 * 3), rel=0.05)
     assert hidden.std().item() == pytest.approx(0.02, rel=0.05)
     assert model.transformer.wpe.weight.std().item() == pytest.approx(0.02, rel=0.05)
+
+
+def test_the_config_words_are_translated_once():
+    from topotrain.training.model import GPTConfig
+
+    cfg = GPTConfig.from_study({"d_model": 24, "n_layer": 2, "n_head": 2}, 64, 100)
+    assert (cfg.n_embd, cfg.n_layer, cfg.n_head, cfg.block_size, cfg.vocab_size) == (
+        24,
+        2,
+        2,
+        64,
+        100,
+    )

@@ -34,13 +34,7 @@ def train_model_job(
     from topotrain.training.model import GPTConfig
     from topotrain.training.train import TrainConfig, train_model
 
-    model_cfg = GPTConfig(
-        vocab_size=arch["vocab_size"],
-        block_size=arch["context"],
-        n_layer=arch["n_layer"],
-        n_head=arch["n_head"],
-        n_embd=arch["d_model"],
-    )
+    model_cfg = GPTConfig.from_study(arch, arch["context"], arch["vocab_size"])
     cfg = TrainConfig(**{**train, "threads": threads})
     log.info("training %s (seed %d) → %s", model, cfg.seed, out_dir)
     try:
