@@ -17,7 +17,7 @@ from topotrain.sources.architectures import (
     oriented_matrices,
     select_maps,
 )
-from topotrain.sources.runs import checkpoint_topology, layer_map
+from topotrain.sources.runs import layer_map, run_checkpoint_topology
 from topotrain.sources.weights import (
     UnsafeCheckpointError,
     read_weights,
@@ -108,12 +108,12 @@ def test_patterns_pick_any_role_and_the_layer_map_names_its_source(saved, tmp_pa
     ]
 
 
-def test_checkpoint_topology_equals_the_per_layer_loop_on_oriented_rows(saved):
+def test_run_checkpoint_topology_equals_the_per_layer_loop_on_oriented_rows(saved):
     model_type, folder, model = saved
     files = [str(f) for f in weight_files(folder)]
     options = {"layers": [], "transposed": [], "include_embeddings": False, "include_head": False}
     doc = layer_map(options, files, folder, "runs.x")
-    records, _ = checkpoint_topology(files, doc, "runs.x", {"max_points": 30, "seed": 1})
+    records, _ = run_checkpoint_topology(files, doc, "runs.x", {"max_points": 30, "seed": 1})
     by_hand = {}
     for name, module in model.named_modules():
         if name.endswith(tuple(BLOCK0[model_type])):
@@ -143,7 +143,7 @@ def test_without_a_config_the_layers_come_from_patterns_or_the_error_says_how(tm
     assert doc["source"] == "patterns" and doc["n_params"] == 24 + 20 + 40
     assert {m["name"]: m["transposed"] for m in doc["layers"]} == {
         "blocks.0.conv.weight": True, "blocks.0.fc.weight": False}  # fmt: skip
-    records, _ = checkpoint_topology([str(path)], doc, "runs.plain", {"max_points": 10})
+    records, _ = run_checkpoint_topology([str(path)], doc, "runs.plain", {"max_points": 10})
     assert {r["layer"]: r["rows"] for r in records} == {
         "blocks.0.conv.weight": 5, "blocks.0.fc.weight": 6}  # fmt: skip
 
