@@ -13,33 +13,27 @@ from topotrain.hub import HubNeeds, HubUnavailable, check_hub, hub_needs, revisi
 # ExecMode.DEFAULT, not SUBPROCESS or REMOTE) and not `workflow.touch` (--touch runs no job).
 
 
-HUB_CORPUS_RULES = {"prepare_corpus", "pythia_texts"}  # read the corpus dataset
-HUB_REVISION_RULES = {
-    "fetch_pythia",
-    "pythia_weight_topology",
-    "pythia_embedding_topology",
-}
-
-
 def get_hub_needs(jobs):
-    """What the given jobs read from the hub: the corpus dataset if a corpus job is among them, the
-    Pythia revisions of their revision jobs (hub_needs(config) narrowed to the jobs), and the
-    revisions their fetch_run_revision jobs resolve (runs:)."""
+    """What the given jobs read from the hub, from the rules that declare ``hub_reads`` among their
+    resources: the corpus dataset if such a job has no revision wildcard, the Pythia revisions of
+    those with one (hub_needs(config) narrowed to the jobs), and the revisions their runs: jobs
+    resolve."""
     needs = hub_needs(config)
-    names = {job.rule.name for job in jobs}
+    readers = [job for job in jobs if job.resources.get("hub_reads", 0)]
     revisions = {
         (model_id(job.wildcards), revision_name(int(job.wildcards.rev)))
-        for job in jobs
-        if job.rule.name in HUB_REVISION_RULES
+        for job in readers
+        if "rev" in job.wildcards.keys()
     }
     runs = [
         (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
-        for job in jobs
-        if job.rule.name == "fetch_run_revision"
+        for job in readers
+        if "run" in job.wildcards.keys()
     ]
+    corpus = any(not {"rev", "run"} & set(job.wildcards.keys()) for job in readers)
     pythia = [r for r in needs.revisions if r in revisions]
     return HubNeeds(
-        dataset=needs.dataset if names & HUB_CORPUS_RULES else None,
+        dataset=needs.dataset if corpus else None,
         revisions=tuple(dict.fromkeys(pythia + runs)),
     )
 

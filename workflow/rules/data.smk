@@ -14,6 +14,7 @@ rule prepare_corpus:
         "../../envs/data.yaml"
     threads: 1
     resources:
+        hub_reads=1,  # reads the Hugging Face hub or its cache: the preflight checks it
         mem_mb=2000,
         runtime=10,
     params:

@@ -12,6 +12,7 @@ rule pythia_texts:
         "../../envs/pythia.yaml"
     threads: 1
     resources:
+        hub_reads=1,  # reads the Hugging Face hub or its cache: the preflight checks it
         mem_mb=1000,
         runtime=5,
     params:
@@ -34,6 +35,7 @@ rule fetch_pythia:
         "../../envs/pythia.yaml"
     threads: 1
     resources:
+        hub_reads=1,  # reads the Hugging Face hub or its cache: the preflight checks it
         mem_mb=2000,
         runtime=60,
         hf_downloads=1,
@@ -55,6 +57,7 @@ rule pythia_weight_topology:
         "../../envs/pythia.yaml"
     threads: 1
     resources:
+        hub_reads=1,  # reads the Hugging Face hub or its cache: the preflight checks it
         mem_mb=4000,
         runtime=20,
     params:
@@ -78,6 +81,7 @@ rule pythia_embedding_topology:
         "../../envs/pythia.yaml"
     threads: 2
     resources:
+        hub_reads=1,  # reads the Hugging Face hub or its cache: the preflight checks it
         mem_mb=8000,
         runtime=30,
         gpu=pythia_device_gpu(),

@@ -11,6 +11,7 @@ rule fetch_run_revision:
         "../../envs/runs.yaml"
     threads: 1
     resources:
+        hub_reads=1,  # reads the Hugging Face hub or its cache: the preflight checks it
         mem_mb=2000,
         runtime=60,
         hf_downloads=1,
