@@ -16,20 +16,20 @@ from topotrain.analysis.grokking import (
     sign_flip,
     verdicts,
 )
-from topotrain.analysis.stats import exact_spearman
+from topotrain.analysis.scaling import spearman_exact
 
 
-def test_exact_spearman_matches_scipy_and_a_brute_force_enumeration():
+def test_spearman_exact_matches_scipy_and_a_brute_force_enumeration():
     x = np.array([3.0, 1.0, 4.0, 1.5, 5.0, 9.0])
     y = np.array([2.0, 7.0, 1.0, 8.0, 2.5, 0.5])
-    rho, p = exact_spearman(x, y)
+    rho, p = spearman_exact(x, y)
     assert rho == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
     null = [
         stats.spearmanr(x, [y[i] for i in perm])[0] for perm in itertools.permutations(range(6))
     ]
     assert p == pytest.approx(np.mean(np.abs(null) >= abs(rho) - 1e-12), abs=1e-12)
-    assert np.isnan(exact_spearman([1, 2], [2, 1])[1])  # two pairs: nothing to test
-    assert np.isnan(exact_spearman([1, 1, 1], [1, 2, 3])[0])  # a constant side
+    assert np.isnan(spearman_exact([1, 2], [2, 1])[1])  # two pairs: nothing to test
+    assert np.isnan(spearman_exact([1, 1, 1], [1, 2, 3])[0])  # a constant side
 
 
 def test_sign_flip_by_hand():

@@ -15,7 +15,8 @@ from topotrain.analysis.predict import (
     predict_topology_only,
 )
 from topotrain.analysis.predict_learned import loss_shape_features
-from topotrain.analysis.predict_summary import prediction_summary, sign_flip_p
+from topotrain.analysis.predict_summary import prediction_summary
+from topotrain.analysis.stats import sign_flip_p
 
 
 def brute_force_sign_flip_p(d):
@@ -31,6 +32,11 @@ def test_sign_flip_p_matches_brute_force_enumeration(m):
     for _ in range(5):
         d = rng.normal(0.3, 1.0, m)
         assert sign_flip_p(d) == brute_force_sign_flip_p(list(d))
+        flips = itertools.product((-1, 1), repeat=m)
+        two = [
+            abs(sum(s * x for s, x in zip(f, d, strict=True))) >= abs(sum(d)) - 1e-9 for f in flips
+        ]
+        assert sign_flip_p(d, "two-sided") == sum(two) / 2**m
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,6 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.associations import view_association
-from topotrain.analysis.predict_summary import sign_flip_p
 from topotrain.analysis.replication import REPRODUCED, monotone_verdict
 from topotrain.analysis.scaling import loglog_line, spearman_exact
 from topotrain.analysis.seed_contrast import (
@@ -38,7 +37,13 @@ from topotrain.analysis.seed_contrast import (
     pooled_null,
     seed_permutations,
 )
-from topotrain.analysis.stats import ALPHA, benjamini_hochberg, seed_interval, spearman_rows
+from topotrain.analysis.stats import (
+    ALPHA,
+    benjamini_hochberg,
+    seed_interval,
+    sign_flip_p,
+    spearman_rows,
+)
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,11 @@ Input: one row per (seed, checkpoint) of ``control.control_features`` (all seeds
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pandas as pd
 
 from topotrain.analysis.control import grokking_step, lead, onset_step
+from topotrain.analysis.scaling import spearman_exact
 from topotrain.analysis.seed_contrast import (
     PARTIAL,
     contrast_cell,
@@ -33,7 +32,7 @@ from topotrain.analysis.seed_contrast import (
     permutation_p,
     seed_permutations,
 )
-from topotrain.analysis.stats import ALPHA, exact_spearman
+from topotrain.analysis.stats import ALPHA, MAX_EXACT_SIGNS, sign_flip_p
 from topotrain.analysis.verdicts import (
     ARTEFACT,
     INCONCLUSIVE,
@@ -50,24 +49,22 @@ TOPOLOGY = ["emb_h1_total", "emb_h1_max", "emb_h0_total", "emb_h0_max", "np_mean
 BASELINES = [NORM, FOURIER, "effective_rank", "participation_ratio", "train_loss", "step"]
 FEATURES = TOPOLOGY + BASELINES
 MIN_GROKKED = 3  # a median lead or an onset ρ over fewer seeds says nothing
-SIGN_FLIP_EXACT = 16  # all 2^n sign patterns up to this many seeds, else Monte Carlo
 NEVER = "never reached test accuracy 0.95: left out of the lead statistics"
 
 
 def sign_flip(d, seed: int = 0) -> tuple[float, float]:
-    """(median of d, two-sided p of its mean under random signs): exact over all 2^n patterns up
-    to SIGN_FLIP_EXACT values, else 9 999 Monte Carlo draws; NaN without values."""
+    """(median of d, two-sided p of its mean under random signs): ``stats.sign_flip_p`` (exact
+    over all 2^n patterns) up to MAX_EXACT_SIGNS values, else 9 999 Monte Carlo draws; NaN below
+    2 finite values."""
     d = np.asarray(d, float)
     d = d[np.isfinite(d)]
-    if d.size == 0:
+    if d.size < 2:
         return float("nan"), float("nan")
-    if d.size <= SIGN_FLIP_EXACT:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
-    else:
-        draws = np.random.default_rng(seed).choice((1.0, -1.0), size=(9_999, d.size))
-        signs = np.vstack([np.ones(d.size), draws])
-    null = signs @ d / d.size
-    return float(np.median(d)), permutation_p(null, exact=d.size <= SIGN_FLIP_EXACT)
+    if d.size <= MAX_EXACT_SIGNS:
+        return float(np.median(d)), sign_flip_p(d, "two-sided")
+    draws = np.random.default_rng(seed).choice((1.0, -1.0), size=(9_999, d.size))
+    null = np.vstack([np.ones(d.size), draws]) @ d / d.size
+    return float(np.median(d)), permutation_p(null, exact=False)
 
 
 def seed_table(df: pd.DataFrame, features: list[str]) -> pd.DataFrame:
@@ -109,7 +106,7 @@ def _leads(seeds: pd.DataFrame, feature: str) -> dict:
     own = grokked[grokked["feature"] == feature].set_index("seed")
     ok = own[own["onset_step"].notna()]
     median, p = sign_flip(ok["lead"]) if len(ok) >= MIN_GROKKED else (np.nan, np.nan)
-    rho, rho_p = exact_spearman(ok["onset_step"].astype(float), ok["grokking_step"].astype(float))
+    rho, rho_p = spearman_exact(ok["onset_step"].astype(float), ok["grokking_step"].astype(float))
     out = {"n_grokked": len(own), "median_lead": median, "lead_p": p,
            "onset_rho": rho, "onset_p": rho_p}  # fmt: skip
     for name, other in (("norm", NORM), ("fourier", FOURIER)):

@@ -14,31 +14,15 @@ from scipy.stats import wilcoxon
 
 from topotrain.analysis.predict import METHODS, PLACEBOS, TOPOLOGY_METHODS
 from topotrain.analysis.scaling import spearman_exact
+from topotrain.analysis.stats import sign_flip_p
 
 P_LEVEL = 0.05  # significance level used for the Wilcoxon note
 REFERENCE = "loss_only"
-MAX_EXACT_MODELS = 16  # sign_flip_p enumerates 2^M sign flips; NaN beyond this many models
 CONTROLS = {"topology_only": "last_loss", "combined": "mean_loss_only_last"}  # same averaging
 RIVALS = {  # what a topology method must beat (beats_placebos); its strongest is ``rival``
     m: (REFERENCE, CONTROLS[m], *(f"{m}[{p}]" for p in PLACEBOS)) for m in TOPOLOGY_METHODS
 }
 VECTOR_RIVALS = {"learned[+vectors]": ("learned", "learned[+step]", "learned[+scale]")}
-
-
-def sign_flip_p(d: np.ndarray) -> float:
-    """Exact one-sided sign-flip p that mean(d) > 0, with one paired difference d_m per model.
-
-    p = #{s ∈ {−1, 1}^M : Σ s_m·d_m ≥ Σ d_m} / 2^M (identity included, ties within 1e-12·Σ|d_m|
-    count), so p ≥ 1/2^M; zero differences count as they are. NaN for M < 2, M > MAX_EXACT_MODELS
-    or a non-finite d_m.
-    """
-    d = np.asarray(d, dtype=float)
-    m = d.size
-    if m < 2 or m > MAX_EXACT_MODELS or not np.isfinite(d).all():
-        return float("nan")
-    signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
-    stats = signs @ d
-    return float(np.count_nonzero(stats >= d.sum() - 1e-12 * np.abs(d).sum())) / 2**m
 
 
 def model_differences(errors: pd.DataFrame, method: str, other: str) -> np.ndarray:

@@ -6,13 +6,14 @@ feature, too few finite points) give NaN with a ``note`` saying why; they are ne
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from topotrain.analysis.scaling import spearman_exact
 
 FEATURES = [
     "h0_total", "h1_total", "np_mean", "h0_count", "h1_count",
@@ -47,22 +48,25 @@ MIN_RUN = 8  # checkpoints: fewer, and a run's ρ gets an exact permutation p an
 TOO_SHORT = "{n} checkpoints (fewer than 8): too short for a claim"
 
 
-def exact_spearman(x, y, seed: int = 0) -> tuple[float, float]:
-    """Spearman ρ of (x, y) and its permutation p: all n! orders of y up to 8 values (exact),
-    else 9 999 uniform draws; (NaN, NaN) below 3 pairs or for a constant side."""
-    from topotrain.analysis.seed_contrast import permutation_p, seed_permutations
+MAX_EXACT_SIGNS = 16  # sign_flip_p enumerates 2^M sign patterns; NaN beyond this many values
 
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.size < 3:
-        return float("nan"), float("nan")
-    rx, ry = stats.rankdata(x), stats.rankdata(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = np.sqrt(float(rx @ rx) * float(ry @ ry))
-    if denom == 0:
-        return float("nan"), float("nan")
-    perms = seed_permutations(x.size, seed)
-    null = rx[perms] @ ry / denom
-    return float(null[0]), permutation_p(null, exact=len(perms) == math.factorial(x.size))
+
+def sign_flip_p(d: np.ndarray, alternative: str = "greater") -> float:
+    """Exact sign-flip p of paired differences d_1 … d_M over all 2^M sign patterns (identity
+    included, ties within 1e-12·Σ|d_m| count), so p ≥ 1/2^M; zero differences count as they are.
+
+    ``greater``: that mean(d) > 0, #{s : Σ s_m·d_m ≥ Σ d_m} / 2^M; ``two-sided``: that it is not
+    0, #{s : |Σ s_m·d_m| ≥ |Σ d_m|} / 2^M. NaN for M < 2, M > MAX_EXACT_SIGNS or a non-finite d_m.
+    """
+    d = np.asarray(d, dtype=float)
+    m = d.size
+    if m < 2 or m > MAX_EXACT_SIGNS or not np.isfinite(d).all():
+        return float("nan")
+    signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
+    sums, observed, tol = signs @ d, d.sum(), 1e-12 * np.abs(d).sum()
+    if alternative == "two-sided":
+        sums, observed = np.abs(sums), abs(observed)
+    return float(np.count_nonzero(sums >= observed - tol)) / 2**m
 
 
 def _nan_result(n: int, note: str) -> dict[str, float | int | str]:
@@ -97,7 +101,7 @@ def spearman_ci(
     if why:
         return _nan_result(int(x.size), why)
     if x.size < MIN_RUN:
-        rho, p = exact_spearman(x, y)
+        rho, p = spearman_exact(x, y)
         notes = [f"{dropped} non-finite checkpoints dropped"] if dropped else []
         return {**_nan_result(int(x.size), "; ".join([*notes, TOO_SHORT.format(n=x.size) + f"; exact permutation p over all {x.size}! orders, no interval"])),
                 "rho": rho, "p": p}  # fmt: skip
