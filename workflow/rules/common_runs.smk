@@ -40,6 +40,9 @@ def run_losses(run):
     return (str(found), True) if found else (None, False)
 
 
+RUN_LOSSES = {run: run_losses(run) for run in RUNS}  # looked up once per parse
+
+
 def run_path(run, name):
     return f"{RUNS_DIR}/{run}/{name}"
 
@@ -133,7 +136,7 @@ def get_run_feature_inputs(wildcards):
         series=run_path(run, "series.parquet"),
         layers=run_path(run, "layers.json"),
     )
-    losses, _ = run_losses(run)
+    losses, _ = RUN_LOSSES[run]
     if losses:
         inputs["losses"] = losses
     return inputs
@@ -147,8 +150,8 @@ def get_run_description(wildcards):
         path=entry.get("path"),
         glob=entry.get("glob") or DEFAULT_GLOB,
         hub=entry.get("hub"),
-        losses=run_losses(wildcards.run)[0],
-        losses_found=run_losses(wildcards.run)[1],
+        losses=RUN_LOSSES[wildcards.run][0],
+        losses_found=RUN_LOSSES[wildcards.run][1],
     )
 
 
