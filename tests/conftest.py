@@ -53,7 +53,7 @@ def tiny_config(train: Path, valid: Path) -> dict:
     return {
         "results": "results",
         "corpus": {"source": "files", "train": str(train), "validation": str(valid)},
-        "pythia": {"enabled": False},  # the package's config.yaml would fill in its default (on)
+        "pythia": {"enabled": False},  # else the schema's default (on)
         "models": {
             "tiny-a": {"d_model": 8, "n_layer": 1, "n_head": 1},
             "tiny-b": {"d_model": 16, "n_layer": 1, "n_head": 2},

@@ -142,9 +142,9 @@ def test_tanh_gelu_option():
     assert not torch.allclose(tanh(x), exact(x), atol=1e-5)
     with pytest.raises(ValueError, match="gelu must be one of"):
         GPT(cfg, gelu="relu")
-    with pytest.raises(ValueError, match="gelu must be one of"):
+    with pytest.raises(ValueError, match=r"train\.gelu='fast': must be one of exact, tanh"):
         TrainConfig(gelu="fast")
-    with pytest.raises(ValueError, match="attention must be one of"):
+    with pytest.raises(ValueError, match=r"train\.attention='flash': must be one of auto, sdpa"):
         TrainConfig(attention="flash")
 
 

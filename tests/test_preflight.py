@@ -18,6 +18,7 @@ from hub_fixtures import make_tiny_neox_cache
 from test_corpus import make_hf_dataset_cache
 
 from topotrain import hub
+from topotrain.config import fill_defaults
 from topotrain.hub import HubUnavailable, check_hub, hub_needs, preflight_problems
 
 REFUSED = "http://127.0.0.1:9"
@@ -34,7 +35,7 @@ def study_config(tmp_path: Path, source: str = "huggingface", pythia: dict | Non
         config["corpus"] = {"source": "huggingface"}
     if pythia is not None:
         config["pythia"] = pythia
-    return config
+    return fill_defaults(config)  # as the workflow does before the preflight
 
 
 def pythia_section(models: list[str], steps: list[int]) -> dict:

@@ -101,7 +101,7 @@ def test_revisions_resolve_to_their_own_snapshots(pythia_run):
     for step in STEPS:
         rev = yaml.safe_load(
             (
-                workdir / f"results/pythia/revisions/EleutherAI--pythia-tiny-a/step{step}.json"
+                workdir / f"results/pythia/revisions/EleutherAI--pythia-tiny-a/step_{step}.json"
             ).read_text()
         )
         assert rev["revision"] == f"step{step}" and rev["snapshot"].endswith(rev["commit"])
@@ -120,13 +120,13 @@ def test_missing_revision_fails_with_the_download_command(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     os.environ.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
     try:
-        target = "results/pythia/revisions/EleutherAI--pythia-tiny-a/step99.json"
+        target = "results/pythia/revisions/EleutherAI--pythia-tiny-a/step_99.json"
         # --no-hooks skips the preflight (tests/test_preflight.py), so the fetch job's own error shows
         proc = run_snakemake(tmp_path, "--cores", "1", "--no-hooks", target, check=False)
     finally:
         os.environ.pop("HF_HOME")
         os.environ.pop("HF_HUB_OFFLINE")
-    log = (tmp_path / "results/logs/pythia/fetch/EleutherAI--pythia-tiny-a/step99.log").read_text()
+    log = (tmp_path / "results/logs/pythia/fetch/EleutherAI--pythia-tiny-a/step_99.log").read_text()
     assert proc.returncode != 0 and not (tmp_path / target).exists()
     assert (
         "step99" in log

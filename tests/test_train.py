@@ -106,7 +106,9 @@ def test_config_rejects_interval_not_dividing_steps():
         TrainConfig(steps=0)
     with pytest.raises(ValueError, match="device"):
         TrainConfig(device="tpu")
-    with pytest.raises(ValueError, match="compile must be auto, true or false"):
+    with pytest.raises(
+        ValueError, match=r"train\.compile='maybe': must be one of auto, true, false"
+    ):
         TrainConfig(compile="maybe")
 
 

@@ -30,7 +30,10 @@ import numpy as np
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from topotrain.analysis.stopping import DEFAULTS, topology_stop
+from topotrain.config import DEFAULTS as CONFIG_DEFAULTS
 from topotrain.live import matrix_topology, model_maps, module_matrices
+
+_TOPOLOGY = CONFIG_DEFAULTS["topology"]  # the schema's topology defaults
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +62,9 @@ class TopologyCallback(TrainerCallback):
         layers: Sequence[str] | None = None,
         include_embeddings: bool = False,
         include_head: bool = False,
-        max_points: int = 200,
-        seed: int = 0,
-        maxdim: int = 1,
+        max_points: int = _TOPOLOGY["max_points"],
+        seed: int = _TOPOLOGY["seed"],
+        maxdim: int = _TOPOLOGY["maxdim"],
         n_threads: int = 1,
         watch: Sequence[str] = tuple(DEFAULTS["topology_features"]),
         threshold: float = DEFAULTS["topology_threshold"],

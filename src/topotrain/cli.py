@@ -2,7 +2,7 @@
 
 - ``topotrain init [DIR]``: the default config.yaml (commented) into DIR;
 - ``topotrain run [--cores N] [SNAKEMAKE ARGS …]``: the workflow on the config where you stand
-  (the package's config.yaml fills in whatever it leaves out, so an overlay of just ``runs:``
+  (the schema's defaults fill in whatever it leaves out, so an overlay of just ``runs:``
   works), failed jobs' logs printed in the terminal;
 - ``topotrain analyse PATH [PATH …] [--losses F] [--name N]``: checkpoint folders (or hub ids with
   ``--revisions``) as ``runs:`` entries, the GPT study and Pythia off; the config it used is

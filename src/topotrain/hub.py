@@ -12,9 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRUE = {"1", "true", "yes", "on"}
-# the corpus dataset and configuration when config.yaml names none
-HF_DATASET = "Salesforce/wikitext"
-HF_CONFIG = "wikitext-2-raw-v1"
 SPLIT_FILES = {"train": "train-*.parquet", "validation": "validation-*.parquet"}  # per corpus split
 # a snapshot's weights are the files of the first pattern that matches: one format, never both
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
@@ -75,11 +72,6 @@ class HubNeeds:
         return self.dataset is not None or bool(self.revisions)
 
 
-def corpus_dataset(corpus: dict) -> tuple[str, str]:
-    """(dataset id, configuration) of a corpus config, with HF_DATASET / HF_CONFIG as defaults."""
-    return corpus.get("dataset") or HF_DATASET, corpus.get("config") or HF_CONFIG
-
-
 def snapshot_complete(snapshot: str | Path) -> bool:
     """Whether a model snapshot folder holds config.json and weights (files of a WEIGHT_PATTERNS
     pattern; the first that matches is the one format fetched and read)."""
@@ -94,16 +86,15 @@ def hub_needs(config: dict) -> HubNeeds:
     ``pythia.weights`` and ``pythia.embeddings`` if ``pythia.enabled`` (each pair once, in config
     order). The hub runs' revisions are listed by the workflow (it resolves their patterns)."""
     corpus = config["corpus"]
-    dataset = corpus_dataset(corpus) if corpus["source"] == "huggingface" else None
-    pythia = config.get("pythia") or {}
+    huggingface = corpus["source"] == "huggingface"
+    dataset = (corpus["dataset"], corpus["config"]) if huggingface else None
+    pythia = config["pythia"]
     revisions: list[tuple[str, str]] = []
-    if pythia.get("enabled", False):
+    if pythia["enabled"]:
         for part in ("weights", "embeddings"):
-            section = pythia.get(part) or {}
+            section = pythia[part]
             pairs = [
-                (m, revision_name(int(s)))
-                for m in section.get("models", [])
-                for s in section.get("steps", [])
+                (m, revision_name(int(s))) for m in section["models"] for s in section["steps"]
             ]
             revisions += [p for p in pairs if p not in revisions]
     return HubNeeds(dataset, tuple(revisions))

@@ -17,6 +17,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.config import DEFAULTS
 from topotrain.sources.architectures import (
     WeightMap,
     config_weight_maps,
@@ -26,6 +27,9 @@ from topotrain.sources.architectures import (
     select_maps,
 )
 from topotrain.topology.layers import layer_records
+
+_TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
+
 
 SOURCE = "live model"  # names the input in error messages
 
@@ -92,7 +96,9 @@ def module_matrices(model, maps: Sequence[WeightMap]) -> dict[str, np.ndarray]:
     return matrices({m.name: model.get_parameter(m.name) for m in maps}, maps)
 
 
-def summary_columns(records: list[dict], maxdim: int = 1) -> dict[str, float | int]:
+def summary_columns(
+    records: list[dict], maxdim: int = _TOPOLOGY["maxdim"]
+) -> dict[str, float | int]:
     """The per-checkpoint columns (``checkpoint_features``) of one checkpoint's per-layer records,
     as plain Python numbers; with maxdim 0 the h1_* columns (not computed) are left out."""
     layers = [{"model": "", "seed": 0, "step": 0, **r} for r in records]
@@ -107,9 +113,9 @@ def summary_columns(records: list[dict], maxdim: int = 1) -> dict[str, float | i
 
 def matrix_topology(
     mats: Mapping[str, np.ndarray],
-    max_points: int = 200,
-    seed: int = 0,
-    maxdim: int = 1,
+    max_points: int = _TOPOLOGY["max_points"],
+    seed: int = _TOPOLOGY["seed"],
+    maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
 ) -> tuple[dict[str, float | int], list[dict]]:
     """(summary columns, per-layer records) of oriented matrices: ``layer_records`` over all of them
@@ -162,9 +168,9 @@ def weight_topology(
     transposed: Sequence[str] = (),
     include_embeddings: bool = False,
     include_head: bool = False,
-    max_points: int = 200,
-    seed: int = 0,
-    maxdim: int = 1,
+    max_points: int = _TOPOLOGY["max_points"],
+    seed: int = _TOPOLOGY["seed"],
+    maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     per_layer: bool = False,
     config=None,

@@ -4,7 +4,7 @@
 rule aggregate_features:
     input:
         records=[path for path, _ in get_topology_records()],
-        logs=[r[k] for r in get_runs() for k in ("metrics", "evals")],
+        logs=get_training_logs(),
         series=get_series_tables(),
         gradients=get_gradient_records(),
     output:
@@ -22,7 +22,7 @@ rule aggregate_features:
         runtime=10,
     params:
         record_keys=[key for _, key in get_topology_records()],
-        runs=get_runs(),
+        trainings=get_trainings(),
         total_steps=config["train"]["steps"],
         interval=config["train"]["checkpoint_interval"],
     script:

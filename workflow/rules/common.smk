@@ -34,13 +34,14 @@ from topotrain.sources.corpus import VOCAB_SIZE
 SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 with open(SCHEMA) as fh:
     CONFIG_SCHEMA = yaml.safe_load(fh)
-DEFAULTS = os.path.join(workflow.basedir, "config.yaml")  # the package's defaults
-with open(DEFAULTS) as fh:
-    fill_defaults(config, yaml.safe_load(fh))
-# In place (rules read this dict): --config gives nested values as strings, and puts its keys first.
+# In place (rules read this dict): --config gives nested values as strings; the schema's defaults
+# fill what the config leaves out; --config puts its keys first, so they are put in schema order.
 coerce_config(config, CONFIG_SCHEMA)
+fill_defaults(
+    config, CONFIG_SCHEMA
+)  # each default a copy (validate's would share one object)
+validate(config, schema=SCHEMA, set_default=True)
 order_like_schema(config, CONFIG_SCHEMA)
-validate(config, schema=SCHEMA)
 check_config(config, schema=CONFIG_SCHEMA)
 
 RESULTS = config["results"].rstrip("/")
@@ -48,21 +49,18 @@ SPINE_ON = spine_enabled(config)  # the paper's study, trained here (spine.enabl
 MODELS = list(config["models"]) if SPINE_ON else []
 SEEDS = [int(s) for s in config["seeds"]]
 STEPS = checkpoint_steps(config["train"])
-RUN = "{model}/seed{seed}"
-CKPT = f"{RESULTS}/checkpoints/{RUN}/step_{{step}}.safetensors"
-TOPO = f"{RESULTS}/topology/{RUN}/step_{{step}}"
-GRAD = (
-    f"{RESULTS}/topology/{RUN}/grad_{{step}}"  # topology of the probe-batch gradients
-)
+TRAINING = "{model}/seed{seed}"  # one (model, seed) of the spine, trained here
+CKPT = f"{RESULTS}/checkpoints/{TRAINING}/step_{{step}}.safetensors"
+TOPO = f"{RESULTS}/topology/{TRAINING}/step_{{step}}"
+GRAD = f"{RESULTS}/topology/{TRAINING}/grad_{{step}}"  # topology of the probe-batch gradients
 
 
 wildcard_constraints:
     model="|".join(map(re.escape, MODELS)),
     seed=r"\d+",
-    step=r"\d{5}",
+    step=r"\d+",  # every branch names a checkpoint step_{step} (the spine pads to 5 digits)
     slug=r"[A-Za-z0-9_.-]+--[A-Za-z0-9_.-]+",
-    rev=r"\d+",
-    run="|".join(map(re.escape, config.get("runs") or {})) or "(?!)",
+    run="|".join(map(re.escape, config["runs"])) or "(?!)",
     ckpt=r"\d+",
 
 

@@ -21,16 +21,16 @@ def get_hub_needs(jobs):
     needs = hub_needs(config)
     readers = [job for job in jobs if job.resources.get("hub_reads", 0)]
     revisions = {
-        (model_id(job.wildcards), revision_name(int(job.wildcards.rev)))
+        (model_id(job.wildcards), revision_name(int(job.wildcards.step)))
         for job in readers
-        if "rev" in job.wildcards.keys()
+        if "slug" in job.wildcards.keys()
     }
     runs = [
         (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
         for job in readers
         if "run" in job.wildcards.keys()
     ]
-    corpus = any(not {"rev", "run"} & set(job.wildcards.keys()) for job in readers)
+    corpus = any(not {"slug", "run"} & set(job.wildcards.keys()) for job in readers)
     pythia = [r for r in needs.revisions if r in revisions]
     return HubNeeds(
         dataset=needs.dataset if corpus else None,

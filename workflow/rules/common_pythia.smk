@@ -2,7 +2,7 @@
 PYTHIA = config["pythia"]
 PYTHIA_ON = bool(PYTHIA["enabled"])
 PYTHIA_DIR = f"{RESULTS}/pythia"
-REVISION = "{slug}/step{rev}"
+REVISION = "{slug}/step_{step}"
 
 
 HUB_SEP = "/"  # hub ids are org/name; paths use org--name
@@ -27,7 +27,7 @@ def pythia_revisions(kind):
 
 def pythia_paths(kind, suffix):
     return [
-        f"{PYTHIA_DIR}/{kind}/{m}/step{s}.{suffix}" for m, s in pythia_revisions(kind)
+        f"{PYTHIA_DIR}/{kind}/{m}/step_{s}.{suffix}" for m, s in pythia_revisions(kind)
     ]
 
 

@@ -92,29 +92,24 @@ def get_run_diagrams(wildcards):
 
 
 def get_series_tables():
-    """Each run's diagram-series table, in the order of get_runs()."""
+    """Each run's diagram-series table, in the order of get_trainings()."""
     return [
         f"{RESULTS}/topology/{m}/seed{s}/series.parquet" for m in MODELS for s in SEEDS
     ]
 
 
-def get_runs():
-    """One dict per (model, seed): its logs and architecture, for the aggregate table."""
-    runs = []
+def get_trainings():
+    """One dict per (model, seed) of the spine: its architecture, for the aggregate table (in
+    the order of get_training_logs())."""
+    trainings = []
     for m in MODELS:
         arch = config["models"][m]
-        for s in SEEDS:
-            base = f"{RESULTS}/checkpoints/{m}/seed{s}"
-            runs.append(
-                dict(
-                    model=m,
-                    seed=s,
-                    metrics=f"{base}/metrics.csv",
-                    evals=f"{base}/evals.csv",
-                    n_params=model_params(arch),
-                    d_model=arch["d_model"],
-                    n_layer=arch["n_layer"],
-                    n_head=arch["n_head"],
-                )
-            )
-    return runs
+        size = dict(n_params=model_params(arch), **arch)
+        trainings += [dict(model=m, seed=s, **size) for s in SEEDS]
+    return trainings
+
+
+def get_training_logs():
+    """Each training's metrics.csv and evals.csv, in the order of get_trainings()."""
+    logs = [f"{RESULTS}/checkpoints/{m}/seed{s}" for m in MODELS for s in SEEDS]
+    return [f"{base}/{name}" for base in logs for name in ("metrics.csv", "evals.csv")]

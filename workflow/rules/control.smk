@@ -19,7 +19,7 @@ rule train_control:
         mem_mb=2000,
         runtime=60,
     params:
-        control={k: CONTROL.get(k) for k in CONTROL_KNOBS},
+        control={k: CONTROL[k] for k in CONTROL_KNOBS},
     script:
         "../scripts/train_control.py"
 
@@ -39,8 +39,8 @@ rule control_features:
         mem_mb=2000,
         runtime=30,
     params:
-        p=CONTROL.get("p"),
-        fourier_k=CONTROL.get("fourier_k"),
+        p=CONTROL["p"],
+        fourier_k=CONTROL["fourier_k"],
         topology={  # the GPT study's Rips settings; every 2-D matrix is analysed
             k: v for k, v in get_topology_params(None).items() if k != "patterns"
         },

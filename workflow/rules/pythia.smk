@@ -41,7 +41,7 @@ rule fetch_pythia:
         hf_downloads=1,
     params:
         model=model_id,
-        step=lambda wc: int(wc.rev),
+        step=lambda wc: int(wc.step),
     script:
         "../scripts/fetch_pythia.py"
 

@@ -11,7 +11,7 @@ rule weight_topology:
         record=f"{TOPO}.json",
         diagrams=f"{TOPO}.npz",
     log:
-        f"{RESULTS}/logs/topology/{RUN}/step_{{step}}.log",
+        f"{RESULTS}/logs/topology/{TRAINING}/step_{{step}}.log",
     group:
         "topology"
     conda:
@@ -30,10 +30,10 @@ rule diagram_series:
     input:
         get_run_diagrams,
     output:
-        table=f"{RESULTS}/topology/{RUN}/series.parquet",
-        arrays=f"{RESULTS}/topology/{RUN}/series.npz",
+        table=f"{RESULTS}/topology/{TRAINING}/series.parquet",
+        arrays=f"{RESULTS}/topology/{TRAINING}/series.npz",
     log:
-        f"{RESULTS}/logs/topology/{RUN}/series.log",
+        f"{RESULTS}/logs/topology/{TRAINING}/series.log",
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -55,7 +55,7 @@ rule gradient_topology:
         record=f"{GRAD}.json",
         diagrams=f"{GRAD}.npz",
     log:
-        f"{RESULTS}/logs/topology/{RUN}/grad_{{step}}.log",
+        f"{RESULTS}/logs/topology/{TRAINING}/grad_{{step}}.log",
     group:
         "topology"
     conda:

@@ -7,12 +7,12 @@ rule train_model:
         validation=rules.prepare_corpus.output.validation,
     output:
         checkpoints=expand(CKPT, step=map(step_tag, STEPS), allow_missing=True),
-        metrics=f"{RESULTS}/checkpoints/{RUN}/metrics.csv",
-        evals=f"{RESULTS}/checkpoints/{RUN}/evals.csv",
+        metrics=f"{RESULTS}/checkpoints/{TRAINING}/metrics.csv",
+        evals=f"{RESULTS}/checkpoints/{TRAINING}/evals.csv",
     log:
-        f"{RESULTS}/logs/train/{RUN}.log",
+        f"{RESULTS}/logs/train/{TRAINING}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train/{RUN}.tsv"
+        f"{RESULTS}/benchmarks/train/{TRAINING}.tsv"
     priority: get_train_priority
     conda:
         "../../envs/train.yaml"

@@ -5,6 +5,7 @@ sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
 aggregate_features_job(
     list(sm.input.records),
+    list(sm.input.logs),
     dict(sm.params.items()),
     dict(sm.output.items()),
     list(sm.input.series),

@@ -1,5 +1,6 @@
 from topotrain.jobs import prepare_corpus_job
 from topotrain.logs import setup_logging
 
-setup_logging(snakemake.log[0])  # noqa: F821 - injected by Snakemake
-prepare_corpus_job(snakemake.params.corpus, dict(snakemake.output.items()))  # noqa: F821
+sm = snakemake  # noqa: F821 - injected by Snakemake
+setup_logging(sm.log[0])
+prepare_corpus_job(sm.params.corpus, dict(sm.output.items()))

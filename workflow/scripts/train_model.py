@@ -1,5 +1,3 @@
-from pathlib import Path
-
 from topotrain.jobs import train_model_job
 from topotrain.logs import setup_logging
 
@@ -11,7 +9,7 @@ train_model_job(
     train=sm.params.train,
     train_bin=sm.input.train,
     val_bin=sm.input.validation,
-    out_dir=str(Path(sm.output.metrics).parent),
+    out=dict(sm.output.items()),
     state_dir=sm.params.state_dir,
     threads=sm.threads,
 )

@@ -44,11 +44,13 @@ from topotrain.analysis.stats import (
     sign_flip_p,
     spearman_rows,
 )
+from topotrain.config import DEFAULTS
 
 log = logging.getLogger(__name__)
 
 N_CHECKPOINTS, N_MODELS, STEP = 51, 5, 100
-SIMULATIONS, SEEDS = 1000, (3, 5, 8)  # defaults: draws per scenario, seeds per simulated model
+SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]  # draws per scenario
+SEEDS = tuple(DEFAULTS["analysis"]["calibration"]["seeds"])  # seeds per simulated model
 NOISE = 0.05  # sd of the feature's and the loss's fluctuation around their trends
 EFFECTS = (0.05, 0.1, 0.2, 0.4)  # planted: share r of the loss's fluctuation in the feature's
 CALIBRATION_COLUMNS = [

@@ -24,20 +24,14 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from topotrain.config import DEFAULTS as DEFAULTS_CONFIG
+
 STOPPING_COLUMNS = [
     "model", "seed", "n_params", "rule", "family", "stopped", "stop_step", "final_step",
     "compute_saved", "loss_at_stop", "final_loss", "penalty", "rel_penalty",
     "mean_compute_saved", "mean_penalty", "pareto_rank",
 ]  # fmt: skip
-DEFAULTS = {
-    "monitor": "val_loss",
-    "plateau_thresholds": [0.001, 0.005, 0.01],
-    "plateau_patience": [1, 3],
-    "topology_features": ["np_mean", "h0_total"],
-    "topology_threshold": 0.1,
-    "topology_patience": 2,
-    "fractions": [0.25, 0.5, 0.75],
-}
+DEFAULTS = DEFAULTS_CONFIG["analysis"]["stopping"]  # the schema's (analysis.stopping)
 
 
 def _check(steps, values) -> tuple[np.ndarray, np.ndarray]:

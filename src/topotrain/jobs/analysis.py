@@ -40,13 +40,13 @@ def associations_job(table: str, params: dict, out: dict[str, str]) -> None:
 
 def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None:
     """False-positive rates and power of every test the verdicts use, on simulated runs."""
-    from topotrain.analysis.calibration import SEEDS, SIMULATIONS, calibration_table
+    from topotrain.analysis.calibration import calibration_table
 
     knobs = params["calibration"]
     table = calibration_table(
-        n_sim=knobs.get("simulations", SIMULATIONS),
+        n_sim=knobs["simulations"],
         n_resamples=params["n_resamples"],
-        seeds=tuple(knobs.get("seeds", SEEDS)),
+        seeds=tuple(knobs["seeds"]),
         seed=params["seed"],
         threads=threads,
     )

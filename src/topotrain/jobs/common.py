@@ -23,10 +23,8 @@ def _write_json(path: str, doc: dict) -> None:
 
 
 def _hub_corpus(corpus: dict) -> dict:
-    """The hub dataset and config of a corpus config as keyword arguments (topotrain.hub defaults)."""
-    from topotrain.hub import corpus_dataset
-
-    return dict(zip(("dataset", "config"), corpus_dataset(corpus), strict=True))
+    """The hub dataset and config of a corpus config as keyword arguments."""
+    return {"dataset": corpus["dataset"], "config": corpus["config"]}
 
 
 def _tables(out: dict[str, str], name: str, df, title: str) -> None:
@@ -42,3 +40,20 @@ def with_kept(paths: list[str], steps: list[int], kept: dict | None, suffix: str
     kept = {int(k): v for k, v in (kept or {}).items()}
     listed = iter(paths)
     return [f"{kept[s]}{suffix}" if s in kept else next(listed) for s in steps]
+
+
+def out_folder(out: dict, expected: dict[str, list[str]]) -> str:
+    """The one folder a trainer writes into, from the rule's outputs ``out`` (key → path or
+    paths), checked against the files it writes there (``expected``: key → file names), so that
+    a rule and its trainer cannot drift apart silently."""
+    from pathlib import Path
+
+    files = {k: [v] if isinstance(v, str) else list(v) for k, v in out.items()}
+    folders = {str(Path(p).parent) for paths in files.values() for p in paths}
+    names = {k: [Path(p).name for p in paths] for k, paths in files.items()}
+    if len(folders) != 1 or names != expected:
+        raise ValueError(
+            f"the rule's outputs {names} in {sorted(folders)} are not the files the trainer "
+            f"writes into one folder: {expected}"
+        )
+    return folders.pop()

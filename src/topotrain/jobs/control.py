@@ -5,14 +5,18 @@ from __future__ import annotations
 from topotrain.jobs.common import log
 
 
-def train_control_job(control: dict, seed: int, out_dir: str, threads: int = 1) -> None:
-    """Train one seed of the control (training.modular) into ``out_dir``."""
+def train_control_job(control: dict, seed: int, out: dict, threads: int = 1) -> None:
+    """Train one seed of the control (training.modular) into the folder of ``out``."""
     import torch
 
+    from topotrain.jobs.common import out_folder
     from topotrain.training.modular import ControlConfig, train_control
+    from topotrain.training.run_state import checkpoint_name
 
     torch.set_num_threads(threads)  # one thread: bit-identical reruns
     cfg = ControlConfig(**control, seed=seed)
+    files = [checkpoint_name(s) for s in range(0, cfg.steps + 1, cfg.interval)]
+    out_dir = out_folder(out, {"checkpoints": files, "metrics": ["metrics.csv"]})
     log.info("control: training seed %d (p = %d, %d steps) → %s", seed, cfg.p, cfg.steps, out_dir)
     rows = train_control(cfg, out_dir)
     log.info("control: seed %d done, final test accuracy %.3f", seed, rows[-1][-1])

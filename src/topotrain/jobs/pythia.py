@@ -46,7 +46,7 @@ def pythia_embedding_topology_job(
     from topotrain.io import atomic_write_all
     from topotrain.sources.pythia import embedding_record
 
-    torch.set_num_threads(params.get("threads", 1))
+    torch.set_num_threads(params["threads"])
     doc, diagrams = embedding_record(_read_json(revision), _read_json(texts)["texts"], params)
     text = json.dumps(doc, indent=1) + "\n"
     atomic_write_all(
@@ -65,7 +65,7 @@ def _checked_steps(docs: list[dict], params: dict) -> dict:
     """{(model, step): flags} after checking each model's revisions for identical weights."""
     from topotrain.sources.identity import series_flags
 
-    allow = params.get("allow_identical_steps", False)
+    allow = params["allow_identical_steps"]
     refetch = "to check, refetch them: snakemake --forcerun fetch_pythia"
     return series_flags(docs, allow, section="pythia", refetch=refetch)
 

@@ -95,8 +95,8 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     allow = params["allow_identical_steps"]
     flags = check_identical_steps(f"runs.{name}", hashes, allow, section=f"runs.{name}")
     losses = None
-    if inputs.get("losses"):
-        losses = align_losses(read_losses(inputs["losses"]), steps)
+    if losses_file := inputs.get("losses"):  # a run without logged losses has none
+        losses = align_losses(read_losses(losses_file), steps)
         log.info("runs.%s: logged values per column over %d checkpoints: %s", name, len(steps),
                  coverage(losses))  # fmt: skip
     meta = _read_json(inputs["layers"])

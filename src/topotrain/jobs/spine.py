@@ -26,13 +26,22 @@ def train_model_job(
     train: dict,
     train_bin: str,
     val_bin: str,
-    out_dir: str,
+    out: dict,
     state_dir: str,
     threads: int = 1,
 ) -> None:
-    """Train one (model, seed) run; errors are re-raised with the model's name in front."""
+    """Train one (model, seed) into the folder of ``out`` (checkpoints, metrics, evals); errors
+    are re-raised with the model's name in front."""
+    from topotrain.config import checkpoint_steps
+    from topotrain.jobs.common import out_folder
     from topotrain.training.model import GPTConfig
+    from topotrain.training.run_state import checkpoint_name
     from topotrain.training.train import TrainConfig, train_model
+
+    files = [checkpoint_name(s) for s in checkpoint_steps(train)]
+    out_dir = out_folder(
+        out, {"checkpoints": files, "metrics": ["metrics.csv"], "evals": ["evals.csv"]}
+    )
 
     model_cfg = GPTConfig.from_study(arch, arch["context"], arch["vocab_size"])
     cfg = TrainConfig(**{**train, "threads": threads})
@@ -55,29 +64,33 @@ def weight_topology_job(
         diagrams,
         patterns=params["patterns"],
         max_points=params["max_points"],
-        seed=params.get("seed", 0),
-        maxdim=params.get("maxdim", 1),
+        seed=params["seed"],
+        maxdim=params["maxdim"],
         n_threads=threads,
     )
 
 
 def aggregate_features_job(
     records: list[str],
+    logs: list[str],
     params: dict,
     out: dict[str, str],
     series: list[str] | None = None,
     gradients: list[str] | None = None,
 ) -> None:
-    """Join every checkpoint's features (each run's diagram series, the gradient records when
-    given: one per record, same order) with the training logs into the feature tables."""
+    """Join every checkpoint's features (each training's diagram series, the gradient records
+    when given: one per record, same order) with the training logs (metrics.csv, evals.csv of
+    each of ``params["trainings"]``, in its order) into the feature tables."""
     from topotrain.analysis.aggregate import aggregate_weights
 
     for path in out.values():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pairs = zip(params["trainings"], logs[::2], logs[1::2], strict=True)
+    trainings = [dict(t, metrics=metrics, evals=evals) for t, metrics, evals in pairs]
     aggregate_weights(
         records,
         params["record_keys"],
-        params["runs"],
+        trainings,
         params["total_steps"],
         params["interval"],
         out,

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from topotrain.config import DEFAULTS
 from topotrain.hub import (
-    HF_CONFIG,
-    HF_DATASET,
     SPLIT_FILES,
     dataset_download_command,
     hub_cache_dir,
@@ -27,6 +26,8 @@ from topotrain.hub import (
 from topotrain.io import atomic_write_all
 
 log = logging.getLogger(__name__)
+HF_DATASET = DEFAULTS["corpus"]["dataset"]  # the schema's corpus.dataset
+HF_CONFIG = DEFAULTS["corpus"]["config"]  # the schema's corpus.config
 
 VOCAB_SIZE = 128
 UNKNOWN_CODE = 0x1A  # ASCII SUBSTITUTE: stands for every non-ASCII character

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from topotrain.config import GPT_LAYERS
+from topotrain.config import DEFAULTS, GPT_LAYERS
 from topotrain.io import atomic_write_all
 from topotrain.topology.layers import layer_records
+
+_TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
 
 def load_tensors(path: str | Path) -> dict[str, np.ndarray]:
@@ -44,9 +46,9 @@ def write_checkpoint_topology(
     out_json: str | Path,
     out_npz: str | Path,
     patterns: Sequence[str] = GPT_LAYERS,
-    max_points: int = 200,
-    seed: int = 0,
-    maxdim: int = 1,
+    max_points: int = _TOPOLOGY["max_points"],
+    seed: int = _TOPOLOGY["seed"],
+    maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
 ) -> list[dict]:
     """Write a checkpoint's records as JSON and its diagrams as npz, both or neither.

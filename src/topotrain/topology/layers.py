@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from topotrain.config import DEFAULTS
 from topotrain.topology.neural_persistence import neural_persistence, normalised_variance
 from topotrain.topology.summaries import (
     feature_count,
@@ -23,6 +24,8 @@ from topotrain.topology.summaries import (
     total_persistence,
 )
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
+
+_TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
 RECORD_KEYS = (
     "layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck",
@@ -123,9 +126,9 @@ def layer_topology(
 def layer_records(
     matrices: Mapping[str, np.ndarray],
     patterns: Sequence[str],
-    max_points: int = 200,
-    seed: int = 0,
-    maxdim: int = 1,
+    max_points: int = _TOPOLOGY["max_points"],
+    seed: int = _TOPOLOGY["seed"],
+    maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     source: str = "weights",
 ) -> tuple[list[dict], dict[str, np.ndarray]]:

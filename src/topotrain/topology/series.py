@@ -28,12 +28,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-SERIES_DEFAULTS = {
-    "n_landscapes": 3,
-    "resolution": 64,
-    "image_resolution": 16,
-    "image_bandwidth": 0.05,
-}
+from topotrain.config import DEFAULTS
+
+SERIES_DEFAULTS = DEFAULTS["topology"]["series"]  # the schema's (topology.series)
 W1_DELTA = 0.01  # hera's relative error bound on W1 (its default); 1e-6 cost twice the time
 SCALARS = ("w1_step", "bottleneck_step", "landscape_l2", "image_mass", "betti_auc")
 LAYER_COLUMNS = ["step", "layer"] + [f"h{k}_{s}" for k in (0, 1) for s in SCALARS]

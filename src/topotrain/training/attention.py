@@ -26,7 +26,9 @@ from functools import cache
 import torch
 from torch.nn import functional as F
 
-ATTENTION_CHOICES = ("auto", "sdpa", "numba")
+from topotrain.config import choices
+
+ATTENTION_CHOICES = choices("train", "attention")  # the schema's
 KERNEL_HEAD_DIMS = (8, 12, 16)  # the head dims the kernel is compiled for (attention_kernels)
 AUTO_MAX_HEAD_DIM = 12  # auto picks numba up to this head dim: where it beat SDPA (benchmarks)
 

@@ -70,8 +70,8 @@ def gradient_topology(
         grads,
         patterns,
         topology["max_points"],
-        topology.get("seed", 0),
-        topology.get("maxdim", 1),
+        topology["seed"],
+        topology["maxdim"],
         n_threads,
         source=f"gradients of checkpoint {checkpoint}",
     )

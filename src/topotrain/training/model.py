@@ -15,11 +15,12 @@ import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
+from topotrain.config import choices
 from topotrain.training.attention import causal_attention
 
 log = logging.getLogger(__name__)
 
-GELU_CHOICES = ("exact", "tanh")  # exact erf GELU (the paper's) or its tanh approximation
+GELU_CHOICES = choices("train", "gelu")  # exact erf GELU (the paper's) or its tanh approximation
 
 
 @dataclass(frozen=True)

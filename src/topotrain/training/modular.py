@@ -18,32 +18,35 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from topotrain.config import control_problems
+from topotrain.config import DEFAULTS, check_settings
 from topotrain.io import atomic_save_safetensors, atomic_torch_save
 from topotrain.training.run_state import checkpoint_name, write_csv
 
 METRICS = ("step", "train_loss", "test_loss", "train_acc", "test_acc")
 
 
+_CONTROL = DEFAULTS["control"]  # the schema's defaults
+
+
 @dataclass(frozen=True)
 class ControlConfig:
-    """The control's knobs; a bad one raises ValueError naming ``control.<knob>``."""
+    """The control's knobs (defaults and checks: the schema's ``control:``); a bad one raises
+    ValueError naming ``control.<knob>``."""
 
-    p: int = 59
-    train_frac: float = 0.75
-    width: int = 64
-    heads: int = 4
-    mlp: int = 256
-    steps: int = 2500
-    interval: int = 50
-    lr: float = 3e-3
-    weight_decay: float = 1.0
-    beta2: float = 0.98
-    seed: int = 0
+    p: int = _CONTROL["p"]
+    train_frac: float = _CONTROL["train_frac"]
+    width: int = _CONTROL["width"]
+    heads: int = _CONTROL["heads"]
+    mlp: int = _CONTROL["mlp"]
+    steps: int = _CONTROL["steps"]
+    interval: int = _CONTROL["interval"]
+    lr: float = _CONTROL["lr"]
+    weight_decay: float = _CONTROL["weight_decay"]
+    beta2: float = _CONTROL["beta2"]
+    seed: int = _CONTROL["seeds"][0]
 
     def __post_init__(self) -> None:
-        if problems := control_problems(asdict(self)):
-            raise ValueError("; ".join(problems))
+        check_settings("control", self)
 
 
 def split_pairs(p: int, train_frac: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -33,9 +33,10 @@ import torch
 from torch.optim import Optimizer
 from tqdm import tqdm
 
-from topotrain.devices import DEVICES, resolve_device
-from topotrain.training.attention import ATTENTION_CHOICES, resolve_attention
-from topotrain.training.model import GELU_CHOICES, GPT, GPTConfig, compile_error, compile_model
+from topotrain.config import DEFAULTS, check_settings
+from topotrain.devices import resolve_device
+from topotrain.training.attention import resolve_attention
+from topotrain.training.model import GPT, GPTConfig, compile_error, compile_model
 from topotrain.training.run_state import (
     checkpoint_name,
     load_resume,
@@ -48,66 +49,41 @@ from topotrain.training.run_state import (
 log = logging.getLogger(__name__)
 
 BETAS = (0.9, 0.95)  # AdamW betas, as nanoGPT / GPT-3
-COMPILE_CHOICES = ("auto", "true", "false")
 AUTO_COMPILE_DEVICES = ("cuda",)  # on CPU compiling did not pay (benchmarks/training.py)
 AUTO_COMPILE_MIN_STEPS = 1000  # shorter runs do not earn back the compile time
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 
 
+_TRAIN = DEFAULTS["train"]  # the schema's defaults (train:)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation and bookkeeping settings of one training run."""
+    """Optimisation and bookkeeping settings of one training run: the config's ``train:`` keys
+    (their defaults and checks are the schema's, one place) and the run's seed."""
 
-    steps: int = 5000
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 200
-    grad_clip: float = 1.0
-    checkpoint_interval: int = 100
-    eval_batches: int = 8
-    eval_batch_size: int = 64
-    seed: int = 42
-    device: str = "auto"
-    threads: int = 1
-    min_lr_ratio: float = 0.1  # cosine decays to min_lr_ratio·lr at `steps`
-    compile: str = "auto"  # torch.compile the model: auto, true or false (see use_compile)
-    attention: str = "auto"  # attention kernel: auto, sdpa or numba (training.attention)
-    gelu: str = "exact"  # exact (erf, the paper's) or tanh GELU
-    deterministic: bool = True  # on CUDA: cuda_determinism (bit-identical reruns and resumes)
+    steps: int = _TRAIN["steps"]
+    batch_size: int = _TRAIN["batch_size"]
+    lr: float = _TRAIN["lr"]
+    weight_decay: float = _TRAIN["weight_decay"]
+    warmup_steps: int = _TRAIN["warmup_steps"]
+    grad_clip: float = _TRAIN["grad_clip"]
+    checkpoint_interval: int = _TRAIN["checkpoint_interval"]
+    eval_batches: int = _TRAIN["eval_batches"]
+    eval_batch_size: int = _TRAIN["eval_batch_size"]
+    seed: int = DEFAULTS["seeds"][0]
+    device: str = _TRAIN["device"]
+    threads: int = _TRAIN["threads"]
+    min_lr_ratio: float = _TRAIN["min_lr_ratio"]  # cosine decays to min_lr_ratio·lr at `steps`
+    compile: str = _TRAIN["compile"]  # torch.compile the model: auto, true or false (use_compile)
+    attention: str = _TRAIN["attention"]  # attention kernel: auto, sdpa or numba
+    gelu: str = _TRAIN["gelu"]  # exact (erf, the paper's) or tanh GELU
+    deterministic: bool = _TRAIN["deterministic"]  # on CUDA: bit-identical reruns and resumes
 
     def __post_init__(self) -> None:
-        if self.attention not in ATTENTION_CHOICES:
-            raise ValueError(
-                f"attention must be one of {ATTENTION_CHOICES}, got {self.attention!r}"
-            )
-        if self.gelu not in GELU_CHOICES:
-            raise ValueError(f"gelu must be one of {GELU_CHOICES}, got {self.gelu!r}")
-        if not isinstance(self.deterministic, bool):
-            raise ValueError(f"deterministic must be true or false, got {self.deterministic!r}")
-        if isinstance(self.compile, bool):  # YAML true/false
+        if isinstance(self.compile, bool):  # YAML true/false, kept as the words
             object.__setattr__(self, "compile", str(self.compile).lower())
-        if self.compile not in COMPILE_CHOICES:
-            raise ValueError(f"compile must be auto, true or false, got {self.compile!r}")
-        positive = ("steps", "batch_size", "checkpoint_interval", "eval_batches", "eval_batch_size")
-        for name in (*positive, "threads", "lr", "grad_clip"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)}")
-        if self.steps % self.checkpoint_interval:
-            raise ValueError(
-                f"checkpoint_interval={self.checkpoint_interval} does not divide steps={self.steps}"
-            )
-        if not 0 <= self.warmup_steps <= self.steps:
-            raise ValueError(
-                f"warmup_steps={self.warmup_steps} must lie in [0, steps={self.steps}]"
-            )
-        if self.weight_decay < 0 or not 0 <= self.min_lr_ratio <= 1:
-            raise ValueError(
-                f"need weight_decay >= 0 and 0 <= min_lr_ratio <= 1, got {self.weight_decay}, "
-                f"{self.min_lr_ratio}"
-            )
-        if self.device not in DEVICES:
-            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        check_settings("train", self)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -202,7 +178,7 @@ def estimate_val_loss(model: GPT, tokens: torch.Tensor, offsets: torch.Tensor) -
 
 
 @dataclass
-class Run:
+class Training:
     """What training updates: the model, the function that runs it (compiled or the model itself),
     AdamW, the batch RNG and the training tokens on the model's device."""
 
@@ -214,9 +190,9 @@ class Run:
     tokens: torch.Tensor
 
 
-def build_run(
+def build_training(
     model_cfg: GPTConfig, cfg: TrainConfig, device: torch.device, data: np.ndarray, compiled: bool
-) -> Run:
+) -> Training:
     """Seed every RNG; build the model (its attention kernel resolved by ``resolve_attention``),
     fused AdamW (decay on matrices only) and the batch RNG."""
     random.seed(cfg.seed)
@@ -233,7 +209,7 @@ def build_run(
     optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=BETAS, fused=True)
     forward = compile_model(model, device) if compiled else model
     gen = torch.Generator().manual_seed(cfg.seed)
-    return Run(model, attention, forward, optimizer, gen, device_tokens(data, device))
+    return Training(model, attention, forward, optimizer, gen, device_tokens(data, device))
 
 
 def finite_weights(model: GPT) -> bool:
@@ -251,28 +227,32 @@ def divergence_error(step: int, what: str, evals: list[tuple], state_dir: Path) 
 
 
 def train_step(
-    run: Run, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
+    training: Training, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
 ) -> torch.Tensor:
     """One AdamW update at ``lr``; returns [train loss, gradient norm before clipping] on the
     device, without a host sync."""
-    for group in run.optimizer.param_groups:
+    for group in training.optimizer.param_groups:
         group["lr"] = lr
-    run.optimizer.zero_grad(set_to_none=True)
-    _, loss = run.forward(x, y)
+    training.optimizer.zero_grad(set_to_none=True)
+    _, loss = training.forward(x, y)
     loss.backward()
-    norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), grad_clip)  # the pre-clip norm
-    run.optimizer.step()
+    norm = torch.nn.utils.clip_grad_norm_(
+        training.model.parameters(), grad_clip
+    )  # the pre-clip norm
+    training.optimizer.step()
     return torch.stack([loss.detach(), norm])
 
 
-def train_steps(run: Run, cfg: TrainConfig, start: int, stop: int) -> list[tuple]:
+def train_steps(training: Training, cfg: TrainConfig, start: int, stop: int) -> list[tuple]:
     """Updates ``start`` … ``stop`` − 1; their metric rows (step, train loss, grad norm, lr), fetched
     from the device with one sync."""
-    T, lrs = run.model.config.block_size, [lr_at(t, cfg) for t in range(start, stop)]
+    T, lrs = training.model.config.block_size, [lr_at(t, cfg) for t in range(start, stop)]
     stats = []
     for lr in lrs:
-        offsets = sample_offsets(len(run.tokens), T, (cfg.batch_size,), run.gen)
-        stats.append(train_step(run, *get_batch(run.tokens, offsets, T), lr, cfg.grad_clip))
+        offsets = sample_offsets(len(training.tokens), T, (cfg.batch_size,), training.gen)
+        stats.append(
+            train_step(training, *get_batch(training.tokens, offsets, T), lr, cfg.grad_clip)
+        )
     values = torch.stack(stats).tolist()
     return [(t, *v, lr) for t, v, lr in zip(range(start, stop), values, lrs, strict=True)]
 
@@ -344,21 +324,25 @@ def train_model(
     val_tokens, val_offsets = device_tokens(val_data, device), eval_offsets(len(val_data), T, cfg)
     state_dir, out_dir = Path(state_dir), Path(out_dir)
     compiled = use_compile(cfg, device)
-    run = build_run(model_cfg, cfg, device, train_data, compiled)
-    settings = fingerprint_settings(cfg, run.attention)
+    training = build_training(model_cfg, cfg, device, train_data, compiled)
+    settings = fingerprint_settings(cfg, training.attention)
     key = run_fingerprint(model_cfg, settings, device, compiled, train_bin, val_bin)
-    metrics, evals, start = load_resume(state_dir, key, run.model, run.optimizer, run.gen)
+    metrics, evals, start = load_resume(
+        state_dir, key, training.model, training.optimizer, training.gen
+    )
 
     def checkpoint(step: int) -> None:
         """Evaluate, refuse a non-finite state, save checkpoint + resume file, log."""
-        val_loss = estimate_val_loss(run.model, val_tokens, val_offsets)
-        finite = finite_weights(run.model)
+        val_loss = estimate_val_loss(training.model, val_tokens, val_offsets)
+        finite = finite_weights(training.model)
         if not (finite and math.isfinite(val_loss)):  # never save a broken state
             what = f"val loss {val_loss}" + ("" if finite else ", non-finite weights")
             raise divergence_error(step, what, evals, state_dir)
         evals.append((step, val_loss))
-        save_checkpoint(run.model, step, state_dir / checkpoint_name(step))
-        save_resume(state_dir, key, step, run.model, run.optimizer, run.gen, metrics, evals)
+        save_checkpoint(training.model, step, state_dir / checkpoint_name(step))
+        save_resume(
+            state_dir, key, step, training.model, training.optimizer, training.gen, metrics, evals
+        )
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
         log.info(
             "step %d/%d: val loss %.4f, mean train loss %.4f", step, cfg.steps, evals[-1][1], recent
@@ -368,7 +352,9 @@ def train_model(
         checkpoint(0)
     bar = _progress_bar(start, cfg.steps, progress)
     for t in range(start, cfg.steps, cfg.checkpoint_interval):  # one host sync per interval
-        rows = train_steps(run, cfg, t, t + cfg.checkpoint_interval)  # batch → … → optimizer step
+        rows = train_steps(
+            training, cfg, t, t + cfg.checkpoint_interval
+        )  # batch → … → optimizer step
         _check_finite(rows, evals, state_dir)
         metrics.extend(rows)
         bar.update(len(rows))

@@ -1,0 +1,69 @@
+"""Workflow configuration: the schema and its defaults (``schema``), strings from ``--config`` as
+the types the schema declares (``coerce``), and the checks the schema cannot express with the
+values derived from a config (``checks``).
+
+The workflow fills the defaults, coerces, validates and checks before any job runs
+(workflow/rules/common.smk), so a bad config fails with a message naming the offending key.
+"""
+
+from topotrain.config.checks import (
+    EMBEDDING_LAYERS,
+    GPT_LAYERS,
+    GPT_NEOX_LAYERS,
+    NAME,
+    NAME_MAPS,
+    NAME_RULE,
+    ConfigError,
+    check_config,
+    check_settings,
+    checkpoint_steps,
+    control_enabled,
+    control_problems,
+    layer_patterns,
+    n_params,
+    pythia_enabled,
+    run_problems,
+    section_errors,
+    spine_enabled,
+    train_problems,
+)
+from topotrain.config.coerce import coerce_config, float_integers, order_like_schema
+from topotrain.config.schema import (
+    DEFAULTS,
+    SCHEMA,
+    choices,
+    fill_defaults,
+    load_schema,
+    section_problems,
+)
+
+__all__ = [
+    "DEFAULTS",
+    "EMBEDDING_LAYERS",
+    "GPT_LAYERS",
+    "GPT_NEOX_LAYERS",
+    "NAME",
+    "NAME_MAPS",
+    "NAME_RULE",
+    "SCHEMA",
+    "ConfigError",
+    "check_config",
+    "check_settings",
+    "checkpoint_steps",
+    "choices",
+    "coerce_config",
+    "control_enabled",
+    "control_problems",
+    "fill_defaults",
+    "float_integers",
+    "layer_patterns",
+    "load_schema",
+    "n_params",
+    "order_like_schema",
+    "pythia_enabled",
+    "run_problems",
+    "section_errors",
+    "section_problems",
+    "spine_enabled",
+    "train_problems",
+]

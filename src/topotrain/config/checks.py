@@ -1,0 +1,197 @@
+"""The checks of a configuration that the schema cannot express (one field against another, files
+that must exist, names), and values derived from a config.
+
+``check_config`` runs on a config whose defaults are filled and that passed the schema, so that a
+bad config fails before any job runs, with a message naming each offending key. The trainer and
+the control's model check their own settings with ``section_errors``: the schema's rules and the
+same cross-field rules, in one place.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+from topotrain.config.coerce import float_integers
+from topotrain.config.schema import DEFAULTS, load_schema, section_problems
+
+GPT_LAYERS = tuple(DEFAULTS["topology"]["layers"])  # the spine's four linear maps per block
+EMBEDDING_LAYERS = ("transformer.wte.weight", "transformer.wpe.weight")  # include_embeddings
+GPT_NEOX_LAYERS = tuple(DEFAULTS["pythia"]["weights"]["layers"])  # Pythia's linear maps
+
+
+class ConfigError(ValueError):
+    """A configuration that passes the schema but cannot describe a valid study."""
+
+
+NAME_MAPS = ("models", "runs")  # name → entry: a config that gives one gives all of its entries
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a model's or run's name: a folder name
+NAME_RULE = (
+    "use letters, digits, '.', '_' or '-' (no spaces or slashes), starting with a letter or digit"
+)
+
+
+def train_problems(train: dict) -> list[str]:
+    """The training settings' cross-field rules: the interval divides steps, warm-up within."""
+    problems = []
+    if train["steps"] % train["checkpoint_interval"]:
+        problems.append(
+            f"train.checkpoint_interval={train['checkpoint_interval']} does not divide "
+            f"train.steps={train['steps']}"
+        )
+    if train["warmup_steps"] > train["steps"]:
+        problems.append(
+            f"train.warmup_steps={train['warmup_steps']} exceeds train.steps={train['steps']}"
+        )
+    return problems
+
+
+def control_problems(control: dict) -> list[str]:
+    """The control's cross-field rules: heads divide the width, the interval divides steps."""
+    problems = []
+    if control["width"] % control["heads"]:
+        problems.append(
+            f"control.width={control['width']!r}: must be a multiple of heads={control['heads']}"
+        )
+    if control["steps"] % control["interval"]:
+        problems.append(
+            f"control.interval={control['interval']!r}: must divide steps={control['steps']}"
+        )
+    return problems
+
+
+CROSS_FIELD = {"train": train_problems, "control": control_problems}
+
+
+def check_settings(section: str, settings) -> None:
+    """Raise ValueError listing what is wrong with a settings dataclass (TrainConfig,
+    ControlConfig) as the config's ``section``; its ``seed`` (one of the config's seeds) aside."""
+    values = {k: v for k, v in asdict(settings).items() if k != "seed"}
+    if section == "train":  # TrainConfig keeps YAML's true/false for compile as words
+        values["compile"] = {"true": True, "false": False}.get(values["compile"], values["compile"])
+    if problems := section_errors(section, values):
+        raise ValueError("; ".join(problems))
+
+
+def section_errors(section: str, values: dict) -> list[str]:
+    """Everything wrong with ``values`` as the config's ``section``: the schema's rules, then
+    (when those pass) the cross-field ones. ``values`` gives every key the cross rules read."""
+    problems = section_problems(section, values)
+    if not problems and section in CROSS_FIELD:
+        problems = CROSS_FIELD[section](values)
+    return problems
+
+
+def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None = None) -> None:
+    """Raise ConfigError for what the schema cannot catch: floats for integers, heads vs width,
+    checkpoint grid, warm-up, corpus files, empty layer patterns, the runs: entries.
+
+    ``schema`` (default: workflow/schemas/config.schema.yaml) tells which keys take integers.
+    """
+    problems = float_integers(config, schema or load_schema())
+    problems += [
+        f"{section}: name {name!r}: {NAME_RULE}"
+        for section in NAME_MAPS
+        for name in config[section]
+        if not NAME.match(str(name))
+    ]
+    for name, arch in config["models"].items():
+        if arch["d_model"] % arch["n_head"]:
+            problems.append(
+                f"models.{name}: n_head={arch['n_head']} does not divide d_model={arch['d_model']}"
+            )
+    problems += train_problems(config["train"])
+    corpus = config["corpus"]
+    if corpus["source"] == "files":
+        for key in ("train", "validation"):
+            path = corpus.get(key)
+            if not path:
+                problems.append(f"corpus.{key} must be set when corpus.source is 'files'")
+            elif not (Path(base_dir) / path).is_file():
+                problems.append(f"corpus.{key}: file {path} does not exist")
+    for pattern in config["topology"]["layers"]:
+        if not pattern.strip():
+            problems.append("topology.layers: empty pattern")
+    for name, entry in config["runs"].items():
+        problems += run_problems(name, entry, base_dir)
+    if control_enabled(config):
+        problems += control_problems(config["control"])
+    branches = (spine_enabled(config), config["runs"], pythia_enabled(config))
+    if not any(branches) and not control_enabled(config):
+        problems.append(
+            "spine.enabled is false and there are no runs, no pythia and no control: nothing to do"
+        )
+    if problems:
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+def control_enabled(config: dict) -> bool:
+    """Whether the grokking control (control.enabled) is part of the run."""
+    return bool(config["control"]["enabled"])
+
+
+def spine_enabled(config: dict) -> bool:
+    """Whether the paper's study (models × seeds, trained here) is part of the run."""
+    return bool(config["spine"]["enabled"])
+
+
+def pythia_enabled(config: dict) -> bool:
+    return bool(config["pythia"]["enabled"])
+
+
+def run_problems(name: str, entry: dict, base_dir: str | Path = ".") -> list[str]:
+    """What is wrong with one ``runs:`` entry that the schema cannot say (empty: nothing)."""
+    key, problems = f"runs.{name}", []
+    local, hub = bool(entry.get("path")), bool(entry.get("hub"))
+    listed, pattern = bool(entry.get("revisions")), bool(entry.get("revision_pattern"))
+    if local == hub:
+        problems.append(f"{key}: give either path (a local folder) or hub (a repo id)")
+    elif hub and listed == pattern:
+        problems.append(
+            f"{key}: a hub run needs revisions (a list) or revision_pattern, one of them"
+        )
+    elif local and (listed or pattern):
+        problems.append(f"{key}: revisions and revision_pattern are for hub runs, not path")
+    if hub and entry.get("glob"):
+        problems.append(f"{key}: glob is for a local path, not a hub run")
+    for field in ("step_regex", "revision_pattern"):
+        try:
+            groups = re.compile(entry.get(field) or "").groups
+        except re.error as err:
+            problems.append(f"{key}.{field}: not a regular expression ({err})")
+            continue
+        if field == "step_regex" and groups > 1:
+            problems.append(f"{key}.step_regex: one group (the step), got {groups}")
+    if local and not (Path(base_dir) / entry["path"]).is_dir():
+        problems.append(f"{key}.path: folder {entry['path']} does not exist")
+    for field in ("losses", "config"):
+        if entry.get(field) and not (Path(base_dir) / entry[field]).exists():
+            problems.append(f"{key}.{field}: {entry[field]} does not exist")
+    if entry.get("transposed") and not entry.get("layers"):
+        problems.append(f"{key}.transposed: only used with layers: patterns (no config.json)")
+    problems += [f"{key}.layers: empty pattern" for p in entry.get("layers", []) if not p.strip()]
+    return problems
+
+
+def checkpoint_steps(train: dict) -> list[int]:
+    """Steps at which checkpoints are written: 0, interval, 2·interval, …, steps."""
+    return list(range(0, train["steps"] + 1, train["checkpoint_interval"]))
+
+
+def layer_patterns(topology: dict) -> list[str]:
+    """The fnmatch patterns of the matrices to analyse, embeddings appended when asked for."""
+    patterns = list(topology["layers"])
+    if topology["include_embeddings"]:
+        patterns += [
+            e for e in EMBEDDING_LAYERS if not any(fnmatch.fnmatch(e, p) for p in patterns)
+        ]
+    return patterns
+
+
+def n_params(d_model: int, n_layer: int, vocab_size: int = 128, context: int = 128) -> int:
+    """Closed-form parameter count of the GPT family (tied head): (V+T)d + L(12d² + 13d) + 2d."""
+    return (
+        (vocab_size + context) * d_model + n_layer * (12 * d_model**2 + 13 * d_model) + 2 * d_model
+    )

@@ -1,0 +1,86 @@
+"""The configuration's schema (workflow/schemas/config.schema.yaml): where it lives, the defaults
+it declares (the one place a knob's default is written) and the checks of a section against it.
+
+``fill_defaults`` adds every ``default`` the schema declares and a config lacks: an object
+section the config omits takes ``default: {}`` and then its keys' defaults, and a map of names
+(``models``, ``runs``) that the config gives is taken whole, its entries filled key by key.
+``DEFAULTS`` is the config the schema alone describes; library code (``live``, the trainer, the
+series) takes its keyword defaults from it.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+_SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
+_PACKAGE = Path(__file__).resolve().parents[1]  # src/topotrain, or site-packages/topotrain
+SCHEMA = next(
+    (
+        base / _SCHEMA
+        for base in (_PACKAGE / "_workflow", _PACKAGE.parents[1])
+        if (base / _SCHEMA).is_file()
+    ),
+    _PACKAGE.parents[1] / _SCHEMA,
+)  # the wheel's bundled workflow (setup.py), else the checkout
+
+
+def load_schema() -> dict:
+    """The schema as a dict (a fresh copy: callers may change it)."""
+    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+_SCHEMA_DICT = load_schema()
+
+
+def fill_defaults(config: dict, schema: dict | None = None) -> dict:
+    """Add the schema's defaults that ``config`` lacks, in place and at any depth; returns
+    ``config``. Nothing the config gives is replaced; what is invalid is left for validation.
+    (The walk ``snakemake.utils.validate(set_default=True)`` makes, with each default a copy.)"""
+    schema = _SCHEMA_DICT if schema is None else schema
+    props, other = schema.get("properties", {}), schema.get("additionalProperties")
+    for key, child in props.items():
+        if key not in config and isinstance(child, dict) and "default" in child:
+            config[key] = copy.deepcopy(child["default"])
+    for key, value in config.items():
+        child = props.get(key, other)
+        if isinstance(value, dict) and isinstance(child, dict):
+            fill_defaults(value, child)
+    return config
+
+
+DEFAULTS = fill_defaults({})  # read-only: the settings of a config that gives nothing
+
+
+def choices(section: str, key: str) -> tuple:
+    """The values the schema allows for ``section.key`` (its ``enum``)."""
+    return tuple(_SCHEMA_DICT["properties"][section]["properties"][key]["enum"])
+
+
+_REASONS = {
+    "enum": lambda v: "must be one of " + ", ".join(yaml.safe_dump(e).split("\n")[0] for e in v),
+    "minimum": lambda v: f"must be at least {v}",
+    "maximum": lambda v: f"must be at most {v}",
+    "exclusiveMinimum": lambda v: f"must be greater than {v}",
+    "exclusiveMaximum": lambda v: f"must be less than {v}",
+    "type": lambda v: f"must be of type {v}",
+}
+
+
+def section_problems(section: str, values: dict) -> list[str]:
+    """What the schema finds wrong with ``values`` as the config's ``section`` (empty: nothing),
+    each as ``section.key=value: reason``. ``values`` may give only some of the section's keys."""
+    from jsonschema import Draft202012Validator  # here: jobs that never check a section skip it
+
+    validator = Draft202012Validator(_SCHEMA_DICT["properties"][section])
+    problems = []
+    for error in sorted(validator.iter_errors(values), key=lambda e: list(map(str, e.path))):
+        where = ".".join([section, *map(str, error.absolute_path)])
+        reason = _REASONS.get(str(error.validator))
+        if reason and error.absolute_path:
+            problems.append(f"{where}={error.instance!r}: {reason(error.validator_value)}")
+        else:
+            problems.append(f"{where}: {error.message}")
+    return problems
