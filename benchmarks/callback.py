@@ -12,8 +12,8 @@ per topology computation and the share of the reference they add up to (estimate
 shared machine), and, from a fresh process, the one-time cost of importing ``topotrain.callbacks``
 after transformers and of building the callback.
 
-    python benchmarks/run.py callback          # writes benchmarks/results/callback.json
-    python benchmarks/callback.py --steps 300  # a shorter run, rows printed as JSON
+    python -m benchmarks callback                # writes benchmarks/results/callback.json
+    python -m benchmarks callback --steps 300    # a shorter run, rows printed as JSON
 """
 
 from __future__ import annotations
@@ -59,12 +59,27 @@ def trainer(out: str, steps: int, save_steps: int, context: int = 128, seed: int
             return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
     torch.manual_seed(seed)
-    config = GPT2Config(n_embd=64, n_layer=2, n_head=2, vocab_size=128, n_positions=context,
-                        bos_token_id=None, eos_token_id=None)  # fmt: skip
-    args = TrainingArguments(output_dir=out, max_steps=steps, save_steps=save_steps,
-                             logging_steps=10, per_device_train_batch_size=16, report_to=[],
-                             use_cpu=True, disable_tqdm=True, seed=seed,
-                             dataloader_pin_memory=False)  # fmt: skip
+    config = GPT2Config(
+        n_embd=64,
+        n_layer=2,
+        n_head=2,
+        vocab_size=128,
+        n_positions=context,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
+    args = TrainingArguments(
+        output_dir=out,
+        max_steps=steps,
+        save_steps=save_steps,
+        logging_steps=10,
+        per_device_train_batch_size=16,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=seed,
+        dataloader_pin_memory=False,
+    )
     return Trainer(model=GPT2LMHeadModel(config), args=args, train_dataset=Tokens())
 
 
@@ -100,8 +115,10 @@ def run(steps: int = 1000, save_steps: int = 100, repeats: int = 3, progress=pri
     import logging
 
     logging.getLogger("transformers").setLevel(logging.ERROR)
-    return [case(name, context, steps, save_steps, repeats, progress)
-            for name, context in CONTEXTS.items()]  # fmt: skip
+    return [
+        case(name, context, steps, save_steps, repeats, progress)
+        for name, context in CONTEXTS.items()
+    ]
 
 
 def case(name: str, context: int, steps: int, save_steps: int, repeats: int, progress) -> dict:
@@ -117,8 +134,10 @@ def case(name: str, context: int, steps: int, save_steps: int, repeats: int, pro
             cpu[kind].append(cpu_s)
             computations += each
             extra = f", {len(each)} computations, {np.mean(each):.3f} s each" if each else ""
-            progress(f"callback {name}: repeat {r + 1}/{repeats} {kind:<9} {seconds:.2f} s (CPU "
-                     f"{cpu_s:.2f} s){extra}")  # fmt: skip
+            progress(
+                f"callback {name}: repeat {r + 1}/{repeats} {kind:<9} {seconds:.2f} s (CPU "
+                f"{cpu_s:.2f} s){extra}"
+            )
     reference, with_callback = (float(np.median(wall[c])) for c in ("reference", "callback"))
     per = float(np.mean(computations))
     import_s, construct_s = one_time_costs()
@@ -145,19 +164,30 @@ def case(name: str, context: int, steps: int, save_steps: int, repeats: int, pro
         "target_ratio": TARGET,
         "target_met": with_callback / reference <= TARGET,
     }
-    progress(
-        f"callback {name}: ratio {row['ratio']:.3f} (median {with_callback:.2f} s / {reference:.2f} s; "
-        f"fastest runs {row['min_ratio']:.3f}, CPU time {row['cpu_ratio']:.3f}); "
-        f"{row['computations']} computations of {per:.3f} s = {100 * row['computed_share']:.1f} % "
-        f"of the reference; one-time import {import_s:.2f} s, construction {construct_s:.3f} s; "
-        f"load average {load:.1f} → {os.getloadavg()[0]:.1f}; target ratio ≤ {TARGET}: "
-        f"{'met' if row['target_met'] else 'NOT met'}"
-    )
+    progress(summary(row))
     return row
 
 
+def summary(row: dict) -> str:
+    """``case``'s row as one progress line."""
+    return (
+        f"callback {row['model']}: ratio {row['ratio']:.3f} (median {row['callback_s']:.2f} s / "
+        f"{row['reference_s']:.2f} s; fastest runs {row['min_ratio']:.3f}, "
+        f"CPU time {row['cpu_ratio']:.3f}); {row['computations']} computations of "
+        f"{row['per_computation_s']:.3f} s = {100 * row['computed_share']:.1f} % of the "
+        f"reference; one-time import {row['import_s']:.2f} s, construction "
+        f"{row['construct_s']:.3f} s; load average {row['load_average'][0]:.1f} → "
+        f"{row['load_average'][1]:.1f}; target ratio ≤ {TARGET}: "
+        f"{'met' if row['target_met'] else 'NOT met'}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """``python -m benchmarks callback [options]``: the rows as JSON; exit status 1 where the
+    target case misses its target."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks callback", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--save-steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
@@ -165,7 +195,3 @@ def main(argv: list[str] | None = None) -> int:
     rows = run(args.steps, args.save_steps, args.repeats)
     print(json.dumps(rows, indent=1))
     return 0 if rows[0]["target_met"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,7 @@
-"""Numbers behind the GPU claims: CUDA against CPU, CUDA graphs against eager CUDA, and run-to-run
-determinism on CUDA under each setting tried. Needs a GPU (exits 2 without one).
+"""Numbers behind the GPU claims: CUDA against CPU, graphs against eager CUDA, determinism.
+
+CUDA against CPU, CUDA graphs against eager CUDA, and run-to-run determinism on CUDA under each
+setting tried. Needs a GPU (exits 2 without one).
 
 For each model asked for (default: tiny-3k, head dim 8; med-21k, head dim 12), each variant trains
 ``--steps`` updates of the study's setup (batch 64, context 128, the WikiText-2 test split where
@@ -10,17 +12,19 @@ workspace, TF32) cannot leak between variants. Variants:
 - ``cuda-fp32`` / ``cuda-tf32``: eager on CUDA with float32 matrix products at "highest" (true
   float32) and at "high" (TF32, what training uses on CUDA);
 - ``cuda-graph``: ``torch.compile`` with CUDA graphs, TF32 (``train.compile: true``);
-- CUDA variants under three settings, most of them twice: ``stock`` (``train.deterministic: false``),
-  ``det`` (``train.deterministic: true``: ``topotrain.training.train.cuda_determinism``, i.e.
-  deterministic algorithms, strict, and CUBLAS_WORKSPACE_CONFIG) and ``detwarn`` (the same with
-  ``warn_only=True``: ops without a deterministic kernel warn and run their usual one).
+- CUDA variants under three settings, most of them twice: ``stock``
+  (``train.deterministic: false``), ``det`` (``train.deterministic: true``:
+  ``topotrain.training.train.cuda_determinism``, i.e. deterministic algorithms, strict, and
+  CUBLAS_WORKSPACE_CONFIG) and ``detwarn`` (the same with ``warn_only=True``: ops without a
+  deterministic kernel warn and run their usual one).
 
 Reported per pair: the largest relative difference of the per-step training losses, of the final
 parameters (‖Δθ‖/‖θ‖) and whether the final parameters are bit-identical.
 
-    python benchmarks/cuda_checks.py [--steps 200] [--models tiny-3k med-21k]
+    python -m benchmarks cuda_checks [--steps 200] [--models tiny-3k med-21k]
 
-Results: printed (a line per variant as it finishes) and written to benchmarks/results/cuda_checks.json.
+Results: printed (a line per variant as it finishes) and written to
+benchmarks/results/cuda_checks.json.
 """
 
 from __future__ import annotations
@@ -31,12 +35,13 @@ import multiprocessing as mp
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-OUT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "cuda_checks.json"
+from benchmarks.study import RESULTS, study_models
+from benchmarks.training_loops import corpus
+
+OUT = RESULTS / "cuda_checks.json"
 
 VARIANTS = {  # name → (device, matmul precision, compile)
     "cpu": ("cpu", "highest", "false"),
@@ -64,8 +69,6 @@ def train_variant(model: str, variant: str, steps: int) -> dict:
     import warnings
 
     import torch
-    from study import study_models
-    from training import corpus
 
     from topotrain.training import train
 
@@ -89,7 +92,7 @@ def train_variant(model: str, variant: str, steps: int) -> dict:
         torch.set_float32_matmul_precision(precision)
         start = time.perf_counter()
         compiled = train.use_compile(cfg, dev)
-        run = train.build_run(study_models()[model], cfg, dev, corpus(), compiled)
+        run = train.build_training(study_models()[model], cfg, dev, corpus(), compiled)
         rows = train.train_steps(run, cfg, 0, steps)
         params = torch.cat([p.detach().flatten() for p in run.model.parameters()]).cpu()
         seconds = time.perf_counter() - start
@@ -105,6 +108,7 @@ def train_variant(model: str, variant: str, steps: int) -> dict:
 
 
 def compare(a: dict, b: dict) -> dict:
+    """How far two variants' runs differ: per-step losses, final parameters, bit identity."""
     la, lb = np.asarray(a["losses"]), np.asarray(b["losses"])
     pa, pb = a["params"], b["params"]
     return {
@@ -116,8 +120,58 @@ def compare(a: dict, b: dict) -> dict:
     }
 
 
+def run_variants(models: list[str], steps: int, workers: int) -> dict:
+    """(model, variant) → ``train_variant``'s result, or {"error": why} for a variant that failed
+    (the others go on); a line per variant as it finishes."""
+    variants = ["cpu", "cuda-fp32/det"] + [
+        f"{base}/{mode}{tag}"
+        for base in ("cuda-tf32", "cuda-graph")
+        for mode in ("stock", "det", "detwarn")
+        for tag in ("", "#2")
+    ]
+    jobs, results = [(m, v) for m in models for v in variants], {}
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = {pool.submit(train_variant, m, v, steps): (m, v) for m, v in jobs}
+        for future, key in futures.items():
+            try:
+                results[key] = r = future.result()
+                loss = r["losses"][-1]
+                print(
+                    f"{key[0]:<10} {key[1]:<20} {r['seconds']:6.1f} s  loss {loss:.4f}"
+                    f"  warnings: {r['warnings'] or 'none'}",
+                    flush=True,
+                )
+            except Exception as err:  # a variant that cannot run says why, the others go on
+                results[key] = {"error": f"{type(err).__name__}: {err}"[:400]}
+                print(f"{key[0]:<10} {key[1]:<20} FAILED {results[key]['error']}", flush=True)
+    return results
+
+
+def compare_pairs(models: list[str], results: dict) -> list[dict]:
+    """A row per model and PAIRS entry: ``compare``'s numbers, or "error" where a side failed."""
+    rows = []
+    for model in models:
+        for a, b, what in PAIRS:
+            ra, rb = results[(model, a)], results[(model, b)]
+            if "error" in ra or "error" in rb:
+                rows.append({"model": model, "a": a, "b": b, "what": what, "error": True})
+                continue
+            rows.append({"model": model, "a": a, "b": b, "what": what, **compare(ra, rb)})
+            r = rows[-1]
+            print(
+                f"{model:<10} {what:<45} losses ≤ {r['loss_max_rel_diff']:.2e}  final params"
+                f" {r['param_rel_diff']:.2e}  bit-identical {r['bit_identical']}",
+                flush=True,
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """``python -m benchmarks cuda_checks [options]``: every variant, then the pairs; written to
+    OUT. Exit status 2 without a GPU."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks cuda_checks", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--models", nargs="+", default=["tiny-3k", "med-21k"])
     parser.add_argument("--workers", type=int, default=8)
@@ -127,38 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("cuda_checks: no CUDA device", file=sys.stderr)
         return 2
-    variants = ["cpu", "cuda-fp32/det"] + [
-        f"{base}/{mode}{tag}"
-        for base in ("cuda-tf32", "cuda-graph")
-        for mode in ("stock", "det", "detwarn")
-        for tag in ("", "#2")
-    ]
-    jobs, results = [(m, v) for m in args.models for v in variants], {}
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        futures = {pool.submit(train_variant, m, v, args.steps): (m, v) for m, v in jobs}
-        for future, key in futures.items():
-            try:
-                results[key] = future.result()
-                r = results[key]
-                print(f"{key[0]:<10} {key[1]:<20} {r['seconds']:6.1f} s  loss {r['losses'][-1]:.4f}"
-                      f"  warnings: {r['warnings'] or 'none'}", flush=True)  # fmt: skip
-            except Exception as err:  # a variant that cannot run says why, the others go on
-                results[key] = {"error": f"{type(err).__name__}: {err}"[:400]}
-                print(f"{key[0]:<10} {key[1]:<20} FAILED {results[key]['error']}", flush=True)
-    rows = []
-    for model in args.models:
-        for a, b, what in PAIRS:
-            ra, rb = results[(model, a)], results[(model, b)]
-            if "error" in ra or "error" in rb:
-                rows.append({"model": model, "a": a, "b": b, "what": what, "error": True})
-                continue
-            rows.append({"model": model, "a": a, "b": b, "what": what, **compare(ra, rb)})
-            r = rows[-1]
-            print(f"{model:<10} {what:<45} losses ≤ {r['loss_max_rel_diff']:.2e}  final params"
-                  f" {r['param_rel_diff']:.2e}  bit-identical {r['bit_identical']}", flush=True)  # fmt: skip
-    meta = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "steps": args.steps,
-            "cuda": torch.version.cuda}  # fmt: skip
+    results = run_variants(args.models, args.steps, args.workers)
+    rows = compare_pairs(args.models, results)
+    meta = {
+        "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name(),
+        "steps": args.steps,
+        "cuda": torch.version.cuda,
+    }
     runs = [
         {k: v for k, v in r.items() if k not in ("params", "losses")} | {"key": list(key)}
         for key, r in results.items()
@@ -167,7 +197,3 @@ def main(argv: list[str] | None = None) -> int:
     OUT.write_text(json.dumps({"meta": meta, "pairs": rows, "runs": runs}, indent=1) + "\n")
     print(f"wrote {OUT}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,12 +1,13 @@
 """Benchmark: the tanh GELU against the exact one (the paper's), speed and final loss.
 
 Trains one model of the study twice with ``train_model`` — identical but for ``train.gelu`` —
-as two 1-thread processes at once (what ``snakemake --cores 2`` does), on WikiText-2's test split
-(validation on its validation split; where ../shared/data is absent, this README repeated), and
-reports each run's seconds per update and final validation loss, and their differences.
+as two 1-thread processes at once (what ``snakemake --cores 2`` does), on the local-files
+overlay's corpus (WikiText-2's test split, validation on its validation split; where those files
+are absent, this repository's README repeated), and reports each run's seconds per update and
+final validation loss, and their differences.
 
-    python benchmarks/gelu.py                          # med-21k, 5,000 steps, seed 42
-    python benchmarks/gelu.py --model xl-97k --steps 1000 --seeds 42 43
+    python -m benchmarks gelu                          # med-21k, 5,000 steps, seed 42
+    python -m benchmarks gelu --model xl-97k --steps 1000 --seeds 42 43
 
 Results: printed (a line per run as it finishes) and written to benchmarks/results/gelu.json.
 """
@@ -21,10 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from study import local_corpus, study_models
+from benchmarks.study import RESULTS, local_text, study_models
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "gelu.json"
+OUT = RESULTS / "gelu.json"
 MODELS = study_models()
 
 
@@ -32,11 +32,7 @@ def write_split(split: str, path: Path) -> None:
     """The local-files overlay's ``split`` file (train, validation) encoded into ``path``."""
     from topotrain.sources.corpus import encode_text
 
-    src = local_corpus(split)
-    text = (
-        src.read_text(encoding="utf-8") if src.is_file() else (ROOT / "README.md").read_text() * 50
-    )
-    encode_text(text)[0].tofile(path)
+    encode_text(local_text(split, 400_000))[0].tofile(path)
 
 
 def one_run(args: tuple) -> dict:
@@ -44,20 +40,38 @@ def one_run(args: tuple) -> dict:
     model, gelu, seed, steps, root = args
     from topotrain.training.train import TrainConfig, train_model
 
-    cfg = TrainConfig(steps=steps, seed=seed, gelu=gelu, threads=1, device="cpu",
-                      warmup_steps=min(200, steps // 10), checkpoint_interval=steps // 10)  # fmt: skip
+    cfg = TrainConfig(
+        steps=steps,
+        seed=seed,
+        gelu=gelu,
+        threads=1,
+        device="cpu",
+        warmup_steps=min(200, steps // 10),
+        checkpoint_interval=steps // 10,
+    )
     out = Path(root) / f"{gelu}-{seed}"
     start = time.perf_counter()
-    train_model(MODELS[model], cfg, Path(root) / "train.bin", Path(root) / "valid.bin",
-                out / "ckpt", out / "state", progress=False)  # fmt: skip
+    data = (Path(root) / "train.bin", Path(root) / "valid.bin")
+    train_model(MODELS[model], cfg, *data, out / "ckpt", out / "state", progress=False)
     seconds = time.perf_counter() - start
     evals = (out / "ckpt" / "evals.csv").read_text().strip().splitlines()
-    return {"benchmark": "gelu", "model": model, "gelu": gelu, "seed": seed, "steps": steps,
-            "s_per_update": seconds / steps, "final_val_loss": float(evals[-1].split(",")[-1])}  # fmt: skip
+    return {
+        "benchmark": "gelu",
+        "model": model,
+        "gelu": gelu,
+        "seed": seed,
+        "steps": steps,
+        "s_per_update": seconds / steps,
+        "final_val_loss": float(evals[-1].split(",")[-1]),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """``python -m benchmarks gelu [options]``: both GELUs per seed, two runs at once; a line per
+    run and per seed, the rows written to OUT."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks gelu", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--model", default="med-21k", choices=list(MODELS))
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[42])
@@ -70,19 +84,21 @@ def main(argv: list[str] | None = None) -> int:
         with mp.get_context("spawn").Pool(2) as pool:
             for row in pool.imap_unordered(one_run, jobs):
                 rows.append(row)
-                print(f"{row['model']} seed {row['seed']} {row['gelu']:>5} GELU: "
-                      f"{1e3 * row['s_per_update']:.1f} ms/update, final val loss "
-                      f"{row['final_val_loss']:.4f}", flush=True)  # fmt: skip
+                print(
+                    f"{row['model']} seed {row['seed']} {row['gelu']:>5} GELU: "
+                    f"{1e3 * row['s_per_update']:.1f} ms/update, final val loss "
+                    f"{row['final_val_loss']:.4f}",
+                    flush=True,
+                )
     for seed in args.seeds:
-        exact, tanh = (next(r for r in rows if r["seed"] == seed and r["gelu"] == g)
-                       for g in ("exact", "tanh"))  # fmt: skip
-        print(f"seed {seed}: tanh is {exact['s_per_update'] / tanh['s_per_update']:.3f}× as fast; "
-              f"final val loss {tanh['final_val_loss'] - exact['final_val_loss']:+.4f} "
-              "(tanh − exact)")  # fmt: skip
+        exact, tanh = (
+            next(r for r in rows if r["seed"] == seed and r["gelu"] == g) for g in ("exact", "tanh")
+        )
+        print(
+            f"seed {seed}: tanh is {exact['s_per_update'] / tanh['s_per_update']:.3f}× as fast; "
+            f"final val loss {tanh['final_val_loss'] - exact['final_val_loss']:+.4f} "
+            "(tanh − exact)"
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"argv": sys.argv, "rows": rows}, indent=1) + "\n")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,10 +8,10 @@
 #   bash benchmarks/gpu.sh checks bench         # some of them
 #
 # Stages: env (device, driver, versions), tests (make test: the default suite, CUDA tests
-# included), checks (benchmarks/cuda_checks.py), bench (benchmarks/training.py --device cuda),
-# study (the default study on the GPU, timed: workflow/configs/local-files.yaml + gpu.yaml,
-# --cores $CORES --resources gpu=$GPU_JOBS; then benchmarks/study_overhead.py), pythia (Pythia-410M's
-# architecture, random weights, fp16, 200 texts).
+# included), checks (python -m benchmarks cuda_checks), bench (python -m benchmarks training
+# --device cuda), study (the default study on the GPU, timed: workflow/configs/local-files.yaml +
+# gpu.yaml, --cores $CORES --resources gpu=$GPU_JOBS; then python -m benchmarks study_overhead),
+# pythia (Pythia-410M's architecture, random weights, fp16, 200 texts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -51,7 +51,7 @@ study() {
         --config train="{device: cuda, deterministic: $DET}"
     local rc=$?
     echo "study wall: $((SECONDS - start)) s (exit $rc)"
-    "$PY" benchmarks/study_overhead.py --cores "$CORES"
+    "$PY" -m benchmarks study_overhead --cores "$CORES"
     return $rc
 }
 
@@ -62,16 +62,18 @@ for s in "${stages[@]}"; do
         env) stage env env_info ;;
         tests) stage tests make test VENV="${VENV:-.venv}" PYTEST_ARGS="${PYTEST_ARGS:--q}" ;;
         checks)
-            stage checks env TORCHINDUCTOR_COMPILE_THREADS=2 "$PY" benchmarks/cuda_checks.py --steps 200
+            stage checks env TORCHINDUCTOR_COMPILE_THREADS=2 "$PY" -m benchmarks cuda_checks \
+                --steps 200
             if grep -qE "/det(#2)? +FAILED" "$OUT/checks.log"; then
                 DET=false
-                echo "deterministic CUDA training failed in the checks: the next stages use train.deterministic: false"
+                echo "deterministic CUDA training failed in the checks:" \
+                    "the next stages use train.deterministic: false"
             fi
             ;;
-        bench) stage bench "$PY" benchmarks/training.py --device cuda --steps "$BENCH_STEPS" \
+        bench) stage bench "$PY" -m benchmarks training --device cuda --steps "$BENCH_STEPS" \
             --deterministic "$DET" ;;
         study) stage study study ;;
-        pythia) stage pythia "$PY" benchmarks/pythia_embedding.py --arch 410m --device cuda \
+        pythia) stage pythia "$PY" -m benchmarks pythia --arch 410m --device cuda \
             --dtype float16 --texts 200 --revisions 2 --out "$OUT/pythia_410m.json" ;;
         *) echo "unknown stage $s" >&2; exit 2 ;;
     esac

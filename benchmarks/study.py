@@ -1,4 +1,5 @@
-"""The study's model family, read from the repository's config.yaml (benchmarks copy nothing)."""
+"""Where the benchmarks' inputs come from and their results go: the study's model family
+(config.yaml), the local corpus (the local-files overlay) and benchmarks/results/."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config.yaml"
 LOCAL_FILES = ROOT / "workflow" / "configs" / "local-files.yaml"  # where the corpus files live here
+RESULTS = ROOT / "benchmarks" / "results"  # <name>.json per benchmark (git-ignored)
 
 
 def local_corpus(split: str, path: Path = LOCAL_FILES) -> Path:
@@ -16,6 +18,16 @@ def local_corpus(split: str, path: Path = LOCAL_FILES) -> Path:
     overlay names, resolved against the repository (it may not exist on this machine)."""
     corpus = yaml.safe_load(path.read_text(encoding="utf-8"))["corpus"]
     return (ROOT / corpus[split]).resolve()
+
+
+def local_text(split: str, min_chars: int) -> str:
+    """The text of ``local_corpus(split)``; where that file is absent, this repository's README
+    repeated to at least ``min_chars`` characters (the benchmarks then still run)."""
+    path = local_corpus(split)
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text * (min_chars // len(text) + 1)
 
 
 def study_models(path: Path = CONFIG) -> dict:

@@ -1,11 +1,11 @@
 """How much of a study's wall time is not training: read a finished run's Snakemake log.
 
-    python benchmarks/study_overhead.py                       # the latest .snakemake/log/*.log
-    python benchmarks/study_overhead.py --log L --cores 2
+    python -m benchmarks study_overhead                   # the latest .snakemake/log/*.log
+    python -m benchmarks study_overhead --log L --cores 2
 
 Wall time: the first to the last timestamp of the log. Training: the sum of the train_model jobs'
-durations (their start and "Finished" lines), divided by the cores. Overhead = 1 − training/cores ÷
-wall: everything the run spends beyond training on every core (topology jobs, their start-up,
+durations (their start and "Finished" lines), divided by the cores. Overhead = 1 − training/cores
+÷ wall: everything the run spends beyond training on every core (topology jobs, their start-up,
 Snakemake's own bookkeeping, analysis, idle cores at the end). Per rule: jobs, their total and mean
 seconds. Prints a table and writes benchmarks/results/study_overhead.json.
 """
@@ -20,8 +20,9 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "study_overhead.json"
+from benchmarks.study import RESULTS, ROOT
+
+OUT = RESULTS / "study_overhead.json"
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 START = re.compile(r"^(?:local)?rule (\w+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
@@ -52,14 +53,22 @@ def overhead(stamps: list[datetime], durations: dict[str, list[float]], cores: i
         raise ValueError("the log has no finished train_model job: is it a finished study's?")
     wall = (stamps[-1] - stamps[0]).total_seconds()
     training = sum(durations["train_model"])
-    per_rule = {r: {"jobs": len(d), "total_s": sum(d), "mean_s": sum(d) / len(d)}
-                for r, d in sorted(durations.items())}  # fmt: skip
-    return {"wall_s": wall, "cores": cores, "training_s": training,
-            "training_per_core_s": training / cores,
-            "overhead_share": 1 - training / cores / wall, "rules": per_rule}  # fmt: skip
+    per_rule = {
+        r: {"jobs": len(d), "total_s": sum(d), "mean_s": sum(d) / len(d)}
+        for r, d in sorted(durations.items())
+    }
+    return {
+        "wall_s": wall,
+        "cores": cores,
+        "training_s": training,
+        "training_per_core_s": training / cores,
+        "overhead_share": 1 - training / cores / wall,
+        "rules": per_rule,
+    }
 
 
 def report(r: dict) -> str:
+    """The overhead line, then a line per rule: jobs, total and mean seconds."""
     lines = [
         f"wall {r['wall_s'] / 60:.1f} min; training {r['training_s'] / 60:.1f} job-min = "
         f"{r['training_per_core_s'] / 60:.1f} min on {r['cores']} cores; overhead (all but "
@@ -72,7 +81,10 @@ def report(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """``python -m benchmarks study_overhead [options]``: the table, written to OUT."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks study_overhead", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--log", type=Path, help="a Snakemake log (default: the latest one)")
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args(argv)
@@ -84,7 +96,3 @@ def main(argv: list[str] | None = None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,9 +20,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from study import study_models
 
+from benchmarks.study import study_models
 from topotrain.config import GPT_LAYERS
+
+PATTERNS = GPT_LAYERS
+CHECKPOINTS = 51  # a study run's checkpoints
 
 
 def make_checkpoint(path: Path, config, seed: int = 0) -> None:
@@ -44,7 +47,8 @@ def make_checkpoint(path: Path, config, seed: int = 0) -> None:
 
 
 def union_find_np(W: np.ndarray) -> float:
-    """Reference NP: Kruskal in pure Python over edges by decreasing |w|/max|W|; Σ(1 − w)/(|V|−1)."""
+    """Reference NP: Kruskal in pure Python over edges by decreasing |w|/max|W|;
+    Σ(1 − w)/(|V|−1)."""
     rows, cols = W.shape
     a = np.abs(W) / np.abs(W).max()
     parent = list(range(rows + cols))
@@ -114,10 +118,6 @@ def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
     return time.perf_counter() - start
 
 
-PATTERNS = GPT_LAYERS
-CHECKPOINTS = 51  # a study run's checkpoints
-
-
 def series_seconds(diagrams: dict[str, np.ndarray], checkpoints: int = CHECKPOINTS) -> float:
     """Wall time of ``run_series`` over ``checkpoints`` copies of ``diagrams``, each bar's ends
     jittered by a seeded 1 % so consecutive diagrams differ as in training."""
@@ -134,6 +134,7 @@ def series_seconds(diagrams: dict[str, np.ndarray], checkpoints: int = CHECKPOIN
 
 
 def time_median(fn, repeats: int) -> float:
+    """Median seconds of ``repeats`` calls of ``fn``."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -175,9 +176,3 @@ def run(repeats: int = 5, threads: int = 2, max_points: int = 200) -> list[dict]
                 }
             )
     return rows
-
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps(run(), indent=1))

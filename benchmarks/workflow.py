@@ -1,9 +1,10 @@
 """Benchmark: the tiny workflow end to end, and planning the full study's DAG.
 
-1. Wall time of ``snakemake --cores 2`` on the tiny two-model study (tests/conftest.py) up to the
-   feature table, vs a plain reference measured in the same run: the same jobs (corpus, training,
-   per-checkpoint topology, aggregate) called one after another in this process. The ratio is
-   what Snakemake's scheduling and per-job process start-up cost (with 2 cores it can be < 1).
+1. Wall time of ``snakemake --cores 2`` on the tiny two-model study (benchmarks/tiny_study.py) up
+   to the feature table, vs a plain reference measured in the same run: the same jobs (corpus,
+   training, per-checkpoint topology, aggregate) called one after another in this process. The
+   ratio is what Snakemake's scheduling and per-job process start-up cost (with 2 cores it can be
+   < 1).
 2. ``snakemake -n`` on the full default study (5 models × 3 seeds × 51 checkpoints + 64 Pythia
    revisions; the job count is read from the plan) vs ``snakemake -n`` on a one-rule Snakefile: the
    DAG's own planning cost.
@@ -19,12 +20,14 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from benchmarks.study import ROOT
+from benchmarks.tiny_study import tiny_config, write_corpus
+
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
 def timed(cmd: list[str], cwd: Path) -> float:
+    """Wall seconds of running ``cmd`` in ``cwd`` (it must succeed)."""
     start = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True)
     return time.perf_counter() - start
@@ -33,8 +36,8 @@ def timed(cmd: list[str], cwd: Path) -> float:
 def planned_jobs(cmd: list[str], cwd: Path) -> int:
     """The 'total' of a dry run's job-stats table."""
     proc = subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True)
-    totals = [line.split()[-1] for line in (proc.stdout + proc.stderr).splitlines()
-              if line.startswith("total")]  # fmt: skip
+    lines = (proc.stdout + proc.stderr).splitlines()
+    totals = [line.split()[-1] for line in lines if line.startswith("total")]
     return int(totals[0])
 
 
@@ -42,6 +45,7 @@ def in_process_spine(workdir: Path, config: dict) -> float:
     """The tiny study's spine jobs, serially in this process (imports already paid)."""
     from topotrain import jobs
     from topotrain.config import checkpoint_steps, layer_patterns
+    from topotrain.sources.corpus import VOCAB_SIZE
 
     res, steps = workdir / "inproc", checkpoint_steps(config["train"])
     start = time.perf_counter()
@@ -52,9 +56,10 @@ def in_process_spine(workdir: Path, config: dict) -> float:
     params = {"patterns": layer_patterns(topo), "max_points": topo["max_points"]}
     for model, arch in config["models"].items():
         run = res / model
-        arch = dict(arch, context=config["context"])
-        jobs.train_model_job(model, arch, dict(train, seed=42), corpus["train"],
-                       corpus["validation"], str(run), str(res / "state" / model))  # fmt: skip
+        arch = dict(arch, context=config["context"], vocab_size=VOCAB_SIZE)  # as get_model_arch
+        state = str(res / "state" / model)
+        data = (corpus["train"], corpus["validation"])
+        jobs.train_model_job(model, arch, dict(train, seed=42), *data, str(run), state)
         for s in steps:
             ckpt = str(run / f"step_{s:05d}.safetensors")
             jobs.weight_topology_job(ckpt, str(run / f"{s}.json"), str(run / f"{s}.npz"), params)
@@ -62,8 +67,7 @@ def in_process_spine(workdir: Path, config: dict) -> float:
 
 
 def tiny_workflow() -> dict:
-    from conftest import tiny_config, write_corpus
-
+    """The tiny study up to the feature table under Snakemake, against its jobs in-process."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         config = tiny_config(*write_corpus(workdir))
@@ -82,6 +86,7 @@ def tiny_workflow() -> dict:
 
 
 def planning() -> dict:
+    """Planning the full default study (``snakemake -n``) against planning a one-rule Snakefile."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         corpus = workdir / "c.txt"
@@ -106,10 +111,5 @@ def planning() -> dict:
 
 
 def run() -> list[dict]:
+    """The two rows: ``tiny_workflow`` and ``planning``."""
     return [tiny_workflow(), planning()]
-
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps(run(), indent=1))

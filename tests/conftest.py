@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny study config and a corpus the tests write themselves."""
+"""Shared fixtures: the tiny study (benchmarks/tiny_study.py: its config and the corpus the tests
+write themselves, re-exported here), random tokens, and running the Snakefile on them."""
 
 from __future__ import annotations
 
@@ -11,33 +12,10 @@ import numpy as np
 import pytest
 import yaml
 
-from topotrain.config import GPT_LAYERS
+from benchmarks.tiny_study import tiny_config, write_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-SENTENCES = [
-    "the cat sat on the mat . ",
-    "a dog ran in the park and the cat ran after it . ",
-    "topology of weights may track the loss of a model . ",
-    "small models learn the common letters first . ",
-]
-
-
-def write_corpus(directory: Path, n_chars: int = 20_000, seed: int = 0) -> tuple[Path, Path]:
-    """A small English-like corpus: seeded shuffles of a few sentences, as train and validation."""
-    import random
-
-    rng = random.Random(seed)
-    paths = []
-    for name, size in (("train.txt", n_chars), ("valid.txt", n_chars // 4)):
-        text = ""
-        while len(text) < size:
-            text += rng.choice(SENTENCES)
-        path = directory / name
-        path.write_text(text + "\n", encoding="utf-8")
-        paths.append(path)
-    return paths[0], paths[1]
 
 
 def write_random_tokens(directory: Path) -> tuple[Path, Path]:
@@ -46,51 +24,6 @@ def write_random_tokens(directory: Path) -> tuple[Path, Path]:
     rng.integers(0, 128, 3000, dtype=np.uint8).tofile(directory / "train.bin")
     rng.integers(0, 128, 800, dtype=np.uint8).tofile(directory / "val.bin")
     return directory / "train.bin", directory / "val.bin"
-
-
-def tiny_config(train: Path, valid: Path) -> dict:
-    """Two tiny models, 40 steps, a checkpoint every 10 steps, context 32."""
-    return {
-        "results": "results",
-        "corpus": {"source": "files", "train": str(train), "validation": str(valid)},
-        "pythia": {"enabled": False},  # else the schema's default (on)
-        "models": {
-            "tiny-a": {"d_model": 8, "n_layer": 1, "n_head": 1},
-            "tiny-b": {"d_model": 16, "n_layer": 1, "n_head": 2},
-        },
-        "context": 32,
-        "seeds": [42],
-        "train": {
-            "steps": 40,
-            "batch_size": 8,
-            "lr": 1.0e-2,
-            "weight_decay": 0.01,
-            "warmup_steps": 5,
-            "grad_clip": 1.0,
-            "checkpoint_interval": 10,
-            "eval_batches": 2,
-            "eval_batch_size": 8,
-            "device": "cpu",
-            "threads": 1,
-        },
-        "topology": {
-            "layers": list(GPT_LAYERS),
-            "include_embeddings": False,
-            "max_points": 40,
-            "seed": 0,
-            "maxdim": 1,
-            "threads": 1,
-            "gradients": {"enabled": True, "batch_size": 4, "seed": 0},
-        },
-        "analysis": {
-            "bootstrap_resamples": 200,
-            "bootstrap_seed": 0,
-            "prediction_fractions": [0.3, 0.5],
-            "phase_threshold": 0.1,
-            "changepoints": 1,
-            "scaling_features": ["val_loss", "h0_total", "np_mean"],
-        },
-    }
 
 
 def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 600):

@@ -1,7 +1,7 @@
 """Hub revisions as files: one weight format per revision, branch listing, sha256 of weight files.
 
 The hub is never reached: ``HfApi.list_repo_files`` / ``list_repo_refs`` and ``snapshot_download``
-are stubbed, or the files come from a fabricated cache (tests/hub_fixtures.py).
+are stubbed, or the files come from a fabricated cache (benchmarks/hub_cache.py).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import huggingface_hub
 import pytest
-from hub_fixtures import make_tiny_neox_cache
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
+from benchmarks.hub_cache import make_tiny_neox_cache
 from topotrain.sources import hub_files
 from topotrain.sources.hub_files import (
     META_PATTERNS,

@@ -1,4 +1,6 @@
-"""The package's layering: imports run one way, entry → stages and branches → topology → helpers."""
+"""The repository's layout: the package's layering (imports run one way, entry → stages and
+branches → topology → helpers), files under 400 lines, benchmarks/ as a package, every rule's own
+script and job, and the README linking every docs page."""
 
 from __future__ import annotations
 
@@ -67,12 +69,80 @@ def test_imports_run_one_way(path):
     assert not upward, f"{path.relative_to(PACKAGE)} ({me}, level {LEVEL[me]}) imports {upward}"
 
 
+def line_count(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_source_file_is_over_400_lines(path):
-    assert len(path.read_text().splitlines()) <= MAX_LINES
+    assert line_count(path) <= MAX_LINES
 
 
 REPO = PACKAGE.parents[1]
+BENCHMARKS = sorted((REPO / "benchmarks").rglob("*.py"))
+WORKFLOW_FILES = sorted(
+    [REPO / "Snakefile", *(REPO / "workflow").rglob("*.py"), *(REPO / "workflow").rglob("*.smk")]
+)
+
+
+@pytest.mark.parametrize(
+    "path", BENCHMARKS + WORKFLOW_FILES, ids=lambda p: str(p.relative_to(REPO))
+)
+def test_no_benchmark_or_workflow_file_is_over_400_lines(path):
+    assert line_count(path) <= MAX_LINES
+
+
+def top_level_imports(tree: ast.AST) -> set[str]:
+    """The first component of every absolute import in a parsed file (``a`` of ``import a.b``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def uses_sys_path(tree: ast.AST) -> bool:
+    """Whether the code touches ``sys.path`` at all (reads included: there is no need to)."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == "path"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+        for node in ast.walk(tree)
+    )
+
+
+@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: str(p.relative_to(REPO)))
+def test_benchmarks_are_a_package_importing_nothing_from_tests(path):
+    """benchmarks/ imports its own modules as ``benchmarks.<module>`` (never a sibling by its bare
+    name, which needs a sys.path edit), nothing from tests/, and leaves sys.path alone."""
+    tree = ast.parse(path.read_text())
+    from_tests = {"tests", *(p.stem for p in (REPO / "tests").glob("*.py"))}
+    siblings = {p.stem for p in BENCHMARKS} - {"__init__", "__main__"}
+    imported = top_level_imports(tree)
+    assert not imported & from_tests, f"imports from tests/: {imported & from_tests}"
+    assert not imported & siblings, f"bare sibling imports: {imported & siblings}"
+    assert not uses_sys_path(tree)
+
+
+def top_level_functions(path: Path) -> set[str]:
+    return {
+        node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)
+    }
+
+
+def test_every_benchmark_with_an_entry_is_a_registered_case():
+    """The cases are listed in one place (benchmarks.CASES): every module of benchmarks/ with a
+    ``run`` or a ``main`` is one of them, and every case's module has one."""
+    from benchmarks import CASES
+
+    modules = [path for path in BENCHMARKS if path.stem != "__main__"]
+    entries = {path.stem for path in modules if {"run", "main"} & top_level_functions(path)}
+    assert entries == {case.module for case in CASES.values()}
+
+
 RULE = re.compile(r"^rule (\w+):", re.M)
 SCRIPT = re.compile(r'script:\s*\n\s*"\.\./scripts/(\w+)\.py"')
 

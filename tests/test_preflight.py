@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, planned_counts, run_snakemake, tiny_config, write_corpus
-from hub_fixtures import make_tiny_neox_cache
 from test_corpus import make_hf_dataset_cache
 
+from benchmarks.hub_cache import make_tiny_neox_cache
 from topotrain import hub
 from topotrain.config import fill_defaults
 from topotrain.hub import HubUnavailable, check_hub, hub_needs, preflight_problems

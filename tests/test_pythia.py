@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hub_fixtures import make_tiny_neox_cache, paragraphs
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 from scipy.special import logsumexp
 
+from benchmarks.hub_cache import make_tiny_neox_cache, paragraphs
 from topotrain.config import GPT_NEOX_LAYERS
 from topotrain.sources.identity import IdenticalWeightsError
 from topotrain.sources.pythia import (
@@ -40,7 +40,7 @@ from topotrain.topology.summaries import feature_count, total_persistence
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 MODEL = "EleutherAI/pythia-tiny"
-H = 32  # hidden size of hub_fixtures.TINY_CONFIG
+H = 32  # hidden size of benchmarks.hub_cache.TINY_CONFIG
 
 
 def snapshot_path(home: Path, commit: str) -> Path:

@@ -12,7 +12,7 @@ from conftest import ROOT, planned_counts, run_snakemake, tiny_config, write_cor
 
 from topotrain.config import GPT_NEOX_LAYERS
 
-hub_fixtures = pytest.importorskip("hub_fixtures")
+hub_cache = pytest.importorskip("benchmarks.hub_cache")
 
 MODELS = ["EleutherAI/pythia-tiny-a", "EleutherAI/pythia-tiny-b"]
 STEPS = [0, 1, 2, 4]
@@ -56,10 +56,10 @@ def pythia_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("pythia")
     hf_home = workdir / "hf"
     for i, model in enumerate(MODELS):
-        hub_fixtures.make_tiny_neox_cache(hf_home, model_id=model, steps=STEPS, seed=10 * i)
+        hub_cache.make_tiny_neox_cache(hf_home, model_id=model, steps=STEPS, seed=10 * i)
     train, _ = write_corpus(workdir, n_chars=2_000)
     valid = workdir / "paragraphs.txt"
-    valid.write_text("\n".join(hub_fixtures.paragraphs()) + "\n")
+    valid.write_text("\n".join(hub_cache.paragraphs()) + "\n")
     config = tiny_config(train, valid)
     config["pythia"] = pythia_config(MODELS, STEPS)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
@@ -111,10 +111,10 @@ def test_revisions_resolve_to_their_own_snapshots(pythia_run):
 
 def test_missing_revision_fails_with_the_download_command(tmp_path):
     hf_home = tmp_path / "hf"
-    hub_fixtures.make_tiny_neox_cache(hf_home, model_id=MODELS[0], steps=[0], seed=0)
+    hub_cache.make_tiny_neox_cache(hf_home, model_id=MODELS[0], steps=[0], seed=0)
     train, _ = write_corpus(tmp_path, n_chars=2_000)
     valid = tmp_path / "paragraphs.txt"
-    valid.write_text("\n".join(hub_fixtures.paragraphs()) + "\n")
+    valid.write_text("\n".join(hub_cache.paragraphs()) + "\n")
     config = tiny_config(train, valid)
     config["pythia"] = pythia_config(MODELS[:1], [0, 99])
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
@@ -177,7 +177,7 @@ def test_identical_weights_at_two_steps_stop_the_run_unless_allowed(tmp_path):
     """step0 serves step2's weights (one blob, as on pythia-2.8b's branches): the weight-tables job
     stops naming both steps, the file and the hash; allow_identical_steps: true flags them."""
     hf_home = tmp_path / "hf"
-    commits = hub_fixtures.make_tiny_neox_cache(
+    commits = hub_cache.make_tiny_neox_cache(
         hf_home, model_id=MODELS[0], steps=[0, 1, 2], same_weights={0: 2}
     )
     repo = hf_home / "hub" / f"models--{MODELS[0].replace('/', '--')}"

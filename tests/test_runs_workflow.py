@@ -18,7 +18,7 @@ from run_fixtures import saved_series, trainer_run
 
 from topotrain.topology.layers import layer_records
 
-hub_fixtures = pytest.importorskip("hub_fixtures")
+hub_cache = pytest.importorskip("benchmarks.hub_cache")
 
 CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # GPT-2 stores these (in, out)
 RUN_RULES = {"run_layers", "run_weight_topology", "run_diagram_series", "run_features",
@@ -210,7 +210,7 @@ def hub_study(workdir, entry: dict, hf_home, *args: str):
 
 def test_hub_run_lists_revisions_by_pattern_from_the_offline_cache(tmp_path):
     hf_home = tmp_path / "hf"
-    hub_fixtures.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[0, 1, 2, 10])
+    hub_cache.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[0, 1, 2, 10])
     entry = {"hub": "acme/tiny", "revision_pattern": r"step[0-9]"}  # step10 left out
     proc = hub_study(tmp_path, entry, hf_home)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -223,7 +223,7 @@ def test_hub_run_lists_revisions_by_pattern_from_the_offline_cache(tmp_path):
 
 def test_identical_weights_in_a_hub_run_stop_it_naming_steps_file_and_hash(tmp_path):
     hf_home = tmp_path / "hf"
-    commits = hub_fixtures.make_tiny_neox_cache(
+    commits = hub_cache.make_tiny_neox_cache(
         hf_home, model_id="acme/tiny", steps=[0, 1, 2], same_weights={0: 2}
     )
     snapshot = hf_home / "hub/models--acme--tiny/snapshots" / commits[0]

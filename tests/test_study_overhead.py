@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from conftest import ROOT
 
-spec = importlib.util.spec_from_file_location(
-    "study_overhead", ROOT / "benchmarks" / "study_overhead.py"
-)
-study_overhead = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(study_overhead)
+from benchmarks import study_overhead
 
 LOG = """\
 Building DAG of jobs...

@@ -1,11 +1,11 @@
 """Causal self-attention for tiny heads on CPU: a numba kernel per (batch, head) tile.
 
-PyTorch's CPU flash attention is slow at head dims of 8–12 (``benchmarks/training.py --profile``):
-it spends most of a small model's step there. ``TinyHeadAttention`` computes the same thing per
-(batch, head) tile, with the 128 × 128 scores of a tile kept in cache: causal rows only, two query
-rows at a time, keys and values transposed so that every inner loop runs over keys, contiguous, and
-compiled for each head dim in ``KERNEL_HEAD_DIMS`` (8, 12, 16). The forward keeps the attention
-probabilities for the backward (B·H·T² floats per layer).
+PyTorch's CPU flash attention is slow at head dims of 8–12: it spends most of a small model's step
+there (``python -m benchmarks training --profile``). ``TinyHeadAttention`` computes the same thing
+per (batch, head) tile, with the 128 × 128 scores of a tile kept in cache: causal rows only, two
+query rows at a time, keys and values transposed so that every inner loop runs over keys,
+contiguous, and compiled for each head dim in ``KERNEL_HEAD_DIMS`` (8, 12, 16). The forward keeps
+the attention probabilities for the backward (B·H·T² floats per layer).
 
 It reads the fused q/k/v projection (B, T, 3C) and writes (B, T, C) directly, so neither the heads'
 transposes nor their copies are needed. It runs on one thread (``numba_error``), so its result does

@@ -1,4 +1,7 @@
-"""Fabricated Hugging Face hub caches of tiny GPT-NeoX models, for offline tests of the Pythia branch.
+"""Fabricated Hugging Face hub caches of tiny GPT-NeoX models, for the Pythia branch offline.
+
+The tests of the Pythia branch and the Pythia benchmark read their models from such a cache, so
+neither needs the network.
 
 Layout (as huggingface_hub writes it): <hf_home>/hub/models--<org>--<name>/
   blobs/<sha256>                       file contents, shared between revisions
@@ -93,7 +96,8 @@ def commit_hash(model_id: str, step: int, seed: int) -> str:
 
 
 def add_snapshot(repo: Path, commit: str, files_dir: Path) -> Path:
-    """Move files_dir's files into repo/blobs (named by sha256) and link them from snapshots/commit."""
+    """Move files_dir's files into repo/blobs (named by sha256) and link them from
+    snapshots/commit."""
     snapshot = repo / "snapshots" / commit
     snapshot.mkdir(parents=True, exist_ok=True)
     (repo / "blobs").mkdir(exist_ok=True)

@@ -1,0 +1,35 @@
+"""The project's benchmarks. Each times a project path against a plain reference measured in the
+same run and reports their ratio; results go to benchmarks/results/<name>.json (git-ignored).
+
+One entry point, run from the repository's root:
+
+    python -m benchmarks                      # the suite: every case marked suite below
+    python -m benchmarks topology pythia      # some cases, and the summary table
+    python -m benchmarks training --profile   # one case with its own options (NAME --help)
+    python -m benchmarks --list               # the cases, with what each measures
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Case(NamedTuple):
+    """A benchmark: its module in this package (``run()`` gives the suite's rows, ``main(argv)``
+    takes the case's own options) and whether the suite runs it by default."""
+
+    module: str
+    suite: bool
+
+
+CASES = {  # every benchmark, in the suite's order
+    "training": Case("training", suite=True),
+    "topology": Case("topology", suite=True),
+    "workflow": Case("workflow", suite=True),
+    "pythia": Case("pythia_embedding", suite=True),
+    "callback": Case("callback", suite=True),
+    "attention": Case("attention", suite=False),  # also part of training's rows on a CPU
+    "gelu": Case("gelu", suite=False),
+    "study_overhead": Case("study_overhead", suite=False),  # reads a finished study's log
+    "cuda_checks": Case("cuda_checks", suite=False),  # needs a GPU
+}
