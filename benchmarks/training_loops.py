@@ -44,12 +44,12 @@ class Project:
     def __init__(self, model_cfg: GPTConfig, cfg: TrainConfig, data: np.ndarray):
         device = setup_device(cfg)
         self.compiled = use_compile(cfg, device)
-        self.run = build_training(model_cfg, cfg, device, data, self.compiled)
+        self.training = build_training(model_cfg, cfg, device, data, self.compiled)
         self.cfg, self.step = cfg, 0
 
     def train(self, n: int) -> list[float]:
         """``n`` updates; their training losses."""
-        rows = train_steps(self.run, self.cfg, self.step, self.step + n)
+        rows = train_steps(self.training, self.cfg, self.step, self.step + n)
         self.step += n
         return [row[1] for row in rows]
 
