@@ -37,8 +37,8 @@ test-slurm: install
 	$(BIN)/python -m pytest -m slurm $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check src tests workflow/scripts
-	$(BIN)/ruff format --check src tests workflow/scripts
+	$(BIN)/ruff check src tests workflow/scripts benchmarks
+	$(BIN)/ruff format --check src tests workflow/scripts benchmarks
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
 

@@ -1,4 +1,5 @@
-"""Fabricated Hugging Face hub caches of tiny GPT-NeoX models, for offline tests of the Pythia branch.
+"""Fabricated Hugging Face hub caches of tiny GPT-NeoX models,
+for offline tests of the Pythia branch.
 
 Layout (as huggingface_hub writes it): <hf_home>/hub/models--<org>--<name>/
   blobs/<sha256>                       file contents, shared between revisions
@@ -93,7 +94,8 @@ def commit_hash(model_id: str, step: int, seed: int) -> str:
 
 
 def add_snapshot(repo: Path, commit: str, files_dir: Path) -> Path:
-    """Move files_dir's files into repo/blobs (named by sha256) and link them from snapshots/commit."""
+    """Move files_dir's files into repo/blobs (named by sha256) and link them
+    from snapshots/commit."""
     snapshot = repo / "snapshots" / commit
     snapshot.mkdir(parents=True, exist_ok=True)
     (repo / "blobs").mkdir(exist_ok=True)

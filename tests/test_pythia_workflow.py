@@ -1,4 +1,5 @@
-"""The Pythia branch end to end through Snakemake, on tiny GPT-NeoX models in a fabricated hub cache."""
+"""The Pythia branch end to end through Snakemake, on tiny GPT-NeoX models in a
+fabricated hub cache."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def pythia_config(models, steps):
             "maxdim": 1,
             "dtype": "auto",
             "device": "cpu",
-        },  # fmt: skip
+        },
         "bootstrap_resamples": 200,
     }
 
@@ -121,7 +122,8 @@ def test_missing_revision_fails_with_the_download_command(tmp_path):
     os.environ.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
     try:
         target = "results/pythia/revisions/EleutherAI--pythia-tiny-a/step99.json"
-        # --no-hooks skips the preflight (tests/test_preflight.py), so the fetch job's own error shows
+        # --no-hooks skips the preflight (tests/test_preflight.py),
+        # so the fetch job's own error shows
         proc = run_snakemake(tmp_path, "--cores", "1", "--no-hooks", target, check=False)
     finally:
         os.environ.pop("HF_HOME")

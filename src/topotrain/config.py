@@ -30,10 +30,16 @@ GPT_NEOX_LAYERS = (
 )  # Pythia's linear maps (config.yaml pythia.weights.layers)
 _SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
 SCHEMA = next(
-    (base / _SCHEMA for base in (Path(__file__).resolve().parent / "_workflow",
-                                 Path(__file__).resolve().parents[2]) if (base / _SCHEMA).is_file()),
+    (
+        base / _SCHEMA
+        for base in (
+            Path(__file__).resolve().parent / "_workflow",
+            Path(__file__).resolve().parents[2],
+        )
+        if (base / _SCHEMA).is_file()
+    ),
     Path(__file__).resolve().parents[2] / _SCHEMA,
-)  # fmt: skip  # the wheel's bundled workflow (setup.py), else the checkout
+)  # the wheel's bundled workflow (setup.py), else the checkout
 
 
 class ConfigError(ValueError):
@@ -97,7 +103,8 @@ def _fits(schema: dict, value: str | bool | int | float | None) -> bool:
 
 
 def _coerce_string(text: str, schema: dict) -> str | bool | int | float | None:
-    """``text`` as the null, boolean, integer or number ``schema`` declares, else ``text`` itself."""
+    """``text`` as the null, boolean, integer or number ``schema`` declares,
+    else ``text`` itself."""
     branches = _branches(schema)
     if text in _NULLS and any("null" in _types(b) or None in b.get("enum", []) for b in branches):
         return None
@@ -133,8 +140,9 @@ def coerce_config(config: dict | list, schema: dict) -> dict | list:
 
 NAME_MAPS = ("models", "runs")  # name → entry: a config that gives one gives all of its entries
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a model's or run's name: a folder name
-NAME_RULE = ("use letters, digits, '.', '_' or '-' (no spaces or slashes), starting with a letter "
-             "or digit")  # fmt: skip
+NAME_RULE = (
+    "use letters, digits, '.', '_' or '-' (no spaces or slashes), starting with a letter or digit"
+)
 
 
 def fill_defaults(config: dict, defaults: dict, _top: bool = True) -> dict:
@@ -173,8 +181,12 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
     ``schema`` (default: workflow/schemas/config.schema.yaml) tells which keys take integers.
     """
     problems = float_integers(config, schema or yaml.safe_load(SCHEMA.read_text()))
-    problems += [f"{section}: name {name!r}: {NAME_RULE}" for section in NAME_MAPS
-                 for name in config.get(section) or {} if not NAME.match(str(name))]  # fmt: skip
+    problems += [
+        f"{section}: name {name!r}: {NAME_RULE}"
+        for section in NAME_MAPS
+        for name in config.get(section) or {}
+        if not NAME.match(str(name))
+    ]
     for name, arch in config["models"].items():
         if arch["d_model"] % arch["n_head"]:
             problems.append(
@@ -234,8 +246,11 @@ def control_problems(control: dict) -> list[str]:
         "interval": control.get("interval", 1) < 1
         or control.get("steps", 0) % max(control.get("interval", 1), 1) != 0,
     }
-    return [f"control.{knob}={control.get(knob)!r}: {CONTROL_RULES[knob]}"
-            for knob, wrong in bad.items() if wrong]  # fmt: skip
+    return [
+        f"control.{knob}={control.get(knob)!r}: {CONTROL_RULES[knob]}"
+        for knob, wrong in bad.items()
+        if wrong
+    ]
 
 
 def control_enabled(config: dict) -> bool:

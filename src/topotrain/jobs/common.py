@@ -23,7 +23,8 @@ def _write_json(path: str, doc: dict) -> None:
 
 
 def _hub_corpus(corpus: dict) -> dict:
-    """The hub dataset and config of a corpus config as keyword arguments (topotrain.hub defaults)."""
+    """The hub dataset and config of a corpus config as keyword arguments
+    (topotrain.hub defaults)."""
     from topotrain.hub import corpus_dataset
 
     return dict(zip(("dataset", "config"), corpus_dataset(corpus), strict=True))
