@@ -19,7 +19,8 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
 def write_random_tokens(directory: Path) -> tuple[Path, Path]:
-    """Random character codes, seeded: train.bin (3000 tokens) and val.bin (800) in ``directory``."""
+    """Random character codes, seeded: train.bin (3000 tokens) and val.bin
+    (800) in ``directory``."""
     rng = np.random.default_rng(0)
     rng.integers(0, 128, 3000, dtype=np.uint8).tofile(directory / "train.bin")
     rng.integers(0, 128, 800, dtype=np.uint8).tofile(directory / "val.bin")

@@ -11,17 +11,43 @@ import numpy as np
 TEXT = "the cat sat on the mat . a dog ran in the park and the cat ran after it . " * 60
 TINY = {  # model_type → the tiny config of that architecture
     "gpt2": dict(n_embd=16, n_layer=2, n_head=2, n_positions=32),
-    "gpt_neox": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=32),
-    "llama": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=1, intermediate_size=32, max_position_embeddings=32),
-    "olmo": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                 intermediate_size=32, max_position_embeddings=32),
-    "olmo2": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=32, max_position_embeddings=32),
-}  # fmt: skip
-CONFIGS = {"gpt2": "GPT2Config", "gpt_neox": "GPTNeoXConfig", "llama": "LlamaConfig",
-           "olmo": "OlmoConfig", "olmo2": "Olmo2Config"}  # fmt: skip
+    "gpt_neox": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    ),
+    "llama": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    ),
+    "olmo": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    ),
+    "olmo2": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    ),
+}
+CONFIGS = {
+    "gpt2": "GPT2Config",
+    "gpt_neox": "GPTNeoXConfig",
+    "llama": "LlamaConfig",
+    "olmo": "OlmoConfig",
+    "olmo2": "Olmo2Config",
+}
 VOCAB = 128
 
 
@@ -65,11 +91,21 @@ def trainer_run(out: Path, steps: int = 60, save_steps: int = 20, seed: int = 0)
             return {"input_ids": self.rows[i], "labels": self.rows[i]}
 
     args = TrainingArguments(
-        output_dir=str(out), max_steps=steps, save_steps=save_steps, eval_strategy="steps",
-        eval_steps=save_steps, logging_steps=5, per_device_train_batch_size=8,
-        per_device_eval_batch_size=16, learning_rate=3e-3, report_to=[], use_cpu=True,
-        seed=seed, disable_tqdm=True, save_total_limit=None,
-    )  # fmt: skip
+        output_dir=str(out),
+        max_steps=steps,
+        save_steps=save_steps,
+        eval_strategy="steps",
+        eval_steps=save_steps,
+        logging_steps=5,
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=16,
+        learning_rate=3e-3,
+        report_to=[],
+        use_cpu=True,
+        seed=seed,
+        disable_tqdm=True,
+        save_total_limit=None,
+    )
     trainer = Trainer(
         model=tiny_model("gpt2", seed),
         args=args,

@@ -1,5 +1,6 @@
-"""A throwaway single-node SLURM cluster for tests: munged, slurmctld and slurmd run in the foreground
-as children of the test process, with their keys, state and logs in one temporary directory.
+"""A throwaway single-node SLURM cluster for tests: munged, slurmctld and slurmd run in the
+foreground as children of the test process, with their keys, state and logs in one temporary
+directory.
 
 Outside that directory only /etc/slurm/slurm.conf is written (and removed again): the slurm-jobstep
 executor inside a job drops SLURM_CONF before it calls srun, so srun must find the config at SLURM's
@@ -60,7 +61,10 @@ def missing_requirements() -> str | None:
         return "starting SLURM daemons needs root"
     missing = [name for name in CLIENTS + DAEMONS if shutil.which(name, path=SBIN_PATH) is None]
     if missing:
-        return f"SLURM/munge not installed (missing {', '.join(missing)}): apt-get install slurm-wlm munge"
+        return (
+            f"SLURM/munge not installed (missing {', '.join(missing)}): "
+            "apt-get install slurm-wlm munge"
+        )
     if CONF.exists() and MARKER not in CONF.read_text(errors="replace"):
         return f"{CONF} belongs to another SLURM installation"
     return None
@@ -105,7 +109,8 @@ class SlurmCluster:
         return dict(os.environ, SLURM_CONF=str(self.conf), PATH=SBIN_PATH)
 
     def start(self, timeout: float = 60) -> SlurmCluster:
-        """Start munged, slurmctld and slurmd; return once the node is idle. Stops all on failure."""
+        """Start munged, slurmctld and slurmd; return once the node is idle.
+        Stops all on failure."""
         self.root = Path(tempfile.mkdtemp(prefix="topotrain-slurm-"))
         try:
             self._write_config()
@@ -123,7 +128,8 @@ class SlurmCluster:
         return self
 
     def stop(self) -> None:
-        """Cancel every job, end the daemons this object started (newest first), remove the state."""
+        """Cancel every job, end the daemons this object started (newest first),
+        remove the state."""
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             self._run("scancel", f"--partition={self.partition}")
             deadline = time.monotonic() + 20

@@ -138,11 +138,24 @@ def test_records_from_an_older_version_are_reported_not_silently_dropped(caplog)
     from topotrain.analysis.aggregate import SCALEFREE
 
     layers = pd.DataFrame(
-        {"model": "m", "seed": 0, "step": 0, "layer": ["a", "b"], "np_total": [0.5, 0.7],
-         "np_p2": [0.1, 0.2], "h0_count": [3, 4], "h0_total": [1.0, 2.0], "h0_max": [0.5, 0.9],
-         "h0_entropy": [1.0, 1.2], "h1_count": [0, 1], "h1_total": [0.0, 0.1], "h1_max": [0.0, 0.1],
-         "h1_entropy": [0.0, 0.0], "l2_norm": [1.0, 3.0]}
-    )  # fmt: skip
+        {
+            "model": "m",
+            "seed": 0,
+            "step": 0,
+            "layer": ["a", "b"],
+            "np_total": [0.5, 0.7],
+            "np_p2": [0.1, 0.2],
+            "h0_count": [3, 4],
+            "h0_total": [1.0, 2.0],
+            "h0_max": [0.5, 0.9],
+            "h0_entropy": [1.0, 1.2],
+            "h1_count": [0, 1],
+            "h1_total": [0.0, 0.1],
+            "h1_max": [0.0, 0.1],
+            "h1_entropy": [0.0, 0.0],
+            "l2_norm": [1.0, 3.0],
+        }
+    )
     with caplog.at_level(logging.WARNING, logger="topotrain.analysis.aggregate"):
         out = checkpoint_features(layers)
     assert out["h0_total"].iloc[0] == 3.0 and f"h0_total{SCALEFREE}" not in out

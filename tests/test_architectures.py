@@ -29,22 +29,53 @@ from topotrain.topology.layers import layer_records
 # per architecture: the linear maps of block 0, in the module order, as transformers names them
 BLOCK0 = {
     "gpt2": ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"],
-    "gpt_neox": ["attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h",
-                 "mlp.dense_4h_to_h"],
-    "llama": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-              "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"],
-    "olmo": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-             "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"],
-    "olmo2": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-              "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"],
-}  # fmt: skip
-PREFIX = {"gpt2": "transformer.h", "gpt_neox": "gpt_neox.layers", "llama": "model.layers",
-          "olmo": "model.layers", "olmo2": "model.layers"}  # fmt: skip
+    "gpt_neox": [
+        "attention.query_key_value",
+        "attention.dense",
+        "mlp.dense_h_to_4h",
+        "mlp.dense_4h_to_h",
+    ],
+    "llama": [
+        "self_attn.q_proj",
+        "self_attn.k_proj",
+        "self_attn.v_proj",
+        "self_attn.o_proj",
+        "mlp.gate_proj",
+        "mlp.up_proj",
+        "mlp.down_proj",
+    ],
+    "olmo": [
+        "self_attn.q_proj",
+        "self_attn.k_proj",
+        "self_attn.v_proj",
+        "self_attn.o_proj",
+        "mlp.gate_proj",
+        "mlp.up_proj",
+        "mlp.down_proj",
+    ],
+    "olmo2": [
+        "self_attn.q_proj",
+        "self_attn.k_proj",
+        "self_attn.v_proj",
+        "self_attn.o_proj",
+        "mlp.gate_proj",
+        "mlp.up_proj",
+        "mlp.down_proj",
+    ],
+}
+PREFIX = {
+    "gpt2": "transformer.h",
+    "gpt_neox": "gpt_neox.layers",
+    "llama": "model.layers",
+    "olmo": "model.layers",
+    "olmo2": "model.layers",
+}
 
 
 @pytest.fixture(scope="module", params=sorted(BLOCK0))
 def saved(request, tmp_path_factory):
-    """(model_type, folder, model) of a tiny model of each architecture, saved by save_pretrained."""
+    """(model_type, folder, model) of a tiny model of each architecture,
+    saved by save_pretrained."""
     folder = tmp_path_factory.mktemp(request.param)
     model = tiny_model(request.param, seed=3)
     model.save_pretrained(folder)
@@ -56,8 +87,9 @@ def test_linear_maps_are_found_by_architecture_for_every_supported_family(saved)
     maps, info = config_weight_maps(folder)
     linear = [m.name for m in select_maps(maps)]
     n_blocks = model.config.num_hidden_layers
-    expected = [f"{PREFIX[model_type]}.{b}.{n}.weight" for b in range(n_blocks)
-                for n in BLOCK0[model_type]]  # fmt: skip
+    expected = [
+        f"{PREFIX[model_type]}.{b}.{n}.weight" for b in range(n_blocks) for n in BLOCK0[model_type]
+    ]
     assert linear == expected
     assert info["model_type"] == model_type
     assert info["n_params"] == model.num_parameters()
@@ -100,8 +132,12 @@ def test_embeddings_and_head_only_when_asked(saved):
 def test_patterns_pick_any_role_and_the_layer_map_names_its_source(saved, tmp_path):
     model_type, folder, _ = saved
     files = [str(f) for f in weight_files(folder)]
-    doc = layer_map({"layers": ["*.0.*"], "transposed": [], "include_embeddings": False,
-                     "include_head": False}, files, folder, "runs.x")  # fmt: skip
+    doc = layer_map(
+        {"layers": ["*.0.*"], "transposed": [], "include_embeddings": False, "include_head": False},
+        files,
+        folder,
+        "runs.x",
+    )
     assert doc["source"] == "architecture"
     assert [m["name"] for m in doc["layers"]] == [
         f"{PREFIX[model_type]}.0.{n}.weight" for n in BLOCK0[model_type]
@@ -132,9 +168,14 @@ def test_without_a_config_the_layers_come_from_patterns_or_the_error_says_how(tm
 
     rng = np.random.default_rng(0)
     path = tmp_path / "step_100.safetensors"
-    save_file({"blocks.0.fc.weight": rng.normal(size=(6, 4)).astype(np.float32),
-               "blocks.0.conv.weight": rng.normal(size=(4, 5)).astype(np.float32),
-               "embed.weight": rng.normal(size=(10, 4)).astype(np.float32)}, str(path))  # fmt: skip
+    save_file(
+        {
+            "blocks.0.fc.weight": rng.normal(size=(6, 4)).astype(np.float32),
+            "blocks.0.conv.weight": rng.normal(size=(4, 5)).astype(np.float32),
+            "embed.weight": rng.normal(size=(10, 4)).astype(np.float32),
+        },
+        str(path),
+    )
     options = {"layers": [], "transposed": [], "include_embeddings": False, "include_head": False}
     with pytest.raises(ValueError, match="no config.json.*give the run a `config:`.*`layers:`"):
         layer_map(options, [str(path)], None, "runs.plain")
@@ -142,10 +183,14 @@ def test_without_a_config_the_layers_come_from_patterns_or_the_error_says_how(tm
     doc = layer_map(options, [str(path)], None, "runs.plain")
     assert doc["source"] == "patterns" and doc["n_params"] == 24 + 20 + 40
     assert {m["name"]: m["transposed"] for m in doc["layers"]} == {
-        "blocks.0.conv.weight": True, "blocks.0.fc.weight": False}  # fmt: skip
+        "blocks.0.conv.weight": True,
+        "blocks.0.fc.weight": False,
+    }
     records, _ = run_checkpoint_topology([str(path)], doc, "runs.plain", {"max_points": 10})
     assert {r["layer"]: r["rows"] for r in records} == {
-        "blocks.0.conv.weight": 5, "blocks.0.fc.weight": 6}  # fmt: skip
+        "blocks.0.conv.weight": 5,
+        "blocks.0.fc.weight": 6,
+    }
 
 
 def test_a_checkpoint_lacking_a_layer_of_the_map_names_it(saved, tmp_path):

@@ -25,7 +25,8 @@ from topotrain.analysis.stats import FEATURES, benjamini_hochberg
 
 
 def hand_partial_spearman(x, y, z) -> float:
-    """Rank (pandas, average ties), regress on [1, rank z] by least squares, Pearson of residuals."""
+    """Rank (pandas, average ties), regress on [1, rank z] by least squares,
+    Pearson of residuals."""
     rx, ry, rz = (pd.Series(v).rank().to_numpy() for v in (x, y, z))
     design = np.column_stack([np.ones_like(rz), rz])
     ex = rx - design @ np.linalg.lstsq(design, rx, rcond=None)[0]
@@ -149,13 +150,20 @@ def synthetic_table(models=("a",), seeds=(1, 2, 3, 4, 5), n: int = 41) -> pd.Dat
             step = np.linspace(0, 4000, n).astype(int)
             loss = loss_curve(rng, n)
             run = {f: np.cumsum(rng.normal(0.1, 1, n)) for f in FEATURES}
-            run.update(model=model, seed=seed, n_params=1000 * (i + 1), step=step,
-                       train_loss=loss + rng.normal(0, 0.02, n), val_loss=loss + 0.1,
-                       np_mean=loss + rng.normal(0, 0.02, n), h0_count=np.full(n, 39.0),
-                       clocklike=-np.log1p(step / 100) + rng.normal(0, 0.05, n),
-                       lr=3e-3 * np.minimum(1, (step + 1) / 400) * np.cos(step / 9000),
-                       grad_norm=1 + rng.gamma(2, 0.1, n),
-                       l2_norm_mean=10 + np.sqrt(step) / 10 + rng.normal(0, 0.3, n))  # fmt: skip
+            run.update(
+                model=model,
+                seed=seed,
+                n_params=1000 * (i + 1),
+                step=step,
+                train_loss=loss + rng.normal(0, 0.02, n),
+                val_loss=loss + 0.1,
+                np_mean=loss + rng.normal(0, 0.02, n),
+                h0_count=np.full(n, 39.0),
+                clocklike=-np.log1p(step / 100) + rng.normal(0, 0.05, n),
+                lr=3e-3 * np.minimum(1, (step + 1) / 400) * np.cos(step / 9000),
+                grad_norm=1 + rng.gamma(2, 0.1, n),
+                l2_norm_mean=10 + np.sqrt(step) / 10 + rng.normal(0, 0.3, n),
+            )
             run["h0_total_scalefree"] = run["h0_total"] / run["l2_norm_mean"]
             runs.append(pd.DataFrame(run))
     return pd.concat(runs, ignore_index=True)

@@ -197,7 +197,12 @@ def test_numba_training_is_bit_identical_whatever_was_imported_first(tmp_path):
     digests = {}
     for mode in ("clean", "numba-first"):
         (tmp_path / mode).mkdir()
-        out = subprocess.run([sys.executable, "-c", code, mode, str(tmp_path / mode)], env=env,
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", code, mode, str(tmp_path / mode)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         digests[mode] = out.stdout.split()
     assert digests["numba-first"] == digests["clean"] and len(set(digests["clean"])) == 1

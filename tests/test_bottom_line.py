@@ -10,20 +10,55 @@ from topotrain.analysis.stats import ALPHA
 from topotrain.report.bottom_line import beats_sentence, bottom_line, replication_section
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
-MODELS = {"tiny-3k": 3_000, "small-7k": 7_000, "med-21k": 21_000, "large-46k": 46_000,
-          "xl-97k": 97_000}  # fmt: skip
+MODELS = {
+    "tiny-3k": 3_000,
+    "small-7k": 7_000,
+    "med-21k": 21_000,
+    "large-46k": 46_000,
+    "xl-97k": 97_000,
+}
 
 
 def verdicts() -> tuple[pd.DataFrame, pd.DataFrame]:
-    rows = [{"model": m, "seed": s, "n_params": n, "feature": "h0_total", "target": "train_loss",
-             "view": "raw", "rho": -0.9, "p": 1e-9, "p_bh": 1e-9}
-            for m, n in MODELS.items() for s in range(3)]  # fmt: skip
-    primary = pd.DataFrame([
-        {"feature": "h0_total", "p_clock": 0.2, "p_scale": 0.3, "p": 0.3, "p_bh": 0.45,
-         "arrangements": 7776, "rejected": False, "note": ""},
-        {"feature": "np_mean", "p_clock": 1 / 7776, "p_scale": 2 / 7776, "p": 2 / 7776,
-         "p_bh": 6 / 7776, "arrangements": 7776, "rejected": True, "note": ""},
-    ])  # fmt: skip
+    rows = [
+        {
+            "model": m,
+            "seed": s,
+            "n_params": n,
+            "feature": "h0_total",
+            "target": "train_loss",
+            "view": "raw",
+            "rho": -0.9,
+            "p": 1e-9,
+            "p_bh": 1e-9,
+        }
+        for m, n in MODELS.items()
+        for s in range(3)
+    ]
+    primary = pd.DataFrame(
+        [
+            {
+                "feature": "h0_total",
+                "p_clock": 0.2,
+                "p_scale": 0.3,
+                "p": 0.3,
+                "p_bh": 0.45,
+                "arrangements": 7776,
+                "rejected": False,
+                "note": "",
+            },
+            {
+                "feature": "np_mean",
+                "p_clock": 1 / 7776,
+                "p_scale": 2 / 7776,
+                "p": 2 / 7776,
+                "p_bh": 6 / 7776,
+                "arrangements": 7776,
+                "rejected": True,
+                "note": "",
+            },
+        ]
+    )
     tables = {"associations": pd.DataFrame(rows), "primary": primary}
     return replication_table(read_paper_values(PAPER), tables), primary
 
@@ -50,9 +85,16 @@ def test_replication_section_gives_rule_ids_and_lists_each_rule_once():
 
 
 def test_beats_statements_print_the_number_expected_under_the_null():
-    summary = pd.DataFrame({"model": "pooled", "kind": "topological", "target": "train_loss",
-                            "feature": [f"f{i}" for i in range(20)], "p_seed_contrast": 0.5,
-                            "beats_clock": [True] * 2 + [False] * 18})  # fmt: skip
+    summary = pd.DataFrame(
+        {
+            "model": "pooled",
+            "kind": "topological",
+            "target": "train_loss",
+            "feature": [f"f{i}" for i in range(20)],
+            "p_seed_contrast": 0.5,
+            "beats_clock": [True] * 2 + [False] * 18,
+        }
+    )
     line = beats_sentence(summary, 0.05)
     assert "2 of 20 topological features beat the clock" in line
     assert "expected under the null ≈ 0.5" in line

@@ -1,4 +1,5 @@
-"""The calibration suite on few draws: bounds are Monte Carlo errors (3 SE), not a doubled nominal."""
+"""The calibration suite on few draws: bounds are Monte Carlo errors (3 SE),
+not a doubled nominal."""
 
 from __future__ import annotations
 

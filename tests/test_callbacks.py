@@ -35,8 +35,15 @@ TRANSPOSED = [f"*.{name}.weight" for name in CONV1D]
 
 def tiny_gpt2(seed: int = 0) -> GPT2LMHeadModel:
     torch.manual_seed(seed)
-    config = GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=128, n_positions=32,
-                        bos_token_id=0, eos_token_id=0)  # fmt: skip
+    config = GPT2Config(
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        vocab_size=128,
+        n_positions=32,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     return GPT2LMHeadModel(config)
 
 
@@ -66,9 +73,18 @@ class Recorder(TrainerCallback):
 
 def trainer_for(out, steps: int = 60, save_steps: int | None = 20) -> Trainer:
     saving = {"save_steps": save_steps} if save_steps else {"save_strategy": "no"}
-    args = TrainingArguments(output_dir=str(out), max_steps=steps, logging_steps=10,
-                             per_device_train_batch_size=8, learning_rate=1e-3, report_to=[],
-                             use_cpu=True, disable_tqdm=True, seed=0, **saving)  # fmt: skip
+    args = TrainingArguments(
+        output_dir=str(out),
+        max_steps=steps,
+        logging_steps=10,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+        **saving,
+    )
     return Trainer(model=tiny_gpt2(), args=args, train_dataset=Tokens())
 
 
@@ -84,8 +100,10 @@ def by_hand(tensors: dict[str, np.ndarray]) -> dict:
     blocks = {
         n: W for n, W in tensors.items() if ".h." in n and n.endswith(".weight") and W.ndim == 2
     }
-    mats = {n: W.T if n.split(".", 3)[-1].removesuffix(".weight") in CONV1D else W
-            for n, W in blocks.items()}  # fmt: skip
+    mats = {
+        n: W.T if n.split(".", 3)[-1].removesuffix(".weight") in CONV1D else W
+        for n, W in blocks.items()
+    }
     records, _ = layer_records(mats, ["*"])
     col = {k: np.array([r[k] for r in records], dtype=float) for k in records[0] if k != "layer"}
     return {

@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def sh(cmd: list[str], cwd: Path, check: bool = True, **env) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **env})  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env={**os.environ, **env}
+    )
     if check and proc.returncode:
         raise AssertionError(f"{cmd} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -39,8 +40,21 @@ def topotrain_bin(tmp_path_factory) -> Path:
         if (ROOT / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, src / name)
-    sh([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation",
-        "-w", str(tmp / "dist"), "-q"], src)  # fmt: skip
+    sh(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            ".",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp / "dist"),
+            "-q",
+        ],
+        src,
+    )
     wheel = next((tmp / "dist").glob("topotrain-*.whl"))
     venv = tmp / "venv"
     sh([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp)
@@ -50,8 +64,20 @@ def topotrain_bin(tmp_path_factory) -> Path:
         skip = entry.name.startswith(("topotrain", "__editable__", "_topotrain"))
         if not skip and not (target / entry.name).exists():
             (target / entry.name).symlink_to(entry)
-    sh([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-        "--no-deps", "-q", str(wheel)], tmp)  # fmt: skip
+    sh(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--no-deps",
+            "-q",
+            str(wheel),
+        ],
+        tmp,
+    )
     return venv / "bin" / "topotrain"
 
 
@@ -74,8 +100,14 @@ def test_init_analyse_and_run_from_a_folder_outside_the_repository(topotrain_bin
     assert "found: the newest checkpoint's trainer_state.json" in report
     again = sh([str(topotrain_bin), "run", "-n"], here)
     assert "Nothing to be done" in again.stdout + again.stderr
-    module = sh([str(topotrain_bin.parent / "python"), "-c",
-                 "import topotrain.cli as c; print(c.workflow_dir())"], here)  # fmt: skip
+    module = sh(
+        [
+            str(topotrain_bin.parent / "python"),
+            "-c",
+            "import topotrain.cli as c; print(c.workflow_dir())",
+        ],
+        here,
+    )
     assert "_workflow" in module.stdout  # the wheel's bundle, not the checkout
 
 
@@ -99,8 +131,9 @@ def test_bad_run_names_and_missing_paths_get_plain_errors(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     (tmp_path / "run a").mkdir()
     with pytest.raises(SystemExit) as err:
-        cli.analyse_config([str(tmp_path / "run a")], ["run a"], losses=None, revisions=None,
-                           glob=None)  # fmt: skip
+        cli.analyse_config(
+            [str(tmp_path / "run a")], ["run a"], losses=None, revisions=None, glob=None
+        )
     assert err.value.code == 2 and "no spaces or slashes" in capsys.readouterr().err
     assert cli.run_name(str(tmp_path / "run a")) == "run-a"
     with pytest.raises(SystemExit):
@@ -109,6 +142,7 @@ def test_bad_run_names_and_missing_paths_get_plain_errors(tmp_path, monkeypatch,
     with pytest.raises(SystemExit):
         cli.analyse_config(["EleutherAI/pythia-14m"], None, losses=None, revisions=None, glob=None)
     assert "needs --revisions" in capsys.readouterr().err
-    hub = cli.analyse_config(["EleutherAI/pythia-14m"], None, losses=None, revisions=["step0"],
-                             glob=None)  # fmt: skip
+    hub = cli.analyse_config(
+        ["EleutherAI/pythia-14m"], None, losses=None, revisions=["step0"], glob=None
+    )
     assert hub["runs"] == {"pythia-14m": {"hub": "EleutherAI/pythia-14m", "revisions": ["step0"]}}

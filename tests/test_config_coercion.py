@@ -1,4 +1,5 @@
-"""--config strings become the types the schema declares (coerce_config), in unit and in the workflow."""
+"""--config strings become the types the schema declares (coerce_config),
+in unit and in the workflow."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ DEFAULT = yaml.safe_load((ROOT / "config.yaml").read_text())
 
 
 def typed(value):
-    """``value`` with the type of every scalar made explicit, so 1 == 1.0 == True no longer holds."""
+    """``value`` with the type of every scalar made explicit,
+    so 1 == 1.0 == True no longer holds."""
     if isinstance(value, dict):
         return {k: typed(v) for k, v in value.items()}
     if isinstance(value, list):

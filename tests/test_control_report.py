@@ -9,12 +9,30 @@ from topotrain.report.control import power_sentence, scaled
 
 
 def verdicts(verdict: str, p: float) -> pd.DataFrame:
-    return pd.DataFrame([{"claim": "topology moves with each seed's own test loss", "verdict": verdict,
-                          "statistic": -0.41, "p": p, "note": "8 seeds"}])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "claim": "topology moves with each seed's own test loss",
+                "verdict": verdict,
+                "statistic": -0.41,
+                "p": p,
+                "note": "8 seeds",
+            }
+        ]
+    )
 
 
-PRIMARY = pd.DataFrame([{"feature": "h0_total", "models": "a;b;c;d;e", "p_clock": 0.033,
-                         "p_scale": 0.119, "p_bh": 0.358}])  # fmt: skip
+PRIMARY = pd.DataFrame(
+    [
+        {
+            "feature": "h0_total",
+            "models": "a;b;c;d;e",
+            "p_clock": 0.033,
+            "p_scale": 0.119,
+            "p_bh": 0.358,
+        }
+    ]
+)
 
 
 def leads(p_fourier: float) -> pd.DataFrame:

@@ -37,8 +37,10 @@ def write_run(tmp_path, p: int, steps=(0, 50)):
     angle = 2 * np.pi * np.arange(p) / p
     emb = np.vstack([np.column_stack([np.cos(angle), np.sin(angle)]) * 3.0, [[9.0, 9.0]]])
     for s in steps:
-        save_file({"embed.weight": emb.astype(np.float32), "w": np.full((2, 2), 0.5, np.float32)},
-                  str(tmp_path / f"step_{s:05d}.safetensors"))  # fmt: skip
+        save_file(
+            {"embed.weight": emb.astype(np.float32), "w": np.full((2, 2), 0.5, np.float32)},
+            str(tmp_path / f"step_{s:05d}.safetensors"),
+        )
     rows = "\n".join(f"{s},1.0,2.0,0.5,0.1" for s in steps)
     (tmp_path / "metrics.csv").write_text(f"step,train_loss,test_loss,train_acc,test_acc\n{rows}\n")
 

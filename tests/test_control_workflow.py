@@ -11,10 +11,21 @@ from conftest import run_snakemake, tiny_config, write_corpus
 from topotrain.analysis.grokking import NEVER
 
 TINY_CONTROL = {
-    "enabled": True, "p": 23, "train_frac": 0.9, "width": 32, "heads": 4, "mlp": 64,
-    "steps": 400, "interval": 20, "lr": 1.0e-2, "weight_decay": 1.0, "beta2": 0.98,
-    "seeds": [0, 1, 2, 3], "fourier_k": 5, "threads": 1,
-}  # fmt: skip  # measured: seeds 2 and 3 grok (steps 380, 160), 0 and 1 end at 0.91
+    "enabled": True,
+    "p": 23,
+    "train_frac": 0.9,
+    "width": 32,
+    "heads": 4,
+    "mlp": 64,
+    "steps": 400,
+    "interval": 20,
+    "lr": 1.0e-2,
+    "weight_decay": 1.0,
+    "beta2": 0.98,
+    "seeds": [0, 1, 2, 3],
+    "fourier_k": 5,
+    "threads": 1,
+}  # measured: seeds 2 and 3 grok (steps 380, 160), 0 and 1 end at 0.91
 
 
 def control_config(tmp_path, **knobs) -> None:

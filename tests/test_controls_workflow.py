@@ -17,10 +17,21 @@ from conftest import run_snakemake, tiny_config, write_corpus
 
 from topotrain.analysis.stats import BASELINES, FEATURES
 
-MODELS = {"tiny-3k": 3_000, "small-7k": 7_000, "med-21k": 21_000, "large-46k": 46_000,
-          "xl-97k": 97_000}  # fmt: skip
-RULES = ["associations", "models_table", "scaling_fits", "predict_final_loss",
-         "phase_transitions", "replication"]  # fmt: skip
+MODELS = {
+    "tiny-3k": 3_000,
+    "small-7k": 7_000,
+    "med-21k": 21_000,
+    "large-46k": 46_000,
+    "xl-97k": 97_000,
+}
+RULES = [
+    "associations",
+    "models_table",
+    "scaling_fits",
+    "predict_final_loss",
+    "phase_transitions",
+    "replication",
+]
 
 
 def feature_table(planted: bool, n: int = 26) -> pd.DataFrame:
@@ -34,12 +45,23 @@ def feature_table(planted: bool, n: int = 26) -> pd.DataFrame:
             trend = 50 + 5 * np.log1p(step / 100)  # TP0 rises as the loss falls: the paper's sign
             h0 = trend - (4 * u if planted else 0) + rng.normal(0, 0.05, n)
             run = {f: 1 + np.cumsum(rng.normal(0, 0.1, n)) ** 2 for f in FEATURES}
-            run.update(model=model, seed=seed, step=step, frac=step / step[-1], n_params=size,
-                       d_model=8 * (i + 1), n_layer=1, n_head=1, train_loss=loss,
-                       val_loss=loss + 0.1 + rng.normal(0, 0.01, n), h0_total=h0,
-                       np_mean=0.3 + 0.02 * np.log1p(step / 100) + rng.normal(0, 0.01, n),
-                       lr=3e-3 * np.minimum(1, (step + 1) / 400), grad_norm=1 + rng.gamma(2, 0.1, n),
-                       l2_norm_mean=1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n))  # fmt: skip
+            run.update(
+                model=model,
+                seed=seed,
+                step=step,
+                frac=step / step[-1],
+                n_params=size,
+                d_model=8 * (i + 1),
+                n_layer=1,
+                n_head=1,
+                train_loss=loss,
+                val_loss=loss + 0.1 + rng.normal(0, 0.01, n),
+                h0_total=h0,
+                np_mean=0.3 + 0.02 * np.log1p(step / 100) + rng.normal(0, 0.01, n),
+                lr=3e-3 * np.minimum(1, (step + 1) / 400),
+                grad_norm=1 + rng.gamma(2, 0.1, n),
+                l2_norm_mean=1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
+            )
             runs.append(pd.DataFrame(run))
     return pd.concat(runs, ignore_index=True)
 
@@ -48,8 +70,9 @@ def feature_table(planted: bool, n: int = 26) -> pd.DataFrame:
 def test_a_known_answer_gets_its_verdict_through_the_real_rules(tmp_path, planted):
     train, valid = write_corpus(tmp_path)
     config = tiny_config(train, valid)
-    config["models"] = {m: {"d_model": 8 * (i + 1), "n_layer": 1, "n_head": 1}
-                        for i, m in enumerate(MODELS)}  # fmt: skip
+    config["models"] = {
+        m: {"d_model": 8 * (i + 1), "n_layer": 1, "n_head": 1} for i, m in enumerate(MODELS)
+    }
     config["seeds"] = [1, 2, 3]
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     (tmp_path / "results" / "features").mkdir(parents=True)
@@ -65,8 +88,12 @@ def test_a_known_answer_gets_its_verdict_through_the_real_rules(tmp_path, plante
     assert primary.loc["h0_total", "rejected"] == planted
     assert primary.loc["h0_total", "arrangements"] == 6**5
     assoc = pd.read_csv(tmp_path / "results/tables/associations.csv")
-    pooled = assoc[(assoc["model"] == "pooled") & (assoc["feature"] == "h0_total")
-                   & (assoc["target"] == "train_loss") & (assoc["view"] == "seed_contrast")]  # fmt: skip
+    pooled = assoc[
+        (assoc["model"] == "pooled")
+        & (assoc["feature"] == "h0_total")
+        & (assoc["target"] == "train_loss")
+        & (assoc["view"] == "seed_contrast")
+    ]
     assert pooled["beats_clock"].item() == planted
     # the step is the same in every seed: it never beats the clock, in any row
     assert not assoc.loc[assoc["feature"] == "step", "beats_clock"].any()

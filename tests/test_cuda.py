@@ -40,8 +40,8 @@ CFG = TrainConfig(
     device="cuda",
     compile="false",
 )
-# CUDA trains with TF32 matrix products (10-bit mantissa) against float32 on the CPU: per-step losses
-# agree to this relative tolerance over 200 updates (measured: README, "GPU").
+# CUDA trains with TF32 matrix products (10-bit mantissa) against float32 on the CPU: per-step
+# losses agree to this relative tolerance over 200 updates (measured: README, "GPU").
 LOSS_RTOL = 1e-2
 TRAIN = """
 import json, sys, time

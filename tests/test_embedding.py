@@ -28,8 +28,10 @@ def hand_energy(E: np.ndarray) -> np.ndarray:
     """Σ_d |Σ_j E_jd e^(−2πi f j / p)|² for f = 1 … p − 1, folded onto f and p − f."""
     p = E.shape[0]
     j = np.arange(p)
-    full = [sum(abs(np.exp(-2j * np.pi * f * j / p) @ E[:, d]) ** 2 for d in range(E.shape[1]))
-            for f in range(1, p)]  # fmt: skip
+    full = [
+        sum(abs(np.exp(-2j * np.pi * f * j / p) @ E[:, d]) ** 2 for d in range(E.shape[1]))
+        for f in range(1, p)
+    ]
     return np.array(
         [full[f - 1] + (full[p - f - 1] if f != p - f else 0) for f in range(1, p // 2 + 1)]
     )

@@ -62,7 +62,8 @@ def fake_layers(seed: int = 0, **override: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def run_topology(tmp_path: Path, raw: bytes) -> tuple[Path, Path]:
-    """Write ``raw`` as a checkpoint and run the topology job on it; returns (checkpoint, out dir)."""
+    """Write ``raw`` as a checkpoint and run the topology job on it; returns
+    (checkpoint, out dir)."""
     ckpt, out = tmp_path / CKPT, tmp_path / "out"
     ckpt.write_bytes(raw)
     out.mkdir()
@@ -181,10 +182,18 @@ def test_job_killed_mid_write_leaves_no_file_that_loads(tmp_path):
 
 ARCH = {"vocab_size": 128, "context": 16, "n_layer": 1, "n_head": 1, "d_model": 8}
 TRAIN = {
-    "steps": 40, "checkpoint_interval": 10, "batch_size": 4, "warmup_steps": 5, "lr": 1e-2,
-    "weight_decay": 0.01, "grad_clip": 1.0, "eval_batches": 2, "eval_batch_size": 4,
-    "device": "cpu", "seed": 7,
-}  # fmt: skip
+    "steps": 40,
+    "checkpoint_interval": 10,
+    "batch_size": 4,
+    "warmup_steps": 5,
+    "lr": 1e-2,
+    "weight_decay": 0.01,
+    "grad_clip": 1.0,
+    "eval_batches": 2,
+    "eval_batch_size": 4,
+    "device": "cpu",
+    "seed": 7,
+}
 
 
 @pytest.fixture(scope="module")
@@ -410,11 +419,14 @@ def write_analysis_table(df: pd.DataFrame, out: Path) -> None:
 PHASES = pd.DataFrame({"model": ["a"], "peak_step": [300]})
 WRITERS = {  # name: (make the inputs in a folder, write the set into out, the files of the set)
     "analysis-table": (lambda root: PHASES, write_analysis_table, ["phases.csv", "phases.md"]),
-    "feature-tables": (aggregate_inputs, write_features, [
-        "weights.csv", "weights.parquet", "weights_layers.csv", "weights_layers.parquet"]),
+    "feature-tables": (
+        aggregate_inputs,
+        write_features,
+        ["weights.csv", "weights.parquet", "weights_layers.csv", "weights_layers.parquet"],
+    ),
     "corpus": (corpus_splits, write_corpus_files, ["manifest.json", "train.bin", "validation.bin"]),
     "topology-record": (checkpoint_file, write_record, ["step_00000.json", "step_00000.npz"]),
-}  # fmt: skip
+}
 CASES = [(name, n) for name, (*_, files) in WRITERS.items() for n in range(len(files))]
 
 
@@ -468,7 +480,8 @@ def wait_for_lock(workdir: Path, first: subprocess.Popen, log: Path) -> None:
 def test_second_run_refuses_while_the_first_holds_the_lock(tiny_workdir):
     """Same working directory, overlapping files: refused. After a crash the lock stays until
     ``--unlock``. A run on another ``results:`` in the same directory is not refused, and when it
-    ends it deletes every lock there, the live run's included: hence separate working directories."""
+    ends it deletes every lock there, the live run's included:
+    hence separate working directories."""
     config = yaml.safe_load((tiny_workdir / "config.yaml").read_text())
     config["train"].update(steps=90_000, checkpoint_interval=30_000)  # minutes: holds the lock
     (tiny_workdir / "config.yaml").write_text(yaml.safe_dump(config))

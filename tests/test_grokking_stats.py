@@ -51,14 +51,21 @@ def planted(grok_steps, never=(), clock_onset=300, seed=0):
         jump = 1 / (1 + np.exp(-(steps - g) / 60.0))
         acc = np.where(steps >= g, 1.0, 0.5) if s not in never else np.full(steps.size, 0.5)
         tied = 1 / (1 + np.exp(-(steps - (g - 225)) / 60.0))  # half its change at g − 200
-        rows.append(pd.DataFrame({
-            "model": "control", "seed": s, "step": steps, "test_acc": acc,
-            "test_loss": 3 * (1 - jump) + rng.normal(0, 0.01, steps.size),
-            "tied": tied + rng.normal(0, 0.01, steps.size),
-            "clock": (steps >= clock_onset).astype(float),
-            "weight_l2": 40 - steps / 300 + rng.normal(0, 0.05, steps.size),
-            "fourier_top5": rng.normal(0.5, 0.01, steps.size),
-        }))  # fmt: skip
+        rows.append(
+            pd.DataFrame(
+                {
+                    "model": "control",
+                    "seed": s,
+                    "step": steps,
+                    "test_acc": acc,
+                    "test_loss": 3 * (1 - jump) + rng.normal(0, 0.01, steps.size),
+                    "tied": tied + rng.normal(0, 0.01, steps.size),
+                    "clock": (steps >= clock_onset).astype(float),
+                    "weight_l2": 40 - steps / 300 + rng.normal(0, 0.05, steps.size),
+                    "fourier_top5": rng.normal(0.5, 0.01, steps.size),
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -88,8 +95,10 @@ def test_a_planted_lead_is_reproduced_and_a_clock_is_an_artefact():
     assert np.isnan(clock["contrast_rho"])  # the same curve in every seed: no deviation at all
     out = verdicts(table.reset_index(), primary="tied").set_index("claim")
     assert out.loc["topology leads grokking", "verdict"] == "reproduced"
-    assert out.loc["topology moves with each seed's own test loss (the positive control)",
-                   "verdict"] == "reproduced"  # fmt: skip
+    assert (
+        out.loc["topology moves with each seed's own test loss (the positive control)", "verdict"]
+        == "reproduced"
+    )
     assert out.loc["topology beats the weight norm", "verdict"] == "reproduced"
     clocked = verdicts(table.reset_index(), primary="clock").set_index("claim")
     assert clocked.loc["topology leads grokking", "verdict"] == "artefact"  # early, in every seed

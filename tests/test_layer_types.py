@@ -14,8 +14,11 @@ from topotrain.analysis.layer_types import (
     layer_type_table,
 )
 
-NAMES = [f"transformer.h.{b}.{m}.weight" for b in (0, 1)
-         for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]  # fmt: skip
+NAMES = [
+    f"transformer.h.{b}.{m}.weight"
+    for b in (0, 1)
+    for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")
+]
 
 
 def test_layer_names_parse_to_type_and_depth():
@@ -34,22 +37,43 @@ def synthetic(seed=1):
     rows = []
     for step in steps:
         for name in NAMES:
-            rows.append({"model": "m", "seed": seed, "step": int(step), "layer": name,
-                         "np_total": rng.random(), "np_p2": rng.random(),
-                         "h0_total": rng.random() + step / 100,
-                         "h1_total": rng.random(), "l2_norm": 1 + step / 50 + rng.random()})  # fmt: skip
+            rows.append(
+                {
+                    "model": "m",
+                    "seed": seed,
+                    "step": int(step),
+                    "layer": name,
+                    "np_total": rng.random(),
+                    "np_p2": rng.random(),
+                    "h0_total": rng.random() + step / 100,
+                    "h1_total": rng.random(),
+                    "l2_norm": 1 + step / 50 + rng.random(),
+                }
+            )
     layers = pd.DataFrame(rows)
     loss = 3 - steps / 60 + rng.normal(0, 0.05, steps.size)
-    features = pd.DataFrame({"model": "m", "seed": seed, "step": steps, "n_params": 500,
-                             "train_loss": loss + 0.1, "val_loss": loss})  # fmt: skip
+    features = pd.DataFrame(
+        {
+            "model": "m",
+            "seed": seed,
+            "step": steps,
+            "n_params": 500,
+            "train_loss": loss + 0.1,
+            "val_loss": loss,
+        }
+    )
     return layers, features
 
 
 def test_groups_split_by_type_and_depth():
     layers, _ = synthetic()
     masks = groups(layers)
-    assert set(masks) == {("type", "attention"), ("type", "mlp"), ("depth", "block 0"),
-                          ("depth", "block 1")}  # fmt: skip
+    assert set(masks) == {
+        ("type", "attention"),
+        ("type", "mlp"),
+        ("depth", "block 0"),
+        ("depth", "block 1"),
+    }
     assert masks[("type", "mlp")].sum() == 12 * 4
     assert set(layers[masks[("depth", "block 1")]]["layer"]) == set(NAMES[4:])
 
@@ -62,14 +86,22 @@ def test_layer_type_table_against_a_direct_computation():
     attn = layers[layers["layer"].str.contains(".attn.", regex=False)]
     np_attn = attn.groupby("step")["np_total"].mean()
     expected = stats.spearmanr(np_attn.to_numpy(), features["val_loss"].to_numpy())[0]
-    row = table[(table["group"] == "attention") & (table["feature"] == "np_mean")
-                & (table["target"] == "val_loss") & (table["view"] == "raw")]  # fmt: skip
+    row = table[
+        (table["group"] == "attention")
+        & (table["feature"] == "np_mean")
+        & (table["target"] == "val_loss")
+        & (table["view"] == "raw")
+    ]
     assert row["rho"].item() == pytest.approx(expected, abs=1e-12)
     # H0 total of block 1 is the sum over its four matrices
     block = layers[layers["layer"].isin(NAMES[4:])].groupby("step")["h0_total"].sum()
     det = stats.spearmanr(np.diff(block.to_numpy()), np.diff(features["val_loss"].to_numpy()))[0]
-    row = table[(table["group"] == "block 1") & (table["feature"] == "h0_total")
-                & (table["target"] == "val_loss") & (table["view"] == "detrended")]  # fmt: skip
+    row = table[
+        (table["group"] == "block 1")
+        & (table["feature"] == "h0_total")
+        & (table["target"] == "val_loss")
+        & (table["view"] == "detrended")
+    ]
     assert row["rho"].item() == pytest.approx(det, abs=1e-12)
     assert set(table.loc[table["model"] != "pooled", "n_layers"]) == {4}
     summary = layer_type_summary(table, view="detrended")
@@ -101,10 +133,17 @@ def test_summary_reads_the_between_seed_contrast_by_default():
     assert (summary["view"] == "seed_contrast").all()
     assert set(summary["model"]) == {"m", "pooled"} and (summary["rows"] == 1).all()
     contrast = table[(table["view"] == "seed_contrast") & (table["model"] == "m")]
-    row = summary[(summary["model"] == "m") & (summary["group"] == "mlp")
-                  & (summary["feature"] == "np_mean") & (summary["target"] == "val_loss")]  # fmt: skip
-    cell = contrast[(contrast["group"] == "mlp") & (contrast["feature"] == "np_mean")
-                    & (contrast["target"] == "val_loss")]  # fmt: skip
+    row = summary[
+        (summary["model"] == "m")
+        & (summary["group"] == "mlp")
+        & (summary["feature"] == "np_mean")
+        & (summary["target"] == "val_loss")
+    ]
+    cell = contrast[
+        (contrast["group"] == "mlp")
+        & (contrast["feature"] == "np_mean")
+        & (contrast["target"] == "val_loss")
+    ]
     assert row["mean_rho"].item() == pytest.approx(cell["rho"].item())
     assert row["p_below_alpha"].item() == int(cell["p"].item() < 0.05)
     assert summary["step_rho"].isna().all()  # every seed shares the step: no contrast

@@ -49,13 +49,16 @@ def test_an_adapter_folder_gets_a_hint_and_its_lora_factors_by_pattern(tmp_path)
     folder = tmp_path / "checkpoint-10"
     folder.mkdir()
     base = "base_model.model.transformer.h.0.attn.c_attn"
-    save_file({f"{base}.lora_A.weight": np.ones((4, 16), np.float32),
-               f"{base}.lora_B.weight": np.ones((48, 4), np.float32)},
-              str(folder / "adapter_model.safetensors"))  # fmt: skip
+    save_file(
+        {
+            f"{base}.lora_A.weight": np.ones((4, 16), np.float32),
+            f"{base}.lora_B.weight": np.ones((48, 4), np.float32),
+        },
+        str(folder / "adapter_model.safetensors"),
+    )
     (folder / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 4}')
     files = [str(folder / "adapter_model.safetensors")]
-    options = {"layers": None, "transposed": [], "include_embeddings": False,
-               "include_head": False}  # fmt: skip
+    options = {"layers": None, "transposed": [], "include_embeddings": False, "include_head": False}
     with pytest.raises(RunError, match=r'LoRA/PEFT adapter: `layers: \["\*lora_B.weight"\]`'):
         layer_map(options, files, None, "runs.adapter")
     chosen = layer_map({**options, "layers": ["*lora_B.weight"]}, files, None, "runs.adapter")

@@ -75,8 +75,15 @@ def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
     train_control(cfg, tmp_path)
     table, layers = control_features(tmp_path, cfg.p)
     assert table["step"].tolist() == [0, 50, 100]
-    matrices = {"embed.weight", "pos", "attn.in_proj_weight", "attn.out_proj.weight",
-                "mlp.0.weight", "mlp.2.weight", "unembed.weight"}  # fmt: skip
+    matrices = {
+        "embed.weight",
+        "pos",
+        "attn.in_proj_weight",
+        "attn.out_proj.weight",
+        "mlp.0.weight",
+        "mlp.2.weight",
+        "unembed.weight",
+    }
     assert set(layers["layer"]) == matrices and len(layers) == 3 * len(matrices)
     last = load_file(str(tmp_path / "step_00100.safetensors"))
     norm = torch.sqrt(sum((t.double() ** 2).sum() for t in last.values()))

@@ -111,7 +111,8 @@ def test_one_by_one_matrix_has_one_zero_pair():
 
 
 def test_one_dominant_weight_gives_persistence_near_one():
-    # One huge weight, the rest ε: every other merge happens at w' ≈ 0 → np_total → (|V| − 2)/(|V| − 1).
+    # One huge weight, the rest ε: every other merge happens at w' ≈ 0
+    # → np_total → (|V| − 2)/(|V| − 1).
     W = np.full((3, 4), 1e-12)
     W[1, 2] = 1.0
     assert neural_persistence(W)["np_total"] == pytest.approx(5 / 6, abs=1e-9)
@@ -162,8 +163,10 @@ def test_np_rieck_of_two_layers_by_hand():
 
 def test_np_rieck_matches_the_reference_definition_on_random_layers():
     rng = np.random.default_rng(11)
-    layers = {f"h.{i}.weight": rng.normal(size=s) * scale
-              for i, (s, scale) in enumerate([((6, 4), 1.0), ((4, 12), 3.0), ((12, 4), 0.2)])}  # fmt: skip
+    layers = {
+        f"h.{i}.weight": rng.normal(size=s) * scale
+        for i, (s, scale) in enumerate([((6, 4), 1.0), ((4, 12), 3.0), ((12, 4), 0.2)])
+    }
     records, _ = layer_records(layers, ["*.weight"], maxdim=0)
     got = np.mean([r["np_rieck"] for r in records])
     assert got == pytest.approx(reference_np(list(layers.values())), abs=1e-14)

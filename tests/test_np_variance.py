@@ -22,17 +22,28 @@ def study(own_signal: float, seed: int = 0) -> pd.DataFrame:
             own = rng.normal(0, 0.01, 20)
             loss = 3 - 0.05 * t + 2 * wvar + own
             np_mean = 0.5 * wvar + rng.normal(0, 0.001, 20) + own_signal * own
-            rows.append(pd.DataFrame({"model": f"m{m}", "seed": s, "step": t * 100,
-                                      "train_loss": loss, "np_mean": np_mean,
-                                      "np_wvar_mean": wvar}))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "model": f"m{m}",
+                        "seed": s,
+                        "step": t * 100,
+                        "train_loss": loss,
+                        "np_mean": np_mean,
+                        "np_wvar_mean": wvar,
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)
 
 
 def by_hand(g: pd.DataFrame) -> float:
     """Pearson r of the across-seed deviations of NP and loss after each is regressed on the
     variance's deviations (least squares through the origin on centred cells)."""
-    dev = {c: g.pivot(index="seed", columns="step", values=c) for c in
-           ("np_mean", "train_loss", "np_wvar_mean")}  # fmt: skip
+    dev = {
+        c: g.pivot(index="seed", columns="step", values=c)
+        for c in ("np_mean", "train_loss", "np_wvar_mean")
+    }
     d = {c: (v - v.mean(axis=0)).to_numpy().ravel() for c, v in dev.items()}
     z = d["np_wvar_mean"] - d["np_wvar_mean"].mean()
     res = []

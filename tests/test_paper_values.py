@@ -1,5 +1,5 @@
-"""workflow/data/paper_values.csv holds the published figures exactly as ../shared/docs/paper-tables.md
-prints them (checked against that file when it is present)."""
+"""workflow/data/paper_values.csv holds the published figures exactly as
+../shared/docs/paper-tables.md prints them (checked against that file when it is present)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def section(text: str, study: str, table: str) -> str:
 
 
 def row_key(study: str, table: str, row: str) -> str:
-    """How the document names a row: models as printed, fractions as percentages, steps with commas."""
+    """How the document names a row: models as printed, fractions as percentages,
+    steps with commas."""
     if study == "B" and table == "claims":
         return row.replace("h1_", "H1 ")  # h1_entropy → "H1 entropy"
     if study == "B":

@@ -75,9 +75,17 @@ def test_total_steps_comes_from_frac():
 
 
 def test_phase_table_has_a_row_per_run_with_notes_for_short_runs():
-    long = pd.DataFrame({"model": "big", "seed": 1, "n_params": 20, "step": STEPS,
-                         "frac": STEPS / 5000, "np_mean": np.tanh(STEPS / 1000),
-                         "h0_total": np.r_[np.zeros(25), np.ones(26)]})  # fmt: skip
+    long = pd.DataFrame(
+        {
+            "model": "big",
+            "seed": 1,
+            "n_params": 20,
+            "step": STEPS,
+            "frac": STEPS / 5000,
+            "np_mean": np.tanh(STEPS / 1000),
+            "h0_total": np.r_[np.zeros(25), np.ones(26)],
+        }
+    )
     short = long.iloc[:2].assign(model="small", n_params=10)
     table = phase_table(pd.concat([long, short]), n_bkps=1)
     assert table["model"].tolist() == ["small", "big"]
@@ -103,8 +111,16 @@ def test_the_callback_and_the_phases_table_report_the_same_causal_step():
     callback = TopologyCallback(watch=["np_mean"], threshold=0.2, patience=2)
     for step, value in zip(steps, values, strict=True):
         callback.update(step, {"np_mean": value})
-    df = pd.DataFrame({"model": "m", "seed": 0, "n_params": 1, "step": steps, "np_mean": values,
-                       "h0_total": values})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "model": "m",
+            "seed": 0,
+            "n_params": 1,
+            "step": steps,
+            "np_mean": values,
+            "h0_total": values,
+        }
+    )
     row = phase_table(df, threshold=0.2).iloc[0]
     assert row["causal_step"] == callback.fired["np_mean"] == 400
     # hindsight: the largest Δ is 1.0 (at 100); the first later |Δ| < 0.2 is 0.1, at 300

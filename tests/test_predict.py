@@ -24,12 +24,28 @@ def make_run(model, val_loss, np_mean, h0_total=None, n_params=10_000, steps=STE
     n = steps.size
     h0 = np.linspace(5.0, 3.0, n) if h0_total is None else h0_total
     return pd.DataFrame(
-        {"model": model, "seed": seed, "n_params": n_params, "step": steps,
-         "frac": steps / steps[-1], "train_loss": val_loss, "val_loss": val_loss,
-         "grad_norm": 1.0, "np_mean": np_mean, "np_std": 0.1, "h0_total": h0, "h1_total": 0.5,
-         "h0_count": 10, "h1_count": 2, "h0_entropy_mean": 1.0, "h1_entropy_mean": 0.5,
-         "h0_max": 1.0, "h1_max": 0.2, "l2_norm_mean": 3.0}
-    )  # fmt: skip
+        {
+            "model": model,
+            "seed": seed,
+            "n_params": n_params,
+            "step": steps,
+            "frac": steps / steps[-1],
+            "train_loss": val_loss,
+            "val_loss": val_loss,
+            "grad_norm": 1.0,
+            "np_mean": np_mean,
+            "np_std": 0.1,
+            "h0_total": h0,
+            "h1_total": 0.5,
+            "h0_count": 10,
+            "h1_count": 2,
+            "h0_entropy_mean": 1.0,
+            "h1_entropy_mean": 0.5,
+            "h0_max": 1.0,
+            "h1_max": 0.2,
+            "l2_norm_mean": 3.0,
+        }
+    )
 
 
 def power_curve(steps, a, b, c, at_zero=50.0):
@@ -164,8 +180,14 @@ def test_learned_recovers_a_linear_law_of_cutoff_features():
 def test_learned_with_vectors_recovers_a_law_that_needs_them_and_beats_its_placebos():
     df = synthetic_study(30, seed=4)
     rng = np.random.default_rng(9)
-    for col in ("h0_landscape_l2", "h1_landscape_l2", "h0_image_mass", "h1_image_mass",
-                "h0_betti_auc", "h1_betti_auc"):  # fmt: skip
+    for col in (
+        "h0_landscape_l2",
+        "h1_landscape_l2",
+        "h0_image_mass",
+        "h1_image_mass",
+        "h0_betti_auc",
+        "h1_betti_auc",
+    ):
         df[col] = rng.uniform(0, 1, len(df))
     fraction = 0.3
     window = df[df["frac"] <= fraction].groupby("model").last()
@@ -198,9 +220,17 @@ def test_one_row_per_run_fraction_and_method_with_documented_columns():
     fractions = [0.2, 0.3, 0.5]
     pred = predict_final_loss(synthetic_study(3), fractions)
     assert list(pred.columns) == [
-        "model", "seed", "n_params", "fraction", "method", "predicted", "actual", "abs_error",
-        "fallback", "note",
-    ]  # fmt: skip
+        "model",
+        "seed",
+        "n_params",
+        "fraction",
+        "method",
+        "predicted",
+        "actual",
+        "abs_error",
+        "fallback",
+        "note",
+    ]
     assert len(pred) == 3 * len(fractions) * len(METHODS)
     assert not pred.duplicated(["model", "seed", "fraction", "method"]).any()
 
@@ -230,8 +260,17 @@ def pred_table(errors):
     out = []
     for method, errs in errors.items():
         for i, err in enumerate(errs):
-            out.append({"model": f"m{i}", "seed": 0, "fraction": 0.3, "method": method,
-                        "predicted": 1.0 + err, "actual": 1.0, "abs_error": err})  # fmt: skip
+            out.append(
+                {
+                    "model": f"m{i}",
+                    "seed": 0,
+                    "fraction": 0.3,
+                    "method": method,
+                    "predicted": 1.0 + err,
+                    "actual": 1.0,
+                    "abs_error": err,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -343,18 +382,31 @@ def test_summary_spearman_across_sizes_uses_means_over_seeds_and_the_exact_p():
         [(1.0, 1.2), (2.0, 2.2), (3.0, 3.2), (5.0, 5.2), (4.0, 4.2)]
     ):
         for seed, predicted in enumerate((pred_a, pred_b)):
-            out.append({"model": f"m{i}", "seed": seed, "fraction": 0.3, "method": "loss_only",
-                        "predicted": predicted, "actual": float(i), "abs_error": 0.1})  # fmt: skip
+            out.append(
+                {
+                    "model": f"m{i}",
+                    "seed": seed,
+                    "fraction": 0.3,
+                    "method": "loss_only",
+                    "predicted": predicted,
+                    "actual": float(i),
+                    "abs_error": 0.1,
+                }
+            )
     row = prediction_summary(pd.DataFrame(out)).iloc[0]
     assert row["spearman_rho"] == pytest.approx(0.9) and row["spearman_n"] == 5
     assert row["spearman_p_exact"] == pytest.approx(10 / 120)
 
 
 RIVAL_MAES = {  # every rival of topology_only and combined beaten at MAE 0.1
-    "loss_only": 0.2, "last_loss": 0.3, "mean_loss_only_last": 0.15,
-    "topology_only[step]": 0.2, "topology_only[l2_norm_mean]": 0.3,
-    "combined[step]": 0.2, "combined[l2_norm_mean]": 0.3,
-}  # fmt: skip
+    "loss_only": 0.2,
+    "last_loss": 0.3,
+    "mean_loss_only_last": 0.15,
+    "topology_only[step]": 0.2,
+    "topology_only[l2_norm_mean]": 0.3,
+    "combined[step]": 0.2,
+    "combined[l2_norm_mean]": 0.3,
+}
 
 
 @pytest.mark.parametrize(
@@ -365,9 +417,13 @@ RIVAL_MAES = {  # every rival of topology_only and combined beaten at MAE 0.1
         ({"topology_only": 0.25, "combined": 0.1}, False, True),
         ({"topology_only": 0.1, "combined": 0.1, "last_loss": 0.05}, False, True),
         ({"topology_only": 0.1, "combined": 0.1, "mean_loss_only_last": 0.1}, True, False),
-        ({"topology_only": 0.1, "combined": 0.1, "topology_only[l2_norm_mean]": np.nan}, False, True),
+        (
+            {"topology_only": 0.1, "combined": 0.1, "topology_only[l2_norm_mean]": np.nan},
+            False,
+            True,
+        ),
     ],
-)  # fmt: skip
+)
 def test_beats_placebos_needs_lower_mae_than_loss_only_the_averaging_control_and_placebos(
     maes, topo, comb
 ):

@@ -154,8 +154,17 @@ def clustered_table(errors):
     out = []
     for method, errs in errors.items():
         for i, err in enumerate(errs):
-            out.append({"model": f"m{i // 2}", "seed": i % 2, "fraction": 0.3, "method": method,
-                        "predicted": 1.0 + err, "actual": 1.0 + i, "abs_error": err})  # fmt: skip
+            out.append(
+                {
+                    "model": f"m{i // 2}",
+                    "seed": i % 2,
+                    "fraction": 0.3,
+                    "method": method,
+                    "predicted": 1.0 + err,
+                    "actual": 1.0 + i,
+                    "abs_error": err,
+                }
+            )
     return pd.DataFrame(out)
 
 

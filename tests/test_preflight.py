@@ -23,7 +23,10 @@ from topotrain.hub import HubUnavailable, check_hub, hub_needs, preflight_proble
 
 REFUSED = "http://127.0.0.1:9"
 MODEL = "EleutherAI/pythia-tiny"
-DATASET_COMMAND = "huggingface-cli download Salesforce/wikitext --repo-type dataset --include 'wikitext-2-raw-v1/*'"
+DATASET_COMMAND = (
+    "huggingface-cli download Salesforce/wikitext --repo-type dataset "
+    "--include 'wikitext-2-raw-v1/*'"
+)
 PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -49,7 +52,8 @@ def pythia_section(models: list[str], steps: list[int]) -> dict:
 
 @pytest.fixture
 def no_hub(tmp_path, monkeypatch) -> Path:
-    """An empty HF_HOME, online mode (HF_HUB_OFFLINE unset), the hub endpoint refusing connections."""
+    """An empty HF_HOME, online mode (HF_HUB_OFFLINE unset),
+    the hub endpoint refusing connections."""
     hf_home = tmp_path / "hf"
     hf_home.mkdir()
     monkeypatch.setenv("HF_HOME", str(hf_home))

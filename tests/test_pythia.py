@@ -153,7 +153,8 @@ def test_embed_texts_counts_every_predicted_token_of_each_window(loaded, texts):
 def one_text_reference(
     model, tokenizer, text: str, max_length: int
 ) -> tuple[np.ndarray, float, int]:
-    """Mean of the last hidden layer and Σ −log softmax(logits)[next token], unpadded, in float64."""
+    """Mean of the last hidden layer and Σ −log softmax(logits)[next token], unpadded,
+    in float64."""
     import torch
 
     ids = tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")["input_ids"]
@@ -254,7 +255,10 @@ def test_revision_topology_matches_checkpoint_level_functions(cache):
     assert spine == records
 
 
-@pytest.mark.parametrize(("dtype", "weights"), [("float16", "safetensors"), ("bfloat16", "safetensors"), ("float32", "bin")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("dtype", "weights"),
+    [("float16", "safetensors"), ("bfloat16", "safetensors"), ("float32", "bin")],
+)
 def test_half_precision_and_bin_weights_read_as_float32(tmp_path, dtype, weights):
     import torch
 

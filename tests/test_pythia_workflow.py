@@ -1,4 +1,5 @@
-"""The Pythia branch end to end through Snakemake, on tiny GPT-NeoX models in a fabricated hub cache."""
+"""The Pythia branch end to end through Snakemake, on tiny GPT-NeoX models in a
+fabricated hub cache."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def pythia_config(models, steps):
             "maxdim": 1,
             "dtype": "auto",
             "device": "cpu",
-        },  # fmt: skip
+        },
         "bootstrap_resamples": 200,
     }
 

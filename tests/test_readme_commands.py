@@ -1,10 +1,12 @@
-"""Every snakemake and make command that README.md and the docs pages show plans on a tiny study (snakemake -n, make -n).
+"""Every snakemake and make command that README.md and the docs pages show plans on a tiny study
+(snakemake -n, make -n).
 
-README.md and docs/*.md are read at test time: its fenced code lines and inline code spans, comments stripped, are
-split with shlex. A snakemake command runs as ``python -m snakemake -n`` on the repository's
-Snakefile in a temporary working directory; a ``--config`` span of the prose is tried the same way;
-``make <target> …`` runs as ``make -n <target> …`` in the repository. A snakemake option this file
-does not classify fails its command's test, so a new kind of command is never skipped silently.
+README.md and docs/*.md are read at test time: its fenced code lines and inline code spans, comments
+stripped, are split with shlex. A snakemake command runs as ``python -m snakemake -n`` on the
+repository's Snakefile in a temporary working directory; a ``--config`` span of the prose is tried
+the same way; ``make <target> …`` runs as ``make -n <target> …`` in the repository. A snakemake
+option this file does not classify fails its command's test, so a new kind of command is never
+skipped silently.
 """
 
 from __future__ import annotations
@@ -25,18 +27,44 @@ PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]  # the README and every 
 # Options a dry run (-n) plans as they are. Paths after PATH_OPTIONS are relative to the
 # repository root (the user runs from there) and are made absolute here.
 DRY_RUN = {
-    "--cores", "-c", "--jobs", "-j", "-n", "--dry-run", "--dryrun", "--config", "-C",
-    "--configfile", "--configfiles", "--profile", "--rerun-incomplete", "--ri", "--resources",
-    "--res", "--default-resources", "--set-resources", "--group-components", "--keep-going", "-k",
-    "--printshellcmds", "-p", "--show-failed-logs", "--forceall", "-F", "--forcerun", "-R",
-    "--until", "-U",
-}  # fmt: skip
+    "--cores",
+    "-c",
+    "--jobs",
+    "-j",
+    "-n",
+    "--dry-run",
+    "--dryrun",
+    "--config",
+    "-C",
+    "--configfile",
+    "--configfiles",
+    "--profile",
+    "--rerun-incomplete",
+    "--ri",
+    "--resources",
+    "--res",
+    "--default-resources",
+    "--set-resources",
+    "--group-components",
+    "--keep-going",
+    "-k",
+    "--printshellcmds",
+    "-p",
+    "--show-failed-logs",
+    "--forceall",
+    "-F",
+    "--forcerun",
+    "-R",
+    "--until",
+    "-U",
+}
 PATH_OPTIONS = {"--configfile": None, "--configfiles": None, "--profile": 1}  # how many (None: all)
 # Options that do something other than plan jobs, so -n does not apply: checked as described in
 # check_special.
 SPECIAL = {
     "--report": "builds the report of a finished study: in a fresh directory it must get as far as "
-    "creating the report (workflow parsed, config valid, DAG built) and stop only at a missing output",
+    "creating the report (workflow parsed, config valid, DAG built) and stop only at a "
+    "missing output",
     "--unlock": "only removes stale locks: runs as it is, in the temporary directory",
     "--lint": "checks the workflow's code instead of planning: runs as it is and exits 0",
 }
@@ -44,7 +72,8 @@ CORPUS_FILES = (("corpus", "train"), ("corpus", "validation"))  # config keys na
 
 
 def code_snippets(text: str) -> list[str]:
-    """The lines of fenced code blocks and the inline code spans (joined onto one line) of Markdown."""
+    """The lines of fenced code blocks and the inline code spans
+    (joined onto one line) of Markdown."""
     snippets, prose, fenced = [], [], False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
@@ -95,7 +124,8 @@ SNAKEMAKE_COMMANDS, MAKE_COMMANDS = readme_commands()
 
 
 def options(args: list[str]) -> list[str]:
-    """The option names among ``args`` (``--cores`` of ``--cores=2``); values and targets left out."""
+    """The option names among ``args`` (``--cores`` of ``--cores=2``);
+    values and targets left out."""
     return [a.split("=", 1)[0] for a in args if a.startswith("-") and not re.fullmatch(r"-\d.*", a)]
 
 

@@ -1,4 +1,5 @@
-"""Replication verdicts on small hand-made tables, with the paper's values read from the data file."""
+"""Replication verdicts on small hand-made tables, with the paper's values read from
+the data file."""
 
 from __future__ import annotations
 
@@ -41,18 +42,40 @@ def published(table: str, row: str, quantity: str) -> float:
 def raw(feature: str, cells: dict[str, list[tuple[float, float]]]) -> pd.DataFrame:
     """Raw-view association rows: model -> one (rho, p_bh) per seed; the raw p is p_bh / 2."""
     rows = [
-        {"model": m, "seed": s, "n_params": SIZES[m], "feature": feature, "target": "train_loss",
-         "view": "raw", "rho": rho, "p": p / 2, "p_bh": p}
-        for m, seeds in cells.items() for s, (rho, p) in enumerate(seeds)
-    ]  # fmt: skip
+        {
+            "model": m,
+            "seed": s,
+            "n_params": SIZES[m],
+            "feature": feature,
+            "target": "train_loss",
+            "view": "raw",
+            "rho": rho,
+            "p": p / 2,
+            "p_bh": p,
+        }
+        for m, seeds in cells.items()
+        for s, (rho, p) in enumerate(seeds)
+    ]
     return pd.DataFrame(rows)
 
 
 def primary(**p: float) -> pd.DataFrame:
     """A primary-family table: feature -> its claim p (clock and scale alike); p_bh = p here."""
-    return pd.DataFrame([{"feature": f, "p_clock": v, "p_scale": v, "p": v, "p_bh": v,
-                          "arrangements": 7776, "rejected": v < 0.05, "note": ""}
-                         for f, v in p.items()])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "feature": f,
+                "p_clock": v,
+                "p_scale": v,
+                "p": v,
+                "p_bh": v,
+                "arrangements": 7776,
+                "rejected": v < 0.05,
+                "note": "",
+            }
+            for f, v in p.items()
+        ]
+    )
 
 
 def rows_of(table: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -69,8 +92,9 @@ def test_paper_column_comes_from_the_data_file(paper):
     expected = [published("2", m, "rho_h0_total_train_loss") for m in MODELS]
     assert tp0["paper"].tolist() == pytest.approx(expected)
     gains = rows_of(table, "combined beats loss-only")["paper"]
-    assert gains.tolist() == pytest.approx([published("5", f, "improvement_combined_over_loss_only")
-                                            for f in ("0.3", "0.5")])  # fmt: skip
+    assert gains.tolist() == pytest.approx(
+        [published("5", f, "improvement_combined_over_loss_only") for f in ("0.3", "0.5")]
+    )
     assert rows_of(table, "scaling exponent")["paper"].tolist() == pytest.approx(
         [published("7", f, "exponent") for f in ("val_loss", "h0_total", "np_mean")]
     )
@@ -104,19 +128,26 @@ def test_final_losses_are_judged_by_their_order_not_their_level(paper):
 
 def test_tp0_rho_per_model_gives_each_verdict(paper):
     sig, weak = 1e-6, 0.3
-    assoc = raw("h0_total", {
-        "tiny-3k": [(-0.8, sig), (-0.7, sig)],  # the paper's sign in every seed
-        "med-21k": [(0.6, sig), (0.5, sig)],  # the wrong sign
-        "large-46k": [(-0.8, sig), (0.1, weak)],  # one seed of two
-    })  # fmt: skip
+    assoc = raw(
+        "h0_total",
+        {
+            "tiny-3k": [(-0.8, sig), (-0.7, sig)],  # the paper's sign in every seed
+            "med-21k": [(0.6, sig), (0.5, sig)],  # the wrong sign
+            "large-46k": [(-0.8, sig), (0.1, weak)],  # one seed of two
+        },
+    )
 
     def got(p):
         table = replication_table(paper, {"associations": assoc, "primary": p})
         rows = rows_of(table, "ρ(TP0")
         return dict(zip(rows["claim"].str.split().str[-1], rows["verdict"], strict=True))
 
-    expected = {"med-21k": NOT_REPRODUCED, "large-46k": INCONCLUSIVE, "xl-97k": NOT_EVALUATED,
-                "small-7k": NOT_EVALUATED}  # fmt: skip
+    expected = {
+        "med-21k": NOT_REPRODUCED,
+        "large-46k": INCONCLUSIVE,
+        "xl-97k": NOT_EVALUATED,
+        "small-7k": NOT_EVALUATED,
+    }
     assert got(primary(h0_total=1e-4)) == expected | {"tiny-3k": REPRODUCED}
     assert got(primary(h0_total=0.2)) == expected | {"tiny-3k": ARTEFACT}  # the clock explains it
     assert got(primary(h0_total=np.nan)) == expected | {"tiny-3k": INCONCLUSIVE}  # one seed
@@ -192,9 +223,21 @@ def test_np_reversal_counts_models_with_the_claimed_sign(paper):
 
 
 def contrast(feature: str, model: str, p: float) -> pd.DataFrame:
-    return pd.DataFrame([{"model": model, "seed": pd.NA, "n_params": SIZES[model],
-                          "feature": feature, "target": "train_loss", "view": "seed_contrast",
-                          "rho": 0.1, "p": p, "p_bh": p}])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "model": model,
+                "seed": pd.NA,
+                "n_params": SIZES[model],
+                "feature": feature,
+                "target": "train_loss",
+                "view": "seed_contrast",
+                "rho": 0.1,
+                "p": p,
+                "p_bh": p,
+            }
+        ]
+    )
 
 
 def test_tp1_weakening_uses_the_exact_permutation_p_and_the_baselines(paper):
@@ -217,9 +260,17 @@ def test_tp1_weakening_uses_the_exact_permutation_p_and_the_baselines(paper):
 
 
 def prediction(improvement_pct: float, beats: bool, p: float) -> pd.DataFrame:
-    return pd.DataFrame({"fraction": [0.3], "method": ["combined"], "mae": [0.1],
-                         "improvement_pct": [improvement_pct], "rival": ["mean_loss_only_last"],
-                         "rival_p": [p], "beats_placebos": [beats]})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "fraction": [0.3],
+            "method": ["combined"],
+            "mae": [0.1],
+            "improvement_pct": [improvement_pct],
+            "rival": ["mean_loss_only_last"],
+            "rival_p": [p],
+            "beats_placebos": [beats],
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -241,9 +292,18 @@ def test_prediction_gain_counts_only_if_it_beats_the_controls(paper, gain, beats
 
 def phases(fracs: list[float]) -> pd.DataFrame:
     names = MODELS[: len(fracs)]
-    return pd.DataFrame({"model": names, "seed": 0, "n_params": [SIZES[m] for m in names],
-                         "peak_frac": 0.06, "peak_step": 300, "checkpoint_frac": 0.02,
-                         "total_steps": 5000, "diminishing_frac": fracs})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "model": names,
+            "seed": 0,
+            "n_params": [SIZES[m] for m in names],
+            "peak_frac": 0.06,
+            "peak_step": 300,
+            "checkpoint_frac": 0.02,
+            "total_steps": 5000,
+            "diminishing_frac": fracs,
+        }
+    )
 
 
 def l2_features(models: list[str], rising: bool) -> pd.DataFrame:
@@ -253,8 +313,16 @@ def l2_features(models: list[str], rising: bool) -> pd.DataFrame:
     for i, m in enumerate(models):
         stop = (i + 1) if rising else (len(models) - i)
         for k in range(11):
-            rows.append({"model": m, "seed": 0, "n_params": SIZES[m], "step": 500 * k,
-                         "frac": k / 10, "l2_norm_mean": float(min(k, stop))})  # fmt: skip
+            rows.append(
+                {
+                    "model": m,
+                    "seed": 0,
+                    "n_params": SIZES[m],
+                    "step": 500 * k,
+                    "frac": k / 10,
+                    "l2_norm_mean": float(min(k, stop)),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -282,10 +350,22 @@ def test_diminishing_returns_that_the_l2_norm_shows_too_are_an_artefact(paper):
 
 
 def peaks(fracs: dict[str, list[float]], interval: float = 0.02) -> pd.DataFrame:
-    return pd.DataFrame([{"model": m, "seed": s, "n_params": SIZES[m], "peak_frac": f,
-                          "peak_step": round(f * 5000), "total_steps": 5000,
-                          "checkpoint_frac": interval, "diminishing_frac": 0.3}
-                         for m, runs in fracs.items() for s, f in enumerate(runs)])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "model": m,
+                "seed": s,
+                "n_params": SIZES[m],
+                "peak_frac": f,
+                "peak_step": round(f * 5000),
+                "total_steps": 5000,
+                "checkpoint_frac": interval,
+                "diminishing_frac": 0.3,
+            }
+            for m, runs in fracs.items()
+            for s, f in enumerate(runs)
+        ]
+    )
 
 
 def test_peak_fraction_agrees_within_one_checkpoint_of_four_to_six_percent(paper):
@@ -310,9 +390,21 @@ def test_a_peak_at_the_end_of_the_warm_up_is_an_artefact(paper):
     assert verdict(replication_table(paper, tables, warmup=200), claim) == ARTEFACT  # 2/3 at 200
     assert verdict(replication_table(paper, tables, warmup=2000), claim) == REPRODUCED
     # the L2 norm's own peak |Δ| at step 300 (one checkpoint of 100 = 0.02 × 5000 away from 200)
-    norm = pd.DataFrame([{"model": m, "seed": s, "n_params": SIZES[m], "step": 100 * k,
-                          "frac": k / 50, "l2_norm_mean": float(k >= 3)}
-                         for m in MODELS[:3] for s in range(3) for k in range(51)])  # fmt: skip
+    norm = pd.DataFrame(
+        [
+            {
+                "model": m,
+                "seed": s,
+                "n_params": SIZES[m],
+                "step": 100 * k,
+                "frac": k / 50,
+                "l2_norm_mean": float(k >= 3),
+            }
+            for m in MODELS[:3]
+            for s in range(3)
+            for k in range(51)
+        ]
+    )
     tables["features"] = norm
     assert verdict(replication_table(paper, tables, warmup=2000), claim) == ARTEFACT
 
@@ -323,17 +415,32 @@ PYTHIA_B = ["EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "EleutherAI/pythi
 def study_b(r: dict[str, tuple[float, float]], clock_order: bool) -> dict[str, pd.DataFrame]:
     """Correlation rows (feature -> (|r| = |ρ|, Pearson p) in every model) and embeddings whose
     perplexity falls with the step (clock |ρ| = 1) or not (clock |ρ| = 0.2 on five steps)."""
-    corr = pd.DataFrame([{"model": m, "feature": f, "rho": -a, "pearson_r": -a, "pearson_p": p}
-                         for m in PYTHIA_B for f, (a, p) in r.items()])  # fmt: skip
+    corr = pd.DataFrame(
+        [
+            {"model": m, "feature": f, "rho": -a, "pearson_r": -a, "pearson_p": p}
+            for m in PYTHIA_B
+            for f, (a, p) in r.items()
+        ]
+    )
     ppl = [50.0, 40.0, 30.0, 20.0, 10.0] if clock_order else [30.0, 50.0, 10.0, 40.0, 20.0]
-    emb = pd.DataFrame([{"model": m, "step": s, "perplexity": q}
-                        for m in PYTHIA_B for s, q in zip([0, 1, 2, 4, 8], ppl, strict=True)])  # fmt: skip
+    emb = pd.DataFrame(
+        [
+            {"model": m, "step": s, "perplexity": q}
+            for m in PYTHIA_B
+            for s, q in zip([0, 1, 2, 4, 8], ppl, strict=True)
+        ]
+    )
     return {"pythia_correlations": corr, "pythia_embeddings": emb}
 
 
 def test_study_b_rows_need_significance_in_every_model_and_more_than_the_clock(paper):
-    r = {"h1_entropy": (0.9, 1e-3), "h1_count": (0.9, 0.2), "h1_max": (0.5, 1e-3),
-         "h1_total": (0.4, 1e-3), "effective_rank": (0.6, 1e-3)}  # fmt: skip
+    r = {
+        "h1_entropy": (0.9, 1e-3),
+        "h1_count": (0.9, 0.2),
+        "h1_max": (0.5, 1e-3),
+        "h1_total": (0.4, 1e-3),
+        "effective_rank": (0.6, 1e-3),
+    }
     table = replication_table(paper, study_b(r, clock_order=False))
     b = "Pythia embeddings: "
     assert verdict(table, b + "H1 entropy tracks perplexity") == REPRODUCED  # 0.9 > clock 0.2
@@ -373,10 +480,19 @@ def test_exponent_is_judged_on_the_log_log_slope(slope, low, high, expected):
 
 
 def test_scaling_rows_read_the_log_log_slope_and_its_interval(paper):
-    scaling = pd.DataFrame({"feature": ["val_loss"], "n_models": [5], "b": [-3.0],
-                            "b_ci_low": [-9.0], "b_ci_high": [2.0], "loglog_slope": [-0.15],
-                            "loglog_slope_ci_low": [-0.2], "loglog_slope_ci_high": [-0.1],
-                            "message": [np.nan]})  # fmt: skip
+    scaling = pd.DataFrame(
+        {
+            "feature": ["val_loss"],
+            "n_models": [5],
+            "b": [-3.0],
+            "b_ci_low": [-9.0],
+            "b_ci_high": [2.0],
+            "loglog_slope": [-0.15],
+            "loglog_slope_ci_low": [-0.2],
+            "loglog_slope_ci_high": [-0.1],
+            "message": [np.nan],
+        }
+    )
     table = replication_table(paper, {"scaling": scaling})
     assert verdict(table, "scaling exponent of final val_loss") == REPRODUCED
     assert rows_of(table, "scaling exponent of final val_loss")["ours"].item() == -0.15
@@ -384,15 +500,23 @@ def test_scaling_rows_read_the_log_log_slope_and_its_interval(paper):
 
 
 def test_pythia_rows_need_the_weights_table(paper):
-    weights = pd.DataFrame({"model": "EleutherAI/pythia-14m", "step": [0, 1000, 143000],
-                            "np_mean": [0.3, 0.4, 0.6], "h0_total": [70.0, 71.0, 45.0]})  # fmt: skip
+    weights = pd.DataFrame(
+        {
+            "model": "EleutherAI/pythia-14m",
+            "step": [0, 1000, 143000],
+            "np_mean": [0.3, 0.4, 0.6],
+            "h0_total": [70.0, 71.0, 45.0],
+        }
+    )
     table = replication_table(paper, {"pythia_weights": weights})
     assert verdict(table, "Pythia-14m NP mean rises") == REPRODUCED
     assert verdict(table, "Pythia-14m TP0 falls") == REPRODUCED
     assert rows_of(table, "Pythia-14m TP0")["ours"].item() == pytest.approx(45 / 70 - 1)
     weights["np_mean"] = [0.3, 0.5, 0.4]  # not monotone
-    assert verdict(replication_table(paper, {"pythia_weights": weights}),
-                   "Pythia-14m NP mean rises") == NOT_REPRODUCED  # fmt: skip
+    assert (
+        verdict(replication_table(paper, {"pythia_weights": weights}), "Pythia-14m NP mean rises")
+        == NOT_REPRODUCED
+    )
     assert verdict(replication_table(paper, {}), "Pythia-14m NP mean rises") == NOT_EVALUATED
 
 

@@ -133,17 +133,32 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
 
 def test_findings_name_the_best_feature_and_the_prediction_verdict(tmp_path):
     best = pd.DataFrame(
-        {"model": ["m"], "n_params": [1000], "feature": ["h0_total"], "rho": [-0.99],
-         "ci_low": [-1.0], "ci_high": [-0.98], "tied_with": ["l2_norm_mean"],
-         "best_topological": ["h0_total"], "best_topological_rho": [-0.99],
-         "best_baseline": ["l2_norm_mean"], "best_baseline_rho": [-0.99],
-         "step_rho": [-0.97], "l2_norm_mean_rho": [-0.99]}
-    )  # fmt: skip
+        {
+            "model": ["m"],
+            "n_params": [1000],
+            "feature": ["h0_total"],
+            "rho": [-0.99],
+            "ci_low": [-1.0],
+            "ci_high": [-0.98],
+            "tied_with": ["l2_norm_mean"],
+            "best_topological": ["h0_total"],
+            "best_topological_rho": [-0.99],
+            "best_baseline": ["l2_norm_mean"],
+            "best_baseline_rho": [-0.99],
+            "step_rho": [-0.97],
+            "l2_norm_mean_rho": [-0.99],
+        }
+    )
     summary = pd.DataFrame(
-        {"fraction": [0.3, 0.3], "method": ["loss_only", "combined"], "mae": [0.2, 0.1],
-         "improvement_pct": [0.0, 50.0], "wilcoxon_p": [np.nan, 0.3125],
-         "wilcoxon_note": ["reference method", "n too small"]}
-    )  # fmt: skip
+        {
+            "fraction": [0.3, 0.3],
+            "method": ["loss_only", "combined"],
+            "mae": [0.2, 0.1],
+            "improvement_pct": [0.0, 50.0],
+            "wilcoxon_p": [np.nan, 0.3125],
+            "wilcoxon_note": ["reference method", "n too small"],
+        }
+    )
     best.to_csv(tmp_path / "b.csv", index=False)
     summary.to_csv(tmp_path / "p.csv", index=False)
     text = findings(tmp_path / "b.csv", tmp_path / "p.csv")

@@ -61,13 +61,16 @@ def test_files_of_one_step_are_its_shards(tmp_path):
     "layout, glob, message",
     [
         ({"checkpoint-10/readme.txt": "x"}, "checkpoint-*", "checkpoint-10 holds no weight files"),
-        ({"a-10/model.safetensors": "x", "b-10/model.safetensors": "x"}, "*-10",
-         r"\['a-10', 'b-10'\] all read as step 10"),
+        (
+            {"a-10/model.safetensors": "x", "b-10/model.safetensors": "x"},
+            "*-10",
+            r"\['a-10', 'b-10'\] all read as step 10",
+        ),
         ({"notes.txt": "x"}, "*", r"reads no step from 'notes.txt'"),
         ({"step_10.txt": "x"}, "*.txt", r"\['step_10.txt'\] are not weight files"),
         ({}, "checkpoint-*", r"nothing in .* matches glob 'checkpoint-\*'"),
     ],
-)  # fmt: skip
+)
 def test_unusable_folders_name_the_run_and_the_entry(tmp_path, layout, glob, message):
     for name, text in layout.items():
         touch(tmp_path / name, text)
@@ -77,9 +80,11 @@ def test_unusable_folders_name_the_run_and_the_entry(tmp_path, layout, glob, mes
 
 def test_hub_revisions_become_steps_and_a_step_twice_is_refused():
     found = hub_checkpoints(["step1000", "step0", "step143000"], r"step(\d+)", "runs.p")
-    assert found == [Checkpoint(0, "step0", revision="step0"),
-                     Checkpoint(1000, "step1000", revision="step1000"),
-                     Checkpoint(143000, "step143000", revision="step143000")]  # fmt: skip
+    assert found == [
+        Checkpoint(0, "step0", revision="step0"),
+        Checkpoint(1000, "step1000", revision="step1000"),
+        Checkpoint(143000, "step143000", revision="step143000"),
+    ]
     with pytest.raises(RunError, match="'step10' and 'v2-step10' are both step 10"):
         hub_checkpoints(["step10", "v2-step10"], r"(\d+)(?!.*\d)", "runs.p")
 
@@ -127,13 +132,15 @@ def test_trainer_state_aligns_interval_means_and_last_values_to_checkpoints(tmp_
     path = tmp_path / "trainer_state.json"
     path.write_text(json.dumps(TRAINER_STATE))
     aligned = align_losses(read_losses(path), [10, 20, 30])
-    expected = pd.DataFrame({
-        "step": [10, 20, 30],
-        "train_loss": [3.5, 1.5, np.nan],  # mean of the losses logged in (prev, step]
-        "val_loss": [3.5, 1.5, np.nan],
-        "lr": [0.002, 0.0005, np.nan],  # the last value logged in the window
-        "grad_norm": [1.5, 2.0, np.nan],
-    })  # fmt: skip
+    expected = pd.DataFrame(
+        {
+            "step": [10, 20, 30],
+            "train_loss": [3.5, 1.5, np.nan],  # mean of the losses logged in (prev, step]
+            "val_loss": [3.5, 1.5, np.nan],
+            "lr": [0.002, 0.0005, np.nan],  # the last value logged in the window
+            "grad_norm": [1.5, 2.0, np.nan],
+        }
+    )
     pd.testing.assert_frame_equal(aligned, expected)
 
 
@@ -169,20 +176,59 @@ def test_clock_findings_name_the_features_that_beat_the_clock_or_why_none_can():
     rows = []
     for feature, clock, scale in (("np_mean", True, False), ("h0_total", False, False)):
         for view in ("raw", "partial_step"):
-            rows.append(dict(feature=feature, kind="topological", target="train_loss", view=view,
-                             rho=0.5, note="", beats_clock=clock, beats_scale=scale))  # fmt: skip
+            rows.append(
+                dict(
+                    feature=feature,
+                    kind="topological",
+                    target="train_loss",
+                    view=view,
+                    rho=0.5,
+                    note="",
+                    beats_clock=clock,
+                    beats_scale=scale,
+                )
+            )
             note = "target is a monotone function of step: nothing left after conditioning"
-            rows.append(dict(feature=feature, kind="topological", target="val_loss", view=view,
-                             rho=np.nan if view != "raw" else -1.0, note=note,
-                             beats_clock=False, beats_scale=False))  # fmt: skip
-    rows.append(dict(feature="step", kind="baseline", target="train_loss", view="raw", rho=-1.0,
-                     note="", beats_clock=True, beats_scale=True))  # fmt: skip
+            rows.append(
+                dict(
+                    feature=feature,
+                    kind="topological",
+                    target="val_loss",
+                    view=view,
+                    rho=np.nan if view != "raw" else -1.0,
+                    note=note,
+                    beats_clock=False,
+                    beats_scale=False,
+                )
+            )
+    rows.append(
+        dict(
+            feature="step",
+            kind="baseline",
+            target="train_loss",
+            view="raw",
+            rho=-1.0,
+            note="",
+            beats_clock=True,
+            beats_scale=True,
+        )
+    )
     single = clock_findings(pd.DataFrame(rows))  # no between-seed contrast: one run
     assert single[0].startswith("- A single run cannot separate topology from the clock")
     for feature in ("np_mean", "h0_total"):  # two runs of one model: the contrast is defined
-        rows.append(dict(feature=feature, kind="topological", target="train_loss",
-                         view="seed_contrast", rho=0.5, p=0.01, note="",
-                         beats_clock=feature == "np_mean", beats_scale=False))  # fmt: skip
+        rows.append(
+            dict(
+                feature=feature,
+                kind="topological",
+                target="train_loss",
+                view="seed_contrast",
+                rho=0.5,
+                p=0.01,
+                note="",
+                beats_clock=feature == "np_mean",
+                beats_scale=False,
+            )
+        )
     lines = clock_findings(pd.DataFrame(rows))
     assert lines[0] == (
         "- `train_loss`: 1 of 2 topological features beat the clock: `np_mean`; 0 beat the scale "
@@ -200,8 +246,13 @@ def test_unreadable_checkpoint_of_a_run_names_the_file_and_writes_nothing(tmp_pa
     for step in (0, 10):
         tiny_model("llama", seed=step).save_pretrained(tmp_path / f"step-{step}")
     files = [str(tmp_path / f"step-{s}" / "model.safetensors") for s in (0, 10)]
-    options = {"layers": [], "transposed": [], "include_embeddings": False, "include_head": False,
-               "config": None}  # fmt: skip
+    options = {
+        "layers": [],
+        "transposed": [],
+        "include_embeddings": False,
+        "include_head": False,
+        "config": None,
+    }
     run_layers_job([files[0]], options, "r", str(tmp_path / "layers.json"))
     data = open(files[1], "rb").read()
     with open(files[1], "wb") as fh:
@@ -211,8 +262,12 @@ def test_unreadable_checkpoint_of_a_run_names_the_file_and_writes_nothing(tmp_pa
     with pytest.raises(ValueError, match=rf"cannot read weights {files[1]}"):
         run_weight_topology_job([files[1]], str(tmp_path / "layers.json"), params, out)
     assert not any(tmp_path.glob("step10.*")) and not list(tmp_path.glob(".*.tmp"))
-    run_weight_topology_job([files[0]], str(tmp_path / "layers.json"), {**params, "step": 0},
-                     {k: v.replace("step10", "step0") for k, v in out.items()})  # fmt: skip
+    run_weight_topology_job(
+        [files[0]],
+        str(tmp_path / "layers.json"),
+        {**params, "step": 0},
+        {k: v.replace("step10", "step0") for k, v in out.items()},
+    )
     record = json.loads((tmp_path / "step0.json").read_text())
     assert len(record["layers"]) == 14 and record["step"] == 0
     digest = hashlib.sha256(open(files[0], "rb").read()).hexdigest()

@@ -21,8 +21,13 @@ from topotrain.topology.layers import layer_records
 hub_cache = pytest.importorskip("benchmarks.hub_cache")
 
 CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # GPT-2 stores these (in, out)
-RUN_RULES = {"run_layers", "run_weight_topology", "run_diagram_series", "run_features",
-             "run_analysis"}  # fmt: skip
+RUN_RULES = {
+    "run_layers",
+    "run_weight_topology",
+    "run_diagram_series",
+    "run_features",
+    "run_analysis",
+}
 
 
 def runs_config(workdir) -> dict:
@@ -77,8 +82,11 @@ def test_trainer_run_topology_is_the_per_layer_loop_on_transposed_conv1d_rows(ru
 
     config = yaml.safe_load((runs_study / "config.yaml").read_text())
     tensors = load_file(str(runs_study / "trainer/checkpoint-80/model.safetensors"))
-    matrices = {k: v.T.astype(np.float64) for k, v in tensors.items() if k.endswith(
-        tuple(f"{m}.weight" for m in CONV1D))}  # fmt: skip
+    matrices = {
+        k: v.T.astype(np.float64)
+        for k, v in tensors.items()
+        if k.endswith(tuple(f"{m}.weight" for m in CONV1D))
+    }
     topo = config["topology"]
     records, _ = layer_records(matrices, ["*"], topo["max_points"], topo["seed"], topo["maxdim"])
     table = pd.read_parquet(runs_study / "results/runs/gpt2-trainer/features.parquet")
@@ -103,8 +111,14 @@ def test_every_run_has_its_analysis_and_its_section_in_the_report(runs_study):
         assert len(phases) == 1 and phases["model"].iloc[0] == name
     assoc = pd.read_csv(results / "runs/gpt2-trainer/tables/associations.csv")
     assert set(assoc["target"]) == {"train_loss", "val_loss"}
-    assert set(assoc["view"]) == {"raw", "detrended", "partial_step", "partial_l2",
-                                  "seed_contrast", "seed_contrast_l2"}  # fmt: skip
+    assert set(assoc["view"]) == {
+        "raw",
+        "detrended",
+        "partial_step",
+        "partial_l2",
+        "seed_contrast",
+        "seed_contrast_l2",
+    }
     contrast = assoc[assoc["view"] == "seed_contrast"]  # one run: nothing to contrast with
     assert contrast["p"].isna().all() and not assoc["beats_clock"].any()
     assert "A single run cannot separate topology from the clock" in report
@@ -136,8 +150,14 @@ def test_adding_a_checkpoint_reruns_only_that_checkpoint_and_its_runs_tables(run
         counts = planned_counts(runs_study)
     finally:
         shutil.rmtree(runs_study / "neox/step-400")
-    assert counts == {"run_weight_topology": 1, "run_diagram_series": 1, "run_features": 1,
-                      "run_analysis": 1, "report_markdown": 1, "all": 1}  # fmt: skip
+    assert counts == {
+        "run_weight_topology": 1,
+        "run_diagram_series": 1,
+        "run_features": 1,
+        "run_analysis": 1,
+        "report_markdown": 1,
+        "all": 1,
+    }
 
 
 def test_rotation_keeps_history_and_a_new_first_checkpoint_reruns_nothing_else(runs_study):
@@ -151,8 +171,14 @@ def test_rotation_keeps_history_and_a_new_first_checkpoint_reruns_nothing_else(r
     finally:
         shutil.move(runs_study / "step-0-aside", runs_study / "neox/step-0")
         shutil.rmtree(runs_study / "neox/step-50")
-    assert counts == {"run_weight_topology": 1, "run_diagram_series": 1, "run_features": 1,
-                      "run_analysis": 1, "report_markdown": 1, "all": 1}  # fmt: skip
+    assert counts == {
+        "run_weight_topology": 1,
+        "run_diagram_series": 1,
+        "run_features": 1,
+        "run_analysis": 1,
+        "report_markdown": 1,
+        "all": 1,
+    }
 
 
 def test_a_rotated_checkpoint_stays_in_the_series_flagged(runs_study, tmp_path):
@@ -177,8 +203,15 @@ def test_adding_a_run_reruns_only_that_runs_jobs(runs_study, tmp_path):
         counts = planned_counts(runs_study, "--configfile", str(overlay))
     finally:
         shutil.rmtree(runs_study / "olmo")
-    assert counts == {"run_layers": 1, "run_weight_topology": 3, "run_diagram_series": 1,
-                      "run_features": 1, "run_analysis": 1, "report_markdown": 1, "all": 1}  # fmt: skip
+    assert counts == {
+        "run_layers": 1,
+        "run_weight_topology": 3,
+        "run_diagram_series": 1,
+        "run_features": 1,
+        "run_analysis": 1,
+        "report_markdown": 1,
+        "all": 1,
+    }
 
 
 def test_changing_a_runs_layers_reruns_its_topology_not_the_other_runs(runs_study, tmp_path):
@@ -186,8 +219,15 @@ def test_changing_a_runs_layers_reruns_its_topology_not_the_other_runs(runs_stud
     entry = {"path": "neox", "glob": "step-*", "layers": ["*.attention.*"]}
     overlay.write_text(yaml.safe_dump({"runs": {"neox": entry}}))
     counts = planned_counts(runs_study, "--configfile", str(overlay))
-    assert counts == {"run_layers": 1, "run_weight_topology": 4, "run_diagram_series": 1,
-                      "run_features": 1, "run_analysis": 1, "report_markdown": 1, "all": 1}  # fmt: skip
+    assert counts == {
+        "run_layers": 1,
+        "run_weight_topology": 4,
+        "run_diagram_series": 1,
+        "run_features": 1,
+        "run_analysis": 1,
+        "report_markdown": 1,
+        "all": 1,
+    }
 
 
 # --- hub runs: revisions from a fabricated Hugging Face cache, offline --------------------------

@@ -61,9 +61,18 @@ def test_scaling_table_uses_the_final_checkpoint_mean_over_seeds():
     rows = []
     for n in N:
         for seed, jitter in ((1, -0.01), (2, 0.01)):
-            rows += [{"model": f"m{int(n)}", "seed": seed, "n_params": n, "step": s,
-                      "val_loss": (5 if s == 0 else 3 * n**-0.4 + 1.5) + jitter,
-                      "h0_total": 0.5 * n**0.3 + jitter, "np_mean": 0.2} for s in (0, 100)]  # fmt: skip
+            rows += [
+                {
+                    "model": f"m{int(n)}",
+                    "seed": seed,
+                    "n_params": n,
+                    "step": s,
+                    "val_loss": (5 if s == 0 else 3 * n**-0.4 + 1.5) + jitter,
+                    "h0_total": 0.5 * n**0.3 + jitter,
+                    "np_mean": 0.2,
+                }
+                for s in (0, 100)
+            ]
     table = scaling_table(pd.DataFrame(rows).sample(frac=1, random_state=0))
     assert table.columns.tolist() == SCALING_COLUMNS
     table = table.set_index("feature")
@@ -76,8 +85,12 @@ def test_scaling_table_uses_the_final_checkpoint_mean_over_seeds():
 
 
 def test_a_missing_feature_gets_a_row_saying_so():
-    table = scaling_table(pd.DataFrame({"model": ["a", "b"], "n_params": [1, 2], "step": [9, 9],
-                                        "val_loss": [2.0, 1.0]}), ["val_loss", "h0_mean_bar"])  # fmt: skip
+    table = scaling_table(
+        pd.DataFrame(
+            {"model": ["a", "b"], "n_params": [1, 2], "step": [9, 9], "val_loss": [2.0, 1.0]}
+        ),
+        ["val_loss", "h0_mean_bar"],
+    )
     row = table.set_index("feature").loc["h0_mean_bar"]
     assert row["n_models"] == 0 and not row["converged"]
     assert "not in the feature table" in row["message"] and np.isnan(row["b"])
@@ -92,9 +105,14 @@ def brute_force_spearman_p(x, y):
 
 @pytest.mark.parametrize(
     "y, rho, p",
-    [([1, 2, 3, 5, 4], 0.9, 10 / 120), ([5, 4, 3, 2, 1], -1.0, 2 / 120), ([2, 1, 4, 3, 5], 0.8, None),
-     ([1, 1, 2, 3, 3], None, None), ([3, 1, 2], None, None)],
-)  # fmt: skip
+    [
+        ([1, 2, 3, 5, 4], 0.9, 10 / 120),
+        ([5, 4, 3, 2, 1], -1.0, 2 / 120),
+        ([2, 1, 4, 3, 5], 0.8, None),
+        ([1, 1, 2, 3, 3], None, None),
+        ([3, 1, 2], None, None),
+    ],
+)
 def test_spearman_exact_p_matches_brute_force_enumeration(y, rho, p):
     x = np.arange(1, len(y) + 1) * 1000.0
     got_rho, got_p = spearman_exact(x, np.array(y, float))

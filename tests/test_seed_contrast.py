@@ -22,8 +22,13 @@ from topotrain.analysis.seed_contrast import (
 )
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
-MODELS = {"tiny-3k": 3_000, "small-7k": 7_000, "med-21k": 21_000, "large-46k": 46_000,
-          "xl-97k": 97_000}  # fmt: skip
+MODELS = {
+    "tiny-3k": 3_000,
+    "small-7k": 7_000,
+    "med-21k": 21_000,
+    "large-46k": 46_000,
+    "xl-97k": 97_000,
+}
 
 
 def brute_rhos(x: np.ndarray, y: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
@@ -79,8 +84,15 @@ def test_pooled_p_enumerates_the_product_of_the_models_permutations():
     for _ in range(2):
         x, y = rng.normal(size=(2, 3, 6))
         brutes.append(brute_rhos(x, y))
-        nulls.append(contrast_cell({"x": deviations(x), "y": deviations(y)}, "x", "y",
-                                   "seed_contrast", seed_permutations(3))[1])  # fmt: skip
+        nulls.append(
+            contrast_cell(
+                {"x": deviations(x), "y": deviations(y)},
+                "x",
+                "y",
+                "seed_contrast",
+                seed_permutations(3),
+            )[1]
+        )
     signs = [1.0, -1.0]
     res = pooled_row(nulls, "seed_contrast", signs=signs)
     sums = [(signs[0] * a + signs[1] * b) / 2 for a in brutes[0] for b in brutes[1]]
@@ -104,8 +116,13 @@ def test_beyond_eight_seeds_the_permutations_are_drawn_with_the_identity_first()
 
 
 def test_one_seed_cannot_be_measured():
-    res, null = contrast_cell({"x": np.zeros((1, 5)), "y": np.zeros((1, 5))}, "x", "y",
-                              "seed_contrast", seed_permutations(1))  # fmt: skip
+    res, null = contrast_cell(
+        {"x": np.zeros((1, 5)), "y": np.zeros((1, 5))},
+        "x",
+        "y",
+        "seed_contrast",
+        seed_permutations(1),
+    )
     assert np.isnan(res["p"]) and "needs at least 2" in res["note"] and np.isnan(null[0])
 
 
@@ -119,13 +136,21 @@ def study(seeds: int = 3, n: int = 26) -> pd.DataFrame:
         for seed in range(seeds):
             u = rng.normal(0, 0.05, n)
             loss = 2 + 3 * np.exp(-step / 800) + u
-            rows.append(pd.DataFrame({
-                "model": model, "seed": seed, "n_params": size, "step": step, "train_loss": loss,
-                "h0_total": 50 + 5 * np.log1p(step / 100) - 4 * u + rng.normal(0, 0.05, n),
-                "np_mean": 0.3 + 0.05 * np.log1p(step / 100) + rng.normal(0, 0.01, n),
-                "h1_total": rng.normal(1, 0.1, n),
-                "l2_norm_mean": 1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
-            }))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "seed": seed,
+                        "n_params": size,
+                        "step": step,
+                        "train_loss": loss,
+                        "h0_total": 50 + 5 * np.log1p(step / 100) - 4 * u + rng.normal(0, 0.05, n),
+                        "np_mean": 0.3 + 0.05 * np.log1p(step / 100) + rng.normal(0, 0.01, n),
+                        "h1_total": rng.normal(1, 0.1, n),
+                        "l2_norm_mean": 1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -147,8 +172,12 @@ def test_replication_reads_the_primary_family_end_to_end():
     from topotrain.analysis.associations import association_table
 
     paper, df = read_paper_values(PAPER), study()
-    assoc = association_table(df, ["h0_total", "np_mean", "h1_total", "step", "l2_norm_mean"],
-                              n_resamples=50, targets=["train_loss"])  # fmt: skip
+    assoc = association_table(
+        df,
+        ["h0_total", "np_mean", "h1_total", "step", "l2_norm_mean"],
+        n_resamples=50,
+        targets=["train_loss"],
+    )
     table = replication_table(paper, {"associations": assoc, "features": df})
     tp0 = table[table["claim"].str.startswith("ρ(TP0, train loss) ")]
     assert set(tp0["verdict"]) == {"reproduced"}

@@ -55,8 +55,12 @@ def test_betti_curve_of_a_known_diagram():
     grid = np.linspace(0.0, 4.0, 5)
     # bars [1, 3) and [0, 2): alive at t = 0, 1, 2, 3, 4 → 1, 2, 1, 0, 0
     assert betti_curve(np.array([[1.0, 3.0], [0.0, 2.0], [0.0, np.inf]]), grid).tolist() == [
-        1, 2, 1, 0, 0
-    ]  # fmt: skip
+        1,
+        2,
+        1,
+        0,
+        0,
+    ]
 
 
 def test_persistence_image_mass_is_the_weighted_bar_count():
@@ -108,8 +112,9 @@ def test_run_series_table_and_the_checkpoint_aggregate(tmp_path):
     assert math.isnan(feats.loc[0, "h0_w1_step"])  # stays NaN, not a sum of nothing
     assert feats.loc[200, "h0_w1_step"] == pytest.approx(1.0 + 1.0)  # summed over layers
     assert feats.loc[200, "h0_bottleneck_step"] == pytest.approx(1.0)  # maxed
-    assert feats.loc[100, "h0_betti_auc"] == pytest.approx(b.loc[100, "h0_betti_auc"] / 2 +
-                                                           a.loc[100, "h0_betti_auc"] / 2)  # fmt: skip
+    assert feats.loc[100, "h0_betti_auc"] == pytest.approx(
+        b.loc[100, "h0_betti_auc"] / 2 + a.loc[100, "h0_betti_auc"] / 2
+    )
     # the writer: the same table from npz files, and both outputs
     paths = []
     for step, dgms in checkpoints():

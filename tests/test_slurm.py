@@ -1,7 +1,9 @@
-"""The tiny study through a real single-node SLURM cluster with profiles/slurm: every job goes through
-sbatch, topology jobs are submitted as group jobs, and the feature table equals a local run's.
+"""The tiny study through a real single-node SLURM cluster with profiles/slurm: every job goes
+through sbatch, topology jobs are submitted as group jobs, and the feature table equals a local
+run's.
 
-Needs root and the Debian packages slurm-wlm and munge (skips otherwise); run with `make test-slurm`.
+Needs root and the Debian packages slurm-wlm and munge (skips otherwise);
+run with `make test-slurm`.
 """
 
 from __future__ import annotations
@@ -25,15 +27,24 @@ GROUP_SIZE = 3  # --group-components topology=3: two group jobs
 # profiles/slurm, adjusted to this node: its partition, its 2 CPUs, small memory requests,
 # quick first status check, and SLURM logs kept so the test can read them.
 SLURM_OVERRIDES = [
-    "--cores", "2",
-    "--jobs", "4",
-    "--default-resources", "slurm_partition=debug",
-    "--set-resources", "prepare_corpus:mem_mb=500", "train_model:mem_mb=1000",
-    "weight_topology:mem_mb=500", "aggregate_features:mem_mb=1000", "diagram_series:mem_mb=500",
-    "--group-components", f"topology={GROUP_SIZE}",
-    "--slurm-init-seconds-before-status-checks", "2",
+    "--cores",
+    "2",
+    "--jobs",
+    "4",
+    "--default-resources",
+    "slurm_partition=debug",
+    "--set-resources",
+    "prepare_corpus:mem_mb=500",
+    "train_model:mem_mb=1000",
+    "weight_topology:mem_mb=500",
+    "aggregate_features:mem_mb=1000",
+    "diagram_series:mem_mb=500",
+    "--group-components",
+    f"topology={GROUP_SIZE}",
+    "--slurm-init-seconds-before-status-checks",
+    "2",
     "--slurm-keep-successful-logs",
-]  # fmt: skip
+]
 
 
 def small_study(workdir):

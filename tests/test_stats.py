@@ -113,8 +113,13 @@ def feature_table(n_models: int = 3, seeds=(1, 2), steps: int = 21) -> pd.DataFr
     for m in range(n_models):
         for seed in seeds:
             for i, s in enumerate(np.linspace(0, 1000, steps)):
-                row = {"model": f"m{m}", "seed": seed, "n_params": 100 * (n_models - m),
-                       "step": int(s), "val_loss": 4 / (1 + i) + 1}  # fmt: skip
+                row = {
+                    "model": f"m{m}",
+                    "seed": seed,
+                    "n_params": 100 * (n_models - m),
+                    "step": int(s),
+                    "val_loss": 4 / (1 + i) + 1,
+                }
                 row.update({f: rng.normal() for f in ALL})
                 row["np_mean"] = 0.2 + 0.01 * i + 0.001 * seed  # ρ = −1 with the falling loss
                 row["h0_count"] = 39.0
@@ -178,7 +183,8 @@ def test_across_seeds_gives_a_fisher_z_interval_matching_the_formula():
 
 
 def test_seed_interval_stays_inside_minus_one_one_where_a_t_interval_on_rho_does_not():
-    """The issue's case: three seeds of very different ρ, whose raw t-interval ran to [−2.28, 1.35]."""
+    """The issue's case: three seeds of very different ρ,
+    whose raw t-interval ran to [−2.28, 1.35]."""
     rho = np.array([-0.95, 0.6, -0.4])
     t_half = student_t.ppf(0.975, 2) * rho.std(ddof=1) / np.sqrt(3)
     assert rho.mean() - t_half < -1 and rho.mean() + t_half > 1  # the old interval
@@ -214,8 +220,10 @@ def test_a_short_run_gets_an_exact_p_no_interval_and_says_it_is_too_short():
     assert np.isnan(res["ci_low"]) and np.isnan(res["ci_high"])
     assert "too short for a claim" in res["note"] and res["n"] == 3
     seven = spearman_ci(np.arange(7.0), [0.0, 2.0, 1.0, 3.0, 5.0, 4.0, 6.0])
-    brute = [abs(stats.spearmanr(np.arange(7.0), perm)[0]) for perm in
-             itertools.permutations([0.0, 2.0, 1.0, 3.0, 5.0, 4.0, 6.0])]  # fmt: skip
+    brute = [
+        abs(stats.spearmanr(np.arange(7.0), perm)[0])
+        for perm in itertools.permutations([0.0, 2.0, 1.0, 3.0, 5.0, 4.0, 6.0])
+    ]
     assert seven["p"] == pytest.approx(np.mean(np.array(brute) >= abs(seven["rho"]) - 1e-12))
     eight = spearman_ci(np.arange(8.0), np.arange(8.0) ** 2)
     assert np.isfinite(eight["ci_low"]) and "too short" not in eight["note"]

@@ -78,16 +78,29 @@ def synthetic_features() -> pd.DataFrame:
     rows = []
     for model, n, scale in (("a", 100, 1.0), ("b", 400, 2.0)):
         for i, step in enumerate(STEPS):
-            rows.append({"model": model, "seed": 42, "n_params": n, "step": int(step),
-                         "val_loss": LOSS[i] * scale, "train_loss": LOSS[i] * scale,
-                         "np_mean": [0.0, 10.0, 15.0, 16.0, 16.5, 16.6][i],
-                         "h0_total": float(i)})  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "seed": 42,
+                    "n_params": n,
+                    "step": int(step),
+                    "val_loss": LOSS[i] * scale,
+                    "train_loss": LOSS[i] * scale,
+                    "np_mean": [0.0, 10.0, 15.0, 16.0, 16.5, 16.6][i],
+                    "h0_total": float(i),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_stopping_table_by_hand():
-    params = {"plateau_thresholds": [0.005], "plateau_patience": [1], "fractions": [0.5],
-              "topology_features": ["np_mean", "h0_total"], "topology_patience": 1}  # fmt: skip
+    params = {
+        "plateau_thresholds": [0.005],
+        "plateau_patience": [1],
+        "fractions": [0.5],
+        "topology_features": ["np_mean", "h0_total"],
+        "topology_patience": 1,
+    }
     table = stopping_table(synthetic_features(), params)
     assert list(table.columns) == STOPPING_COLUMNS
     assert len(table) == 2 * 4

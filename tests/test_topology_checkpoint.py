@@ -29,7 +29,8 @@ KEYS += SUMMARIES + ["l2_norm"] + [f"{key}_scalefree" for key in SUMMARIES] + ["
 
 
 def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
-    """A GPT-2-named safetensors file (float32): embeddings, biases and the four linear maps per block."""
+    """A GPT-2-named safetensors file (float32): embeddings,
+    biases and the four linear maps per block."""
     rng = np.random.default_rng(seed)
     tensors = {"transformer.wte.weight": rng.normal(size=(128, d))}
     for b in blocks:
@@ -45,7 +46,8 @@ def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
 
 
 def summaries(h0, h1, suffix=""):
-    """h{k}_count/_total/_max/_entropy{suffix} of the diagrams h0, h1, from the summary functions."""
+    """h{k}_count/_total/_max/_entropy{suffix} of the diagrams h0, h1,
+    from the summary functions."""
     funcs = {"count": feature_count, "total": total_persistence}
     funcs |= {"max": max_persistence, "entropy": persistence_entropy}
     return {f"h{k}_{s}{suffix}": f(d) for k, d in ((0, h0), (1, h1)) for s, f in funcs.items()}

@@ -13,10 +13,18 @@ def run(model="m", seed=1):
     loss = np.array([5.0, 3.0, 2.9, 2.0, 1.95, 1.9, 1.6, 1.59])
     dloss = np.abs(np.diff(loss))  # 2, .1, .9, .05, .05, .3, .01
     w1 = np.r_[np.nan, 10 * dloss]  # moves exactly with the loss: ρ = 1
-    return pd.DataFrame({"model": model, "seed": seed, "n_params": 100, "step": steps,
-                         "val_loss": loss, "h0_w1_step": w1,
-                         "h1_w1_step": np.r_[np.nan, np.arange(7.0)],  # the clock itself
-                         "l2_norm_mean": np.linspace(1, 2, 8) ** 2})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "model": model,
+            "seed": seed,
+            "n_params": 100,
+            "step": steps,
+            "val_loss": loss,
+            "h0_w1_step": w1,
+            "h1_w1_step": np.r_[np.nan, np.arange(7.0)],  # the clock itself
+            "l2_norm_mean": np.linspace(1, 2, 8) ** 2,
+        }
+    )
 
 
 def test_velocity_by_hand():

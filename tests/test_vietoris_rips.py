@@ -149,7 +149,8 @@ def test_rips_import_skips_scikit_learn_and_gph_imports_after_it_work():
         "import sys, numpy as np; from topotrain.topology import vr_diagrams; "
         "X = np.random.default_rng(0).normal(size=(30, 4)); h1 = vr_diagrams(X)[1]; "
         "print('sklearn' in sys.modules); from gph import ripser_parallel; "
-        "r = ripser_parallel(X)['dgms'][1]; print(np.array_equal(np.sort(h1, 0), np.sort(r[r[:, 1] > r[:, 0]], 0)))"
+        "r = ripser_parallel(X)['dgms'][1]; "
+        "print(np.array_equal(np.sort(h1, 0), np.sort(r[r[:, 1] > r[:, 0]], 0)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]

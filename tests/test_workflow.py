@@ -1,4 +1,5 @@
-"""End to end: the Snakemake workflow on a tiny two-model study, and config errors before any job."""
+"""End to end: the Snakemake workflow on a tiny two-model study,
+and config errors before any job."""
 
 from __future__ import annotations
 
@@ -132,15 +133,36 @@ def test_bad_config_fails_before_any_job(tmp_path, section, key, value, message)
 
 
 TABLES = [
-    "models", "correlations", "correlations_across_seeds", "best_feature", "scaling",
-    "prediction", "prediction_runs", "phases", "associations", "associations_summary",
-    "replication", "stopping", "stopping_summary", "velocity", "velocity_summary", "layer_types",
-    "layer_types_summary", "primary",
-]  # fmt: skip
+    "models",
+    "correlations",
+    "correlations_across_seeds",
+    "best_feature",
+    "scaling",
+    "prediction",
+    "prediction_runs",
+    "phases",
+    "associations",
+    "associations_summary",
+    "replication",
+    "stopping",
+    "stopping_summary",
+    "velocity",
+    "velocity_summary",
+    "layer_types",
+    "layer_types_summary",
+    "primary",
+]
 FIGURES = [
-    "overview", "loss_curves", "np_evolution", "homology_evolution", "correlation_heatmap",
-    "prediction_mae", "scaling_fits", "stopping", "layer_types",
-]  # fmt: skip
+    "overview",
+    "loss_curves",
+    "np_evolution",
+    "homology_evolution",
+    "correlation_heatmap",
+    "prediction_mae",
+    "scaling_fits",
+    "stopping",
+    "layer_types",
+]
 
 
 def test_analysis_tables_figures_and_report_are_written(tiny_run):
@@ -164,19 +186,33 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     assert "track training loss" not in bottom  # none of the paper's models: not evaluated
     replication = pd.read_csv(results / "tables" / "replication.csv")
     assert set(replication["verdict"]) <= {
-        "reproduced", "not reproduced", "inconclusive", "artefact", "not evaluated",
-    }  # fmt: skip
+        "reproduced",
+        "not reproduced",
+        "inconclusive",
+        "artefact",
+        "not evaluated",
+    }
     # the tiny study trains none of the paper's models and has no Pythia branch
     per_model = replication[replication["claim"].str.startswith("ρ(TP0, train loss) ")]
     assert set(per_model["verdict"]) == {"not evaluated"}
 
 
 ANALYSIS_JOBS = {
-    "models_table": 1, "correlations": 1, "associations": 1, "scaling_fits": 1,
-    "predict_final_loss": 1, "phase_transitions": 1, "training_figures": 1, "analysis_figures": 1,
-    "replication": 1, "report_markdown": 1, "all": 1, "stopping_rules": 1, "velocity": 1,
+    "models_table": 1,
+    "correlations": 1,
+    "associations": 1,
+    "scaling_fits": 1,
+    "predict_final_loss": 1,
+    "phase_transitions": 1,
+    "training_figures": 1,
+    "analysis_figures": 1,
+    "replication": 1,
+    "report_markdown": 1,
+    "all": 1,
+    "stopping_rules": 1,
+    "velocity": 1,
     "layer_types": 1,
-}  # fmt: skip
+}
 
 
 def plan_with_overlay(workdir, text: str) -> dict[str, int]:
@@ -223,8 +259,15 @@ def test_changing_a_series_parameter_reruns_the_series_and_downstream_only(tiny_
     jobs = plan_with_overlay(workdir, "topology:\n  series:\n    n_landscapes: 2\n")
     assert jobs == {"diagram_series": 2, "aggregate_features": 1, **ANALYSIS_JOBS}
     features = pd.read_parquet(workdir / "results" / "features" / "weights.parquet")
-    for col in ("h0_w1_step", "h0_bottleneck_step", "h0_landscape_l2", "h0_image_mass",
-                "h0_betti_auc", "h1_w1_step", "np_rieck_mean"):  # fmt: skip
+    for col in (
+        "h0_w1_step",
+        "h0_bottleneck_step",
+        "h0_landscape_l2",
+        "h0_image_mass",
+        "h0_betti_auc",
+        "h1_w1_step",
+        "np_rieck_mean",
+    ):
         assert col in features, col
     first = features.groupby(["model", "seed"])["step"].transform("min") == features["step"]
     assert features.loc[first, "h0_w1_step"].isna().all()  # no previous checkpoint
@@ -253,8 +296,13 @@ def test_changing_a_stopping_rule_reruns_only_the_stopping_table_and_report(tiny
 def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_run, overlay):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, overlay)
-    assert jobs == {"weight_topology": 2 * 5, "gradient_topology": 2 * 5, "diagram_series": 2,
-                    "aggregate_features": 1, **ANALYSIS_JOBS}  # fmt: skip
+    assert jobs == {
+        "weight_topology": 2 * 5,
+        "gradient_topology": 2 * 5,
+        "diagram_series": 2,
+        "aggregate_features": 1,
+        **ANALYSIS_JOBS,
+    }
 
 
 def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
@@ -269,8 +317,15 @@ def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
-    proc = run_snakemake(workdir, "-n", "--cores", "1", "--configfile", str(workdir / "config.yaml"),
-                         str(workdir / "overlay.yaml"))  # fmt: skip
+    proc = run_snakemake(
+        workdir,
+        "-n",
+        "--cores",
+        "1",
+        "--configfile",
+        str(workdir / "config.yaml"),
+        str(workdir / "overlay.yaml"),
+    )
     assert "wildcards: model=tiny-c, seed=42" in proc.stdout
     assert "model=tiny-a" not in proc.stdout and "model=tiny-b" not in proc.stdout
 
@@ -278,5 +333,11 @@ def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
 def test_adding_a_seed_trains_only_the_new_runs(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "seeds: [42, 7]\n")
-    assert jobs == {"train_model": 2, "weight_topology": 2 * 5, "gradient_topology": 2 * 5,
-                    "diagram_series": 2, "aggregate_features": 1, **ANALYSIS_JOBS}  # fmt: skip
+    assert jobs == {
+        "train_model": 2,
+        "weight_topology": 2 * 5,
+        "gradient_topology": 2 * 5,
+        "diagram_series": 2,
+        "aggregate_features": 1,
+        **ANALYSIS_JOBS,
+    }

@@ -1,4 +1,5 @@
-"""A Hugging Face ``Trainer`` callback that logs the weight topology of each checkpoint as it trains.
+"""A Hugging Face ``Trainer`` callback that logs the weight topology of each checkpoint
+as it trains.
 
     trainer = Trainer(model=model, args=args, train_dataset=train)
     trainer.add_callback(TopologyCallback(trainer))  # bound: logs reach every report_to logger
@@ -76,10 +77,17 @@ class TopologyCallback(TrainerCallback):
         topology_stop([0, 1], [0.0, 0.0], threshold, patience)  # checks threshold and patience
         self.trainer = trainer
         self.every = every
-        self.select = {"layers": layers, "include_embeddings": include_embeddings,
-                       "include_head": include_head}  # fmt: skip
-        self.compute_args = {"max_points": max_points, "seed": seed, "maxdim": maxdim,
-                             "n_threads": n_threads}  # fmt: skip
+        self.select = {
+            "layers": layers,
+            "include_embeddings": include_embeddings,
+            "include_head": include_head,
+        }
+        self.compute_args = {
+            "max_points": max_points,
+            "seed": seed,
+            "maxdim": maxdim,
+            "n_threads": n_threads,
+        }
         self.watch, self.threshold, self.patience = list(watch), threshold, patience
         self.stop_training = stop_training
         self.maps = None  # the model's weight maps, found once
@@ -159,8 +167,9 @@ class TopologyCallback(TrainerCallback):
         """Append ``summary``'s watched features at ``step`` and run ``topology_stop`` on each
         history of a feature that has not fired yet."""
         if missing := [f for f in self.watch if f not in summary]:
-            raise ValueError(f"TopologyCallback watches {missing}, not among the columns "
-                             f"{sorted(summary)}")  # fmt: skip
+            raise ValueError(
+                f"TopologyCallback watches {missing}, not among the columns {sorted(summary)}"
+            )
         self.steps.append(step)
         for f in self.watch:
             self.history[f].append(summary[f])
@@ -169,8 +178,13 @@ class TopologyCallback(TrainerCallback):
             k = topology_stop(self.steps, self.history[f], self.threshold, self.patience)
             if k is not None:
                 self.fired[f] = self.steps[k]
-                log.info("topology: diminishing returns of %s at step %d (threshold %g, "
-                         "patience %d)", f, self.steps[k], self.threshold, self.patience)  # fmt: skip
+                log.info(
+                    "topology: diminishing returns of %s at step %d (threshold %g, patience %d)",
+                    f,
+                    self.steps[k],
+                    self.threshold,
+                    self.patience,
+                )
 
     def emit(self, metrics: dict[str, float], state: TrainerState, control: TrainerControl) -> None:
         """Log ``metrics``: through the bound trainer (log_history and every logger), else into
@@ -184,5 +198,6 @@ class TopologyCallback(TrainerCallback):
             log.warning(UNBOUND)
             self.warned = True
         state.log_history.append({**metrics, "epoch": state.epoch, "step": state.global_step})
-        log.info("step %d: %s", state.global_step,
-                 ", ".join(f"{k}={v:.6g}" for k, v in metrics.items()))  # fmt: skip
+        log.info(
+            "step %d: %s", state.global_step, ", ".join(f"{k}={v:.6g}" for k, v in metrics.items())
+        )

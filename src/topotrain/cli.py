@@ -61,8 +61,19 @@ def init(directory: str, force: bool = False) -> Path:
 def snakemake_command(cores: int, args: list[str], directory: str = ".") -> list[str]:
     """The Snakemake command line ``run`` executes."""
     snakefile = workflow_dir() / "Snakefile"
-    return [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory",
-            directory, "--cores", str(cores), "--show-failed-logs", *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(snakefile),
+        "--directory",
+        directory,
+        "--cores",
+        str(cores),
+        "--show-failed-logs",
+        *args,
+    ]
 
 
 def run(cores: int, args: list[str], directory: str = ".") -> int:

@@ -20,7 +20,8 @@ LOCAL_FILES = "workflow/configs/local-files.yaml"
 
 
 class HubUnavailable(RuntimeError):
-    """Neither the hub nor the HF cache can serve what a run needs; the message says how to fix it."""
+    """Neither the hub nor the HF cache can serve what a run needs;
+    the message says how to fix it."""
 
 
 def hub_cache_dir() -> Path:
@@ -44,7 +45,8 @@ def hub_endpoint() -> str:
 
 
 def revision_name(step: int) -> str:
-    """The hub revision (branch) of Pythia's checkpoint after ``step`` optimiser steps: 'step{n}'."""
+    """The hub revision (branch) of Pythia's checkpoint after ``step`` optimiser
+    steps: 'step{n}'."""
     if isinstance(step, bool) or int(step) != step or step < 0:
         raise ValueError(f"a Pythia step is an integer >= 0, got {step!r}")
     return f"step{int(step)}"
@@ -101,7 +103,8 @@ def hub_needs(config: dict) -> HubNeeds:
 
 
 def cached_snapshot(repo_id: str, revision: str, repo_type: str = "model") -> Path | None:
-    """The cache's snapshot folder of repo_id at revision (refs/<revision> → snapshots/<commit>), or None."""
+    """The cache's snapshot folder of repo_id at revision (refs/<revision> → snapshots/<commit>),
+    or None."""
     from huggingface_hub.file_download import repo_folder_name
 
     repo = hub_cache_dir() / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
@@ -113,8 +116,8 @@ def cached_snapshot(repo_id: str, revision: str, repo_type: str = "model") -> Pa
 
 
 def dataset_cached(dataset: str, config: str) -> bool:
-    """Whether the cache's main snapshot of the dataset holds ``config``'s train and validation parquet
-    files (those ``sources.corpus.hf_split_files`` reads)."""
+    """Whether the cache's main snapshot of the dataset holds ``config``'s train and validation
+    parquet files (those ``sources.corpus.hf_split_files`` reads)."""
     snapshot = cached_snapshot(dataset, "main", repo_type="dataset")
     return snapshot is not None and all(
         any((snapshot / config).glob(pattern)) for pattern in SPLIT_FILES.values()
@@ -137,7 +140,8 @@ def missing_from_cache(needs: HubNeeds) -> HubNeeds:
 
 
 def probe_hub(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
-    """One HEAD request to the hub: None if any HTTP answer came within ``timeout`` seconds, else why not."""
+    """One HEAD request to the hub: None if any HTTP answer came within ``timeout`` seconds,
+    else why not."""
     import urllib.error
     import urllib.request
 
@@ -151,9 +155,9 @@ def probe_hub(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
 
 
 def preflight_problems(config: dict, needs: HubNeeds | None = None) -> list[str]:
-    """What stops the run from getting its hub inputs (empty = OK): why the hub cannot be asked, then
-    each missing item. ``needs`` defaults to ``hub_needs(config)``. Asks the hub (one request) only
-    if something is not cached and HF_HUB_OFFLINE is not set."""
+    """What stops the run from getting its hub inputs (empty = OK): why the hub cannot be asked,
+    then each missing item. ``needs`` defaults to ``hub_needs(config)``. Asks the hub (one request)
+    only if something is not cached and HF_HUB_OFFLINE is not set."""
     return _preflight(config, needs)[0]
 
 
@@ -210,7 +214,8 @@ def download_commands(missing: HubNeeds, loop_from: int = 3) -> list[str]:
 
 
 def preflight_message(problems: list[str], missing: HubNeeds) -> str:
-    """The error a run stops with: the problems, then the three ways out (download, files, no Pythia)."""
+    """The error a run stops with: the problems, then the three ways out
+    (download, files, no Pythia)."""
     lines = [
         "Preflight: the Hugging Face hub and its cache cannot serve this run; no job was started."
     ]
@@ -221,7 +226,8 @@ def preflight_message(problems: list[str], missing: HubNeeds) -> str:
         "     with huggingface_hub >= 1.0 the command is `hf download`, same arguments):",
         *[f"       {c}" for c in download_commands(missing)],
         "     and set HF_HUB_OFFLINE=1 where the run has no network.",
-        f"  2. train on the plain-text WikiText-2 copies, without Pythia: --configfile {LOCAL_FILES}",
+        "  2. train on the plain-text WikiText-2 copies, without Pythia: --configfile "
+        f"{LOCAL_FILES}",
         f'     (make study SNAKEMAKE_ARGS="--configfile {LOCAL_FILES}")',
     ]
     if missing.revisions:

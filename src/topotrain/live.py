@@ -68,8 +68,10 @@ def model_maps(
     maps = select_maps(module_weight_maps(model), layers, include_embeddings, include_head)
     if not maps:
         found = [m.name for m in module_weight_maps(model)]
-        raise ValueError(f"{SOURCE}: no weight matrix matches {layers or 'the roles asked for'}; "
-                         f"it holds {found[:8]}{' …' if len(found) > 8 else ''}")  # fmt: skip
+        raise ValueError(
+            f"{SOURCE}: no weight matrix matches {layers or 'the roles asked for'}; "
+            f"it holds {found[:8]}{' …' if len(found) > 8 else ''}"
+        )
     return maps
 
 
@@ -81,8 +83,10 @@ def state_dict_maps(
     shapes = {k: tuple(t.shape) for k, t in state_dict.items() if is_float_matrix(t)}
     maps = pattern_maps(shapes, list(layers or ["*"]), transposed)
     if not maps:
-        raise ValueError(f"{SOURCE}: no 2-D floating tensor matches {list(layers or ['*'])}; "
-                         f"2-D ones: {sorted(shapes)[:8]}")  # fmt: skip
+        raise ValueError(
+            f"{SOURCE}: no 2-D floating tensor matches {list(layers or ['*'])}; "
+            f"2-D ones: {sorted(shapes)[:8]}"
+        )
     return maps
 
 

@@ -30,19 +30,27 @@ AVERAGED = ["h0_entropy", "h1_entropy"]
 AVERAGED += [c + SCALEFREE for c in AVERAGED] + ["l2_norm", "np_rieck", "np_wvar"]
 MAXED = ["h0_max", "h1_max"]
 MAXED += [c + SCALEFREE for c in MAXED]
-SERIES_AGG = {"w1_step": "sum", "bottleneck_step": "max", "landscape_l2": "mean",
-              "image_mass": "mean", "betti_auc": "mean"}  # fmt: skip  # over layers, per checkpoint
+SERIES_AGG = {
+    "w1_step": "sum",
+    "bottleneck_step": "max",
+    "landscape_l2": "mean",
+    "image_mass": "mean",
+    "betti_auc": "mean",
+}  # over layers, per checkpoint
 
 
 def read_series(paths: Iterable[str | Path], runs: Iterable[dict]) -> pd.DataFrame:
-    """The runs' per-(step, layer) diagram-series tables (``topology.series``) with model and seed."""
+    """The runs' per-(step, layer) diagram-series tables
+    (``topology.series``) with model and seed."""
     frames = []
     for path, run in zip(paths, runs, strict=True):
         try:
             frame = pd.read_parquet(path)
         except (OSError, ValueError) as err:
-            raise ValueError(f"cannot read diagram series {path} ({type(err).__name__}: {err}); "
-                             "delete it and rerun its diagram_series job") from err  # fmt: skip
+            raise ValueError(
+                f"cannot read diagram series {path} ({type(err).__name__}: {err}); "
+                "delete it and rerun its diagram_series job"
+            ) from err
         frames.append(frame.assign(model=run["model"], seed=run["seed"]))
     return pd.concat(frames, ignore_index=True)
 
@@ -67,7 +75,8 @@ def series_features(series: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.DataFrame:
-    """Read per-checkpoint topology JSON files into one long table; ``keys`` adds model/seed/step."""
+    """Read per-checkpoint topology JSON files into one long table;
+    ``keys`` adds model/seed/step."""
     frames = []
     for path, key in zip(paths, keys, strict=True):
         try:
@@ -93,7 +102,8 @@ def interval_means(metrics: pd.DataFrame, steps: list[int], interval: int) -> pd
     """Mean train loss and grad norm over the interval before each checkpoint.
 
     For checkpoint s > 0: mean over training steps t with s - interval <= t < s (the forward passes
-    that led to the weights of checkpoint s); for s = 0: the value at t = 0 (checkpoint 0's weights).
+    that led to the weights of checkpoint s); for s = 0: the value at t = 0
+    (checkpoint 0's weights).
     """
     rows = []
     for s in steps:
@@ -142,7 +152,8 @@ def checkpoint_features(layers: pd.DataFrame) -> pd.DataFrame:
 
 
 def mean_bar(total: pd.Series, count: pd.Series) -> pd.Series:
-    """Mean finite bar length Σ total / Σ count (per checkpoint, over layers); 0 where count is 0."""
+    """Mean finite bar length Σ total / Σ count (per checkpoint, over layers);
+    0 where count is 0."""
     count = count.astype(float)
     return (total.astype(float) / count.where(count > 0)).fillna(0.0)
 

@@ -62,10 +62,11 @@ P_METHOD = {"raw": "asymptotic Spearman (t approximation)"}
 P_METHOD |= dict.fromkeys(RUN_VIEWS[1:], "circular-shift null (all shifts enumerated)")
 # every row here: the paper's claims are tested in replication's primary family
 FAMILY = "exploratory"
-ASSOCIATION_COLUMNS = [
-    "model", "seed", "n_params", "feature", "kind", "target", "view", "rho", "ci_low", "ci_high",
-    "ci_method", "p", "p_method", "p_bh", "n", "block_length", "beats_clock", "beats_scale", "family", "note",
-]  # fmt: skip
+ASSOCIATION_COLUMNS = (  # the cell, the association, the flags
+    ["model", "seed", "n_params", "feature", "kind", "target", "view"]
+    + ["rho", "ci_low", "ci_high", "ci_method", "p", "p_method", "p_bh", "n", "block_length"]
+    + ["beats_clock", "beats_scale", "family", "note"]
+)
 
 
 def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
@@ -231,8 +232,15 @@ def _time_aware(
     notes = [note] if note else []
     if 1 / m >= alpha:
         notes.append(f"shift null has {m} points: smallest attainable p = 1/{m} ≥ {alpha}")
-    return dict(rho=float(statistic(*series)), ci_low=low, ci_high=high, p=shift_pvalue(*pair),
-                n=m, block_length=length, note="; ".join(notes))  # fmt: skip
+    return dict(
+        rho=float(statistic(*series)),
+        ci_low=low,
+        ci_high=high,
+        p=shift_pvalue(*pair),
+        n=m,
+        block_length=length,
+        note="; ".join(notes),
+    )
 
 
 def view_association(
@@ -249,7 +257,8 @@ def view_association(
 ) -> dict:
     """ρ, CI, p, n, block_length, ci_method, p_method and note of one view of (x, y) over a run's
     checkpoints in step order; ``z`` is the conditioning series of a partial view (named ``cond``).
-    Checkpoints with a non-finite value are dropped (before differencing) and counted in ``note``."""
+    Checkpoints with a non-finite value are dropped (before differencing) and counted in
+    ``note``."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     methods = {"ci_method": CI_METHOD[view], "p_method": P_METHOD[view]}
     if (z is None) != (view not in CONDITION):
@@ -345,11 +354,11 @@ def association_table(
         head = {"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0])}
         for feature, feature_kind in features:
             for target in targets:
+                cell = {**head, "feature": feature, "kind": feature_kind, "target": target}
                 for view in RUN_VIEWS:
                     s = cell_seed(seed, model, run_seed, feature, target, view)
                     res = _cell(run, feature, target, view, seed=s, **kw)
-                    rows.append({**head, "feature": feature, "kind": feature_kind, "target": target,
-                                 "view": view, **res})  # fmt: skip
+                    rows.append({**cell, "view": view, **res})
     log.info("associations: between-seed contrasts")
     contrast = contrast_table(df, list(features), list(targets), seed).assign(
         ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]

@@ -54,19 +54,36 @@ SEEDS = tuple(DEFAULTS["analysis"]["calibration"]["seeds"])  # seeds per simulat
 NOISE = 0.05  # sd of the feature's and the loss's fluctuation around their trends
 EFFECTS = (0.05, 0.1, 0.2, 0.4)  # planted: share r of the loss's fluctuation in the feature's
 CALIBRATION_COLUMNS = [
-    "test", "scenario", "measures", "seeds", "n_sim", "rate", "mc_low", "mc_high", "nominal",
-    "passes", "used_in_verdicts",
-]  # fmt: skip
+    "test",
+    "scenario",
+    "measures",
+    "seeds",
+    "n_sim",
+    "rate",
+    "mc_low",
+    "mc_high",
+    "nominal",
+    "passes",
+    "used_in_verdicts",
+]
 RUN_VIEWS = ("raw", "detrended", "partial_step", "partial_l2")  # one run's views: p and CI
 RUN_TESTS = [f"{view} {what}" for view in RUN_VIEWS for what in ("p", "CI")]
 USED = {  # tests whose result feeds a verdict or a flag
-    "seed_contrast p (model)", "seed_contrast p (pooled)", "seed_contrast_l2 p (pooled)",
-    "seed_contrast_l2 p (model)", "beats_clock (pooled)", "beats_scale (pooled)",
-    "beats_clock (model)", "beats_scale (model)", "primary family BH (any rejection)",
-    "T2/T3/T4 rule: reproduced (per size)", "T5 sign-flip p (paired by model)",
-    "T4/T6 Spearman vs N, exact p", "T7 log-log slope interval excludes 0",
+    "seed_contrast p (model)",
+    "seed_contrast p (pooled)",
+    "seed_contrast_l2 p (pooled)",
+    "seed_contrast_l2 p (model)",
+    "beats_clock (pooled)",
+    "beats_scale (pooled)",
+    "beats_clock (model)",
+    "beats_scale (model)",
+    "primary family BH (any rejection)",
+    "T2/T3/T4 rule: reproduced (per size)",
+    "T5 sign-flip p (paired by model)",
+    "T4/T6 Spearman vs N, exact p",
+    "T7 log-log slope interval excludes 0",
     "t2_monotone rule: reproduced",
-}  # fmt: skip
+}
 SCALE_ONLY = {"l2_function"}  # nulls of the scale tests only (x does carry y's fluctuation)
 SIGN_ONLY = {"opposite_sign"}  # nulls of the sign-aware flags only
 
@@ -106,8 +123,15 @@ def simulate(name: str, rng: np.random.Generator, shape: tuple[int, int]) -> dic
     return {"x": fx + r * u + np.sqrt(1 - r**2) * e, "y": fy + u, "l": fl + w}
 
 
-NULLS = ("random_walk", "decel_iid", "decel_ar08", "decel_ar095", "near_monotone",
-         "l2_function", "opposite_sign")  # fmt: skip
+NULLS = (
+    "random_walk",
+    "decel_iid",
+    "decel_ar08",
+    "decel_ar095",
+    "near_monotone",
+    "l2_function",
+    "opposite_sign",
+)
 SIGNALS = tuple(f"signal_r{r:g}" for r in EFFECTS)
 PAIRED = {  # nulls of T5's paired test: per-model error differences symmetric about 0
     "paired_gaussian": lambda rng, shape: rng.normal(size=shape),
@@ -133,10 +157,14 @@ def _size_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
     lines = [loglog_line(SIZES, np.exp(1 + 0.1 * f)) for f in finals]
     excl = np.array([r["loglog_slope_ci_low"] > 0 or r["loglog_slope_ci_high"] < 0 for r in lines])
     strength = -np.tanh(1.5 + 0.3 * rhos)  # |ρ| near 0.9, no trend with size
-    mono = np.array([monotone_verdict([seed_interval(r) for r in study]) == REPRODUCED
-                     for study in strength])  # fmt: skip
-    return {"T4/T6 Spearman vs N, exact p": spear, "T7 log-log slope interval excludes 0": excl,
-            "t2_monotone rule: reproduced": mono}  # fmt: skip
+    mono = np.array(
+        [monotone_verdict([seed_interval(r) for r in study]) == REPRODUCED for study in strength]
+    )
+    return {
+        "T4/T6 Spearman vs N, exact p": spear,
+        "T7 log-log slope interval excludes 0": excl,
+        "t2_monotone rule: reproduced": mono,
+    }
 
 
 def _paired_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
@@ -164,8 +192,10 @@ def _run_draws(name: str, n_sim: int, n_resamples: int, seed: int) -> dict[str, 
 def _contrast_study(sim: dict[str, np.ndarray], i: int, perms: np.ndarray) -> dict[str, float]:
     """Model 0's and the pooled contrast ρ and p (two-sided, and one-sided for a claimed +
     sign) of simulated study i, beside the sign of the raw ρ (model 0's seeds' mean, all runs')."""
-    models = [{c: deviations(sim[k][i, m]) for k, c in (("x", "x"), ("y", "y"), ("l", SCALE))}
-              for m in range(N_MODELS)]  # fmt: skip
+    models = [
+        {c: deviations(sim[k][i, m]) for k, c in (("x", "x"), ("y", "y"), ("l", SCALE))}
+        for m in range(N_MODELS)
+    ]
     out = {}
     for view in CONTRAST_VIEWS:
         cells = [contrast_cell(m, "x", "y", view, perms) for m in models]
@@ -185,8 +215,10 @@ def _contrast_study(sim: dict[str, np.ndarray], i: int, perms: np.ndarray) -> di
 def _contrast_draws(name: str, n_sim: int, k: int, seed: int) -> dict[str, np.ndarray]:
     """Between-seed tests' "yes" over n_sim simulated studies of N_MODELS models × k seeds."""
     rng = np.random.default_rng([seed, 7, k, sum(map(ord, name))])
-    sim = {c: v.reshape(n_sim, N_MODELS, k, N_CHECKPOINTS) for c, v in
-           simulate(name, rng, (n_sim * N_MODELS, k)).items()}  # fmt: skip
+    sim = {
+        c: v.reshape(n_sim, N_MODELS, k, N_CHECKPOINTS)
+        for c, v in simulate(name, rng, (n_sim * N_MODELS, k)).items()
+    }
     perms = seed_permutations(k, seed)
     rows = [_contrast_study(sim, i, perms) for i in range(n_sim)]
     return _contrast_hits(pd.DataFrame(rows))
@@ -224,9 +256,21 @@ def _rows(hits: dict[str, np.ndarray], name: str, seeds: int | str) -> list[dict
         n, k = yes.size, int(yes.sum())
         low, high = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
         passes = bool(low <= ALPHA) if kind != "power" else np.nan
-        rows.append({"test": test, "scenario": name, "measures": kind, "seeds": seeds, "n_sim": n,
-                     "rate": k / n, "mc_low": low, "mc_high": high, "nominal": ALPHA,
-                     "passes": passes, "used_in_verdicts": test in USED})  # fmt: skip
+        rows.append(
+            {
+                "test": test,
+                "scenario": name,
+                "measures": kind,
+                "seeds": seeds,
+                "n_sim": n,
+                "rate": k / n,
+                "mc_low": low,
+                "mc_high": high,
+                "nominal": ALPHA,
+                "passes": passes,
+                "used_in_verdicts": test in USED,
+            }
+        )
     return rows
 
 

@@ -76,8 +76,12 @@ def checkpoint_row(path: Path, p: int, k: int = FOURIER_K, topology: dict | None
         np.sqrt(sum(float((t.astype(np.float64) ** 2).sum()) for t in tensors.values()))
     )
     topo = {f"emb_{key}": value for key, value in embedding_topology(emb).items()}
-    row = {"weight_l2": weight_l2, **topo, **spectral_summary(emb),
-           f"fourier_top{k}": fourier_share(emb, k)}  # fmt: skip
+    row = {
+        "weight_l2": weight_l2,
+        **topo,
+        **spectral_summary(emb),
+        f"fourier_top{k}": fourier_share(emb, k),
+    }
     records, _ = layer_records(tensors, ["*"], **(topology or {}), source=f"checkpoint {path}")
     return row, records
 

@@ -44,8 +44,15 @@ from topotrain.analysis.verdicts import (
 TARGET = "test_loss"
 NORM, FOURIER, WVAR = "weight_l2", "fourier_top5", "np_wvar_mean"
 PRIMARY = "emb_h1_total"
-TOPOLOGY = ["emb_h1_total", "emb_h1_max", "emb_h0_total", "emb_h0_max", "np_mean",
-            "h0_total", "h1_total"]  # fmt: skip
+TOPOLOGY = [
+    "emb_h1_total",
+    "emb_h1_max",
+    "emb_h0_total",
+    "emb_h0_max",
+    "np_mean",
+    "h0_total",
+    "h1_total",
+]
 BASELINES = [NORM, FOURIER, "effective_rank", "participation_ratio", "train_loss", "step"]
 FEATURES = TOPOLOGY + BASELINES
 MIN_GROKKED = 3  # a median lead or an onset ρ over fewer seeds says nothing
@@ -75,8 +82,16 @@ def seed_table(df: pd.DataFrame, features: list[str]) -> pd.DataFrame:
         for feature in features:
             onset = onset_step(g["step"], g[feature])
             note = NEVER if grok is None else "" if onset is not None else "the feature never moves"
-            rows.append({"seed": seed, "feature": feature, "grokking_step": grok,
-                         "onset_step": onset, "lead": lead(grok, onset), "note": note})  # fmt: skip
+            rows.append(
+                {
+                    "seed": seed,
+                    "feature": feature,
+                    "grokking_step": grok,
+                    "onset_step": onset,
+                    "lead": lead(grok, onset),
+                    "note": note,
+                }
+            )
     out = pd.DataFrame(rows)
     for col in ("grokking_step", "onset_step"):
         out[col] = out[col].astype("Int64")
@@ -107,8 +122,13 @@ def _leads(seeds: pd.DataFrame, feature: str) -> dict:
     ok = own[own["onset_step"].notna()]
     median, p = sign_flip(ok["lead"]) if len(ok) >= MIN_GROKKED else (np.nan, np.nan)
     rho, rho_p = spearman_exact(ok["onset_step"].astype(float), ok["grokking_step"].astype(float))
-    out = {"n_grokked": len(own), "median_lead": median, "lead_p": p,
-           "onset_rho": rho, "onset_p": rho_p}  # fmt: skip
+    out = {
+        "n_grokked": len(own),
+        "median_lead": median,
+        "lead_p": p,
+        "onset_rho": rho,
+        "onset_p": rho_p,
+    }
     for name, other in (("norm", NORM), ("fourier", FOURIER)):
         theirs = grokked[grokked["feature"] == other].set_index("seed")["lead"]
         diff = (own["lead"] - theirs.reindex(own.index)).dropna()
@@ -123,8 +143,16 @@ def feature_table(df: pd.DataFrame, seeds: pd.DataFrame, features: list[str]) ->
     for feature in features:
         kind = "topology" if feature in TOPOLOGY else "baseline"
         role = "primary" if feature == PRIMARY else "exploratory"
-        rows.append({"feature": feature, "kind": kind, "role": role, "n_seeds": df["seed"].nunique(),
-                     **_leads(seeds, feature), **_contrasts(df, feature)})  # fmt: skip
+        rows.append(
+            {
+                "feature": feature,
+                "kind": kind,
+                "role": role,
+                "n_seeds": df["seed"].nunique(),
+                **_leads(seeds, feature),
+                **_contrasts(df, feature),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -172,22 +200,69 @@ def verdicts(table: pd.DataFrame, primary: str = PRIMARY, alpha: float = ALPHA) 
     tracks = (
         REPRODUCED if found else INCONCLUSIVE if np.isfinite(row["contrast_p"]) else NOT_EVALUATED
     )
-    rows.append(["topology moves with each seed's own test loss (the positive control)", primary,
-                 tracks, row["contrast_rho"], row["contrast_p"], RULES["tracks"],
-                 f"{int(row['n_seeds'])} seeds"])  # fmt: skip
+    rows.append(
+        [
+            "topology moves with each seed's own test loss (the positive control)",
+            primary,
+            tracks,
+            row["contrast_rho"],
+            row["contrast_p"],
+            RULES["tracks"],
+            f"{int(row['n_seeds'])} seeds",
+        ]
+    )
     verdict, note = _leads_verdict(row, alpha)
-    rows.append(["topology leads grokking", primary, verdict, row["median_lead"], row["lead_p"],
-                 RULES["leads"], note])  # fmt: skip
+    rows.append(
+        [
+            "topology leads grokking",
+            primary,
+            verdict,
+            row["median_lead"],
+            row["lead_p"],
+            RULES["leads"],
+            note,
+        ]
+    )
+    rows += _beats_rows(table, row, primary, alpha)
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _beats_rows(table: pd.DataFrame, row: pd.Series, primary: str, alpha: float) -> list[list]:
+    """The verdicts' rows on ``primary`` beating the norm and the Fourier measure, and NP beating
+    its weight variance."""
+    rows = []
     for name, what in (("norm", "the weight norm"), ("fourier", "the Fourier measure")):
         verdict, rho, p, note = _beats_verdict(row, name, alpha)
         diff = row[f"lead_minus_{name}"]
-        lead_note = (f"; lead minus its lead: median {diff:+.0f} steps "
-                     f"(p = {row[f'lead_minus_{name}_p']:.3g})" if np.isfinite(diff) else "")  # fmt: skip
-        rows.append([f"topology beats {what}", primary, verdict, rho, p,
-                     RULES["beats"].format(what=what), note + lead_note])  # fmt: skip
+        lead_note = (
+            f"; lead minus its lead: median {diff:+.0f} steps "
+            f"(p = {row[f'lead_minus_{name}_p']:.3g})"
+            if np.isfinite(diff)
+            else ""
+        )
+        rows.append(
+            [
+                f"topology beats {what}",
+                primary,
+                verdict,
+                rho,
+                p,
+                RULES["beats"].format(what=what),
+                note + lead_note,
+            ]
+        )
     if "np_mean" in set(table["feature"]) and "partial_wvar_p" in table:
         np_row = table.set_index("feature").loc["np_mean"]
         verdict, rho, p, note = _beats_verdict(np_row, "wvar", alpha)
-        rows.append(["NP beats its layers' normalised weight variance", "np_mean", verdict, rho, p,
-                     RULES["beats"].format(what="the weight variance"), note])  # fmt: skip
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+        rows.append(
+            [
+                "NP beats its layers' normalised weight variance",
+                "np_mean",
+                verdict,
+                rho,
+                p,
+                RULES["beats"].format(what="the weight variance"),
+                note,
+            ]
+        )
+    return rows

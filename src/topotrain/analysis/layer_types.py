@@ -23,9 +23,26 @@ from topotrain.analysis.stats import ALPHA
 
 LAYER_FEATURES = ["np_mean", "h0_total", "h1_total"]
 LAYER_BASELINES = ["step", "l2_norm_mean"]  # the clock, and the subset's own scale
-LAYER_TYPE_COLUMNS = ["split", "group", "model", "seed", "n_params", "n_layers", "feature",
-                      "target", "view", "rho", "ci_low", "ci_high", "p", "p_bh", "n",
-                      "beats_clock", "beats_scale", "note"]  # fmt: skip
+LAYER_TYPE_COLUMNS = [
+    "split",
+    "group",
+    "model",
+    "seed",
+    "n_params",
+    "n_layers",
+    "feature",
+    "target",
+    "view",
+    "rho",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_bh",
+    "n",
+    "beats_clock",
+    "beats_scale",
+    "note",
+]
 DEPTH = re.compile(r"\.(?:h|layers)\.(\d+)\.")
 
 
@@ -78,8 +95,11 @@ def layer_type_table(
     if not tables:
         return pd.DataFrame(columns=LAYER_TYPE_COLUMNS)
     out = pd.concat(tables, ignore_index=True)
-    return out[LAYER_TYPE_COLUMNS].sort_values(["n_params", "model", "split", "group"],
-                                               kind="stable").reset_index(drop=True)  # fmt: skip
+    return (
+        out[LAYER_TYPE_COLUMNS]
+        .sort_values(["n_params", "model", "split", "group"], kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def layer_type_summary(table: pd.DataFrame, view: str = "seed_contrast") -> pd.DataFrame:

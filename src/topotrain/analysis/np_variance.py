@@ -26,8 +26,18 @@ from topotrain.analysis.stats import ALPHA
 
 WVAR = "np_wvar_mean"
 NP_FEATURES = ["np_mean", "np_p2_mean", "np_rieck_mean"]
-COLUMNS = ["model", "feature", "target", "n_seeds", "plain_rho", "plain_p", "rho", "p",
-           "beats_wvar", "note"]  # fmt: skip
+COLUMNS = [
+    "model",
+    "feature",
+    "target",
+    "n_seeds",
+    "plain_rho",
+    "plain_p",
+    "rho",
+    "p",
+    "beats_wvar",
+    "note",
+]
 
 
 def _beats(plain_rho: float, plain_p: float, rho: float, p: float, alpha: float) -> bool:
@@ -44,10 +54,19 @@ def _model_rows(df, features, targets, nulls) -> list[dict]:
                 plain, pn = contrast_cell(mats, feature, target, "seed_contrast", perms)
                 part, qn = contrast_cell(mats, feature, target, PARTIAL, perms, cond=WVAR)
                 nulls.setdefault((feature, target), []).append((pn, qn))
-                rows.append({"model": model, "feature": feature, "target": target,
-                             "n_seeds": g["seed"].nunique(), "plain_rho": plain["rho"],
-                             "plain_p": plain["p"], "rho": part["rho"], "p": part["p"],
-                             "note": part["note"] or plain["note"]})  # fmt: skip
+                rows.append(
+                    {
+                        "model": model,
+                        "feature": feature,
+                        "target": target,
+                        "n_seeds": g["seed"].nunique(),
+                        "plain_rho": plain["rho"],
+                        "plain_p": plain["p"],
+                        "rho": part["rho"],
+                        "p": part["p"],
+                        "note": part["note"] or plain["note"],
+                    }
+                )
     return rows
 
 
@@ -66,10 +85,19 @@ def np_variance_table(
     for (feature, target), per_model in nulls.items():
         plain = pooled_row([n for n, _ in per_model], "seed_contrast")
         part = pooled_row([n for _, n in per_model], PARTIAL, cond=WVAR)
-        rows.append({"model": POOLED, "feature": feature, "target": target,
-                     "n_seeds": df["seed"].nunique(), "plain_rho": plain["rho"],
-                     "plain_p": plain["p"], "rho": part["rho"], "p": part["p"],
-                     "note": part["note"]})  # fmt: skip
+        rows.append(
+            {
+                "model": POOLED,
+                "feature": feature,
+                "target": target,
+                "n_seeds": df["seed"].nunique(),
+                "plain_rho": plain["rho"],
+                "plain_p": plain["p"],
+                "rho": part["rho"],
+                "p": part["p"],
+                "note": part["note"],
+            }
+        )
     out = pd.DataFrame(rows)
     out["beats_wvar"] = [
         _beats(*vals, alpha) for vals in out[["plain_rho", "plain_p", "rho", "p"]].to_numpy(float)

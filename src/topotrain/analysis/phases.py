@@ -32,8 +32,14 @@ def phase_transitions(steps, values, total_steps: int, threshold: float = 0.1) -
     Steps are ints (None when undefined); fractions are step / total_steps (NaN when undefined).
     """
     steps, values, dropped = sorted_finite(steps, values)
-    out = {"peak_step": None, "peak_frac": np.nan, "peak_delta": np.nan,
-           "diminishing_step": None, "diminishing_frac": np.nan, "note": ""}  # fmt: skip
+    out = {
+        "peak_step": None,
+        "peak_frac": np.nan,
+        "peak_delta": np.nan,
+        "diminishing_step": None,
+        "diminishing_frac": np.nan,
+        "note": "",
+    }
     notes = [f"{dropped} non-finite values dropped"] if dropped else []
     if steps.size < MIN_CHECKPOINTS:
         notes.append(f"{steps.size} checkpoints: need at least {MIN_CHECKPOINTS}")
@@ -42,8 +48,11 @@ def phase_transitions(steps, values, total_steps: int, threshold: float = 0.1) -
     i = int(np.argmax(np.abs(delta)))
     if delta[i] == 0:
         return {**out, "note": "; ".join([*notes, "constant series: no transition"])}
-    out.update(peak_step=int(steps[i + 1]), peak_frac=steps[i + 1] / total_steps,
-               peak_delta=float(delta[i]))  # fmt: skip
+    out.update(
+        peak_step=int(steps[i + 1]),
+        peak_frac=steps[i + 1] / total_steps,
+        peak_delta=float(delta[i]),
+    )
     later = np.flatnonzero(np.abs(delta[i + 1 :]) < threshold * abs(delta[i]))
     if later.size == 0:
         notes.append(f"|Δ| never fell below {threshold:g}·|peak Δ| after the peak")
@@ -95,7 +104,8 @@ def total_steps(run: pd.DataFrame) -> int:
 
 
 def _changepoint_cell(run: pd.DataFrame, feature: str, n_bkps: int) -> tuple[str, str]:
-    """Changepoints of one feature as 'step;step', and a note when fewer than n_bkps were possible."""
+    """Changepoints of one feature as 'step;step',
+    and a note when fewer than n_bkps were possible."""
     found = changepoints(run["step"], run[feature], n_bkps=n_bkps)
     note = "" if len(found) == n_bkps else f"{feature}: {len(found)} of {n_bkps} changepoints"
     return ";".join(map(str, found)), note
@@ -117,12 +127,13 @@ def phase_table(
     changepoint_feature: str = "h0_total",
     n_bkps: int = 2,
 ) -> pd.DataFrame:
-    """One row per (model, seed): peak and diminishing-returns steps of ``feature``, and changepoints.
+    """One row per (model, seed): peak and diminishing-returns steps of ``feature``,
+    and changepoints.
 
     Columns: model, seed, n_params, total_steps, checkpoint_frac (median checkpoint interval /
-    total_steps: the resolution of every fraction), peak_step, peak_frac, peak_delta, diminishing_step,
-    diminishing_frac, causal_step, changepoint_feature, changepoints (of changepoint_feature),
-    changepoints_<feature>, note. Steps are nullable integers.
+    total_steps: the resolution of every fraction), peak_step, peak_frac, peak_delta,
+    diminishing_step, diminishing_frac, causal_step, changepoint_feature, changepoints (of
+    changepoint_feature), changepoints_<feature>, note. Steps are nullable integers.
 
     Two rules, two names: ``diminishing_step`` is the hindsight rule above (it needs the run's
     largest Δ, known only at the end); ``causal_step`` is the TopologyCallback's rule
@@ -137,10 +148,20 @@ def phase_table(
         cps, note_cp = _changepoint_cell(run, changepoint_feature, n_bkps)
         own, note_own = _changepoint_cell(run, feature, n_bkps)
         note = "; ".join(filter(None, [res.pop("note"), note_cp, note_own]))
-        rows.append({"model": model, "seed": seed, "n_params": int(run["n_params"].iloc[0]),
-                     "total_steps": total,
-                     "checkpoint_frac": float(np.median(np.diff(run["step"]))) / total, **res, "changepoint_feature": changepoint_feature,
-                     "changepoints": cps, f"changepoints_{feature}": own, "note": note})  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "seed": seed,
+                "n_params": int(run["n_params"].iloc[0]),
+                "total_steps": total,
+                "checkpoint_frac": float(np.median(np.diff(run["step"]))) / total,
+                **res,
+                "changepoint_feature": changepoint_feature,
+                "changepoints": cps,
+                f"changepoints_{feature}": own,
+                "note": note,
+            }
+        )
     table = pd.DataFrame(rows).sort_values(["n_params", "model", "seed"], kind="stable")
     table = table.astype(
         {"peak_step": "Int64", "diminishing_step": "Int64", "causal_step": "Int64"}

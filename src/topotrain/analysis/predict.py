@@ -44,10 +44,16 @@ CLOCK = "step"  # the clock placebo: a function of the step alone (clock_pace)
 PLACEBOS = (CLOCK, "l2_norm_mean")  # non-topological pacing series in NP's place
 TOPOLOGY_METHODS = ("topology_only", "combined")
 METHODS = (
-    "loss_only", "topology_only", "combined", "learned", "learned_forward",
-    *(f"{m}[{p}]" for p in PLACEBOS for m in TOPOLOGY_METHODS), "last_loss", "mean_loss_only_last",
+    "loss_only",
+    "topology_only",
+    "combined",
+    "learned",
+    "learned_forward",
+    *(f"{m}[{p}]" for p in PLACEBOS for m in TOPOLOGY_METHODS),
+    "last_loss",
+    "mean_loss_only_last",
     *LEARNED_EXTRAS,
-)  # fmt: skip
+)
 FRACTIONS = (0.2, 0.3, 0.5)
 MAXFEV = 10_000  # curve_fit's budget of function evaluations (read at call time)
 B_MAX = 10.0  # upper bound of the loss power-law exponent b
@@ -89,9 +95,16 @@ def predict_loss_only(t: np.ndarray, loss: np.ndarray, total: float) -> Predicti
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)
             (a, b, c), _ = curve_fit(
-                decay_power_law, u, yk, p0=p0, bounds=([1e-12, 1e-6, 0.0], [np.inf, B_MAX, np.inf]),
-                maxfev=MAXFEV, ftol=1e-14, xtol=1e-14, gtol=1e-14,
-            )  # fmt: skip
+                decay_power_law,
+                u,
+                yk,
+                p0=p0,
+                bounds=([1e-12, 1e-6, 0.0], [np.inf, B_MAX, np.inf]),
+                maxfev=MAXFEV,
+                ftol=1e-14,
+                xtol=1e-14,
+                gtol=1e-14,
+            )
     except (RuntimeError, ValueError) as err:
         return Prediction(float(yk[-1]), True, f"power-law fit failed ({err}); last loss")
     value = float(decay_power_law(total / tk[-1], a, b, c))
@@ -161,7 +174,8 @@ def predict_topology_only(
 
 
 def combine(a: Prediction, b: Prediction, note: str = "mean of loss and topology") -> Prediction:
-    """L̂ = (L̂_a + L̂_b)/2 (loss-only and topology-only by default); a fallback if either part is one."""
+    """L̂ = (L̂_a + L̂_b)/2 (loss-only and topology-only by default);
+    a fallback if either part is one."""
     return Prediction((a.value + b.value) / 2, a.fallback or b.fallback, note)
 
 
@@ -209,7 +223,8 @@ def pacing_series(window: pd.DataFrame) -> dict[str, np.ndarray | None]:
 def paced_predictions(
     window: pd.DataFrame, loss_only: Prediction, total: float
 ) -> dict[str, Prediction]:
-    """topology_only and combined with NP and with each placebo pace (NaN if its column is absent)."""
+    """topology_only and combined with NP and with each placebo pace
+    (NaN if its column is absent)."""
     t, loss = window["step"].to_numpy(float), window["val_loss"].to_numpy(float)
     out = {}
     for pace, series in pacing_series(window).items():

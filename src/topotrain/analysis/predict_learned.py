@@ -107,7 +107,8 @@ def loss_shape_features(t: np.ndarray, loss: np.ndarray) -> dict[str, float]:
 
 
 def series_at_cutoff(window: pd.DataFrame, column: str) -> tuple[float, float, float]:
-    """(last finite value, OLS slope per step over 0 < t ≤ t0, over t0/2 ≤ t ≤ t0); NaN if absent."""
+    """(last finite value, OLS slope per step over 0 < t ≤ t0, over t0/2 ≤ t ≤ t0);
+    NaN if absent."""
     late = window[window["step"] > 0]
     if column not in window or late.empty:
         return float("nan"), float("nan"), float("nan")
@@ -135,11 +136,13 @@ def cutoff_features(window: pd.DataFrame, loss_pred: float, n_params: int) -> di
         "h0_at_cutoff": h0_last,
         "h0_slope": h0_slope,
         "log_n_params": float(np.log(n_params)),
-        **{c: last_finite(window[c].to_numpy(float)) if c in window else np.nan
-           for c in VECTOR_FEATURES},
+        **{
+            c: last_finite(window[c].to_numpy(float)) if c in window else np.nan
+            for c in VECTOR_FEATURES
+        },
         **loss_shape_features(t, loss),
         **dict(zip(SCALE_FEATURES, scale, strict=True)),
-    }  # fmt: skip
+    }
 
 
 def _ridge_predict(x, y, train, test, alpha: float) -> np.ndarray:
@@ -180,7 +183,8 @@ def forward_chaining(
     alpha: float = RIDGE_ALPHA,
     min_models: int = MIN_TRAIN_MODELS,
 ) -> tuple[np.ndarray, list[str]]:
-    """Each run's prediction from StandardScaler → Ridge(alpha) fitted on runs of smaller models only.
+    """Each run's prediction from StandardScaler → Ridge(alpha) fitted on runs of smaller
+    models only.
 
     A model's runs are predicted from the usable runs (finite features and target) of models with
     strictly fewer parameters; NaN with a note while fewer than ``min_models`` such models exist.

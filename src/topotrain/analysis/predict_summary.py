@@ -68,7 +68,8 @@ def wilcoxon_vs_reference(err: np.ndarray, ref: np.ndarray) -> tuple[float, floa
 def spearman_across_sizes(rows: pd.DataFrame) -> dict[str, float | int]:
     """Spearman ρ of predicted vs actual final loss over models (means over seeds, finite rows).
 
-    p is the exact permutation p (scaling.spearman_exact); NaN below 3 models or for constant values.
+    p is the exact permutation p (scaling.spearman_exact);
+    NaN below 3 models or for constant values.
     """
     finite = rows[np.isfinite(rows["predicted"].to_numpy(float))]
     per_model = finite.groupby("model")[["predicted", "actual"]].mean()

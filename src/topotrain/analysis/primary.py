@@ -29,9 +29,20 @@ TARGET = "train_loss"
 CLAIMS = {"h0_total": "2", "np_mean": "3", "h1_total": "4"}  # feature -> the paper's table
 QUANTITY = "rho_{feature}_train_loss"
 PRIMARY_COLUMNS = [
-    "feature", "table", "models", "signs", "rho_clock", "p_clock", "rho_scale", "p_scale", "p",
-    "p_bh", "arrangements", "rejected", "note",
-]  # fmt: skip
+    "feature",
+    "table",
+    "models",
+    "signs",
+    "rho_clock",
+    "p_clock",
+    "rho_scale",
+    "p_scale",
+    "p",
+    "p_bh",
+    "arrangements",
+    "rejected",
+    "note",
+]
 
 
 def claimed_signs(paper: pd.DataFrame, feature: str) -> pd.Series:

@@ -16,8 +16,15 @@ from scipy import stats as sps
 from topotrain.analysis.stats import benjamini_hochberg, spearman_ci
 
 TOPOLOGICAL = [
-    "h0_total", "h1_total", "h0_count", "h1_count", "h0_entropy", "h1_entropy", "h0_max", "h1_max",
-]  # fmt: skip
+    "h0_total",
+    "h1_total",
+    "h0_count",
+    "h1_count",
+    "h0_entropy",
+    "h1_entropy",
+    "h0_max",
+    "h1_max",
+]
 SPECTRAL = ["effective_rank", "participation_ratio", "spectral_alpha"]
 ALPHA = 0.05
 
@@ -36,9 +43,17 @@ def weights_table(docs: list[dict]) -> pd.DataFrame:
     rows = []
     for doc in docs:
         layers = pd.DataFrame(doc["layers"])
-        rows.append({"model": doc["model"], "step": doc["step"], "n_layers": len(layers),
-                     "np_mean": layers["np_total"].mean(), "np_std": layers["np_total"].std(ddof=0),
-                     "h0_total": layers["h0_total"].sum(), "h1_total": layers["h1_total"].sum()})  # fmt: skip
+        rows.append(
+            {
+                "model": doc["model"],
+                "step": doc["step"],
+                "n_layers": len(layers),
+                "np_mean": layers["np_total"].mean(),
+                "np_std": layers["np_total"].std(ddof=0),
+                "h0_total": layers["h0_total"].sum(),
+                "h1_total": layers["h1_total"].sum(),
+            }
+        )
     return pd.DataFrame(rows).sort_values(["model", "step"]).reset_index(drop=True)
 
 
@@ -65,7 +80,8 @@ def h1_wasserstein_steps(diagrams: list[np.ndarray]) -> np.ndarray:
 
 
 def embeddings_table(docs: list[dict], diagram_files: list[str | Path]) -> pd.DataFrame:
-    """One row per (model, step): perplexity, topological and spectral features, H1 Wasserstein step."""
+    """One row per (model, step): perplexity, topological and spectral features,
+    H1 Wasserstein step."""
     rows = [{"model": d["model"], "step": d["step"], **d["features"]} for d in docs]
     table = pd.DataFrame(rows)
     h1 = []
@@ -88,7 +104,8 @@ def feature_kind(feature: str) -> str:
 def perplexity_correlations(
     table: pd.DataFrame, features: list[str] | None = None, n_resamples: int = 1000, seed: int = 0
 ) -> pd.DataFrame:
-    """Per (model, feature): Spearman ρ (bootstrap CI) and Pearson r of the feature with perplexity."""
+    """Per (model, feature): Spearman ρ (bootstrap CI) and Pearson r of the feature
+    with perplexity."""
     features = features or [f for f in TOPOLOGICAL + SPECTRAL if f in table]
     rows = []
     for model, run in table.groupby("model", sort=False):
@@ -97,9 +114,16 @@ def perplexity_correlations(
             x, y = run[feature].to_numpy(float), run["perplexity"].to_numpy(float)
             ok = np.isfinite(x) & np.isfinite(y)
             r = sps.pearsonr(x[ok], y[ok]) if ok.sum() >= 3 and np.ptp(x[ok]) > 0 else None
-            rows.append({"model": model, "feature": feature, "kind": feature_kind(feature), **res,
-                         "pearson_r": r.statistic if r else np.nan,
-                         "pearson_p": r.pvalue if r else np.nan})  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "feature": feature,
+                    "kind": feature_kind(feature),
+                    **res,
+                    "pearson_r": r.statistic if r else np.nan,
+                    "pearson_p": r.pvalue if r else np.nan,
+                }
+            )
     corr = pd.DataFrame(rows)
     corr["p_bh"] = benjamini_hochberg(corr["p"].to_numpy())
     corr["significant"] = corr["p_bh"] < ALPHA
@@ -107,7 +131,8 @@ def perplexity_correlations(
 
 
 def topological_vs_spectral(corr: pd.DataFrame) -> pd.DataFrame:
-    """Per feature: mean |ρ| with perplexity across models and whether it is significant in every one."""
+    """Per feature: mean |ρ| with perplexity across models and whether it is significant
+    in every one."""
     table = corr.groupby(["feature", "kind"], as_index=False).agg(
         mean_abs_rho=("rho", lambda r: float(np.nanmean(np.abs(r))) if r.notna().any() else np.nan),
         min_abs_rho=("rho", lambda r: float(np.nanmin(np.abs(r))) if r.notna().any() else np.nan),
@@ -118,13 +143,19 @@ def topological_vs_spectral(corr: pd.DataFrame) -> pd.DataFrame:
 
 
 def kind_summary(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Per kind (topological, spectral): best feature, its mean |ρ|, and how many are significant in all."""
+    """Per kind (topological, spectral): best feature, its mean |ρ|,
+    and how many are significant in all."""
     rows = []
     for kind_name, g in comparison.groupby("kind", sort=False):
         best = g.loc[g["mean_abs_rho"].idxmax()] if g["mean_abs_rho"].notna().any() else None
-        rows.append({"kind": kind_name, "n_features": len(g),
-                     "best_feature": best["feature"] if best is not None else "",
-                     "best_mean_abs_rho": best["mean_abs_rho"] if best is not None else np.nan,
-                     "mean_of_mean_abs_rho": g["mean_abs_rho"].mean(),
-                     "significant_in_all_models": int(g["significant_in_all"].sum())})  # fmt: skip
+        rows.append(
+            {
+                "kind": kind_name,
+                "n_features": len(g),
+                "best_feature": best["feature"] if best is not None else "",
+                "best_mean_abs_rho": best["mean_abs_rho"] if best is not None else np.nan,
+                "mean_of_mean_abs_rho": g["mean_abs_rho"].mean(),
+                "significant_in_all_models": int(g["significant_in_all"].sum()),
+            }
+        )
     return pd.DataFrame(rows)

@@ -41,10 +41,18 @@ from topotrain.analysis.verdicts import (
 )
 
 __all__ = [
-    "ARTEFACT", "INCONCLUSIVE", "NOT_EVALUATED", "NOT_REPRODUCED", "REPLICATION_COLUMNS",
-    "REPRODUCED", "RULES", "VERDICTS", "exponent_verdict", "read_paper_values",
+    "ARTEFACT",
+    "INCONCLUSIVE",
+    "NOT_EVALUATED",
+    "NOT_REPRODUCED",
+    "REPLICATION_COLUMNS",
+    "REPRODUCED",
+    "RULES",
+    "VERDICTS",
+    "exponent_verdict",
+    "read_paper_values",
     "replication_table",
-]  # fmt: skip
+]
 
 RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p", "p_bh"]
 T2_P = 1e-5  # Table 2's "all p < 1e-5" (the paper's iid p-values)
@@ -70,10 +78,10 @@ A_RULES = {
     f"disjoint and neither of {TREND} rises as strongly; artefact if one does; not reproduced "
     "if an adjacent pair falls with disjoint intervals; inconclusive otherwise; not evaluated "
     f"below {MIN_MODELS} models.",
-    "t2_p": f"Largest raw p of ρ(TP0, train loss) over the paper's models and our seeds (the paper's "
-    f"iid method, which calibration shows is not valid for trending series); reproduced if < "
-    f"{T2_P:g} and every model's ρ row is reproduced; artefact if < {T2_P:g} but a model's row "
-    "is an artefact; not reproduced otherwise; not evaluated if a model is absent.",
+    "t2_p": "Largest raw p of ρ(TP0, train loss) over the paper's models and our seeds (the "
+    "paper's iid method, which calibration shows is not valid for trending series); reproduced "
+    f"if < {T2_P:g} and every model's ρ row is reproduced; artefact if < {T2_P:g} but a model's "
+    "row is an artefact; not reproduced otherwise; not evaluated if a model is absent.",
     "t3": "Models where the paper's ρ(NP, train loss) has p < 0.05: ours = how many show its sign "
     f"in every seed; reproduced if all do and {PRIMARY} rejects; artefact if all do but it does "
     "not; inconclusive if it cannot be measured; not reproduced if one shows it in no seed; "
@@ -124,8 +132,12 @@ def seed_evidence(cells: pd.DataFrame, sign: float) -> dict:
     """Seeds (n), those whose raw ρ has ``sign`` (agree), the largest raw p (p_max), and
     seed_interval of ρ (rho_mean, rho_low, rho_high)."""
     rho = cells["rho"].to_numpy(float)
-    return {"n": len(cells), "agree": int((np.sign(rho) == sign).sum()),
-            "p_max": float(cells["p"].max()) if len(cells) else np.nan, **seed_interval(rho)}  # fmt: skip
+    return {
+        "n": len(cells),
+        "agree": int((np.sign(rho) == sign).sum()),
+        "p_max": float(cells["p"].max()) if len(cells) else np.nan,
+        **seed_interval(rho),
+    }
 
 
 def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[bool | None, str]:
@@ -136,8 +148,10 @@ def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[bool | None
     p, p_bh = float(row["p"]), float(row["p_bh"])
     if not np.isfinite(p):
         return None, f"beyond the clock and scale: cannot be measured ({row['note']})"
-    note = (f"primary test: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}, "
-            f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements")  # fmt: skip
+    note = (
+        f"primary test: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}, "
+        f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements"
+    )
     return bool(p_bh < ALPHA), note
 
 
@@ -170,9 +184,19 @@ def tp0_rows(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> l
             if ev["n"]
             else "model not trained"
         )
-        rows.append(_row(f"ρ(TP0, train loss) {model}", "2", "t2", ref[model], sign_verdict(ev, rejected),
-                         ours=ev["rho_mean"], ours_ci_low=ev["rho_low"],
-                         ours_ci_high=ev["rho_high"], note=note))  # fmt: skip
+        rows.append(
+            _row(
+                f"ρ(TP0, train loss) {model}",
+                "2",
+                "t2",
+                ref[model],
+                sign_verdict(ev, rejected),
+                ours=ev["rho_mean"],
+                ours_ci_low=ev["rho_low"],
+                ours_ci_high=ev["rho_high"],
+                note=note,
+            )
+        )
     return rows + [monotone_row(ref, evidence, assoc), tp0_p_row(paper, evidence, rows)]
 
 
@@ -216,8 +240,11 @@ def _by_size(evidence: dict[str, dict], assoc: pd.DataFrame | None) -> pd.DataFr
     if assoc is None:
         return pd.DataFrame(columns=["model", "n_params", "ev"])
     sizes = assoc.groupby("model")["n_params"].first()
-    rows = [{"model": m, "n_params": sizes[m], "ev": ev} for m, ev in evidence.items()
-            if m in sizes and np.isfinite(ev["rho_mean"])]  # fmt: skip
+    rows = [
+        {"model": m, "n_params": sizes[m], "ev": ev}
+        for m, ev in evidence.items()
+        if m in sizes and np.isfinite(ev["rho_mean"])
+    ]
     return pd.DataFrame(rows, columns=["model", "n_params", "ev"]).sort_values("n_params")
 
 
@@ -257,7 +284,8 @@ def monotone_row(ref: pd.Series, evidence: dict[str, dict], assoc: pd.DataFrame 
 
 
 def np_reversal_row(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> dict:
-    """T3: NP's ρ with training loss is negative for the smallest model, positive for the largest."""
+    """T3: NP's ρ with training loss is negative for the smallest model,
+    positive for the largest."""
     ref = paper_series(paper, "3", "rho_np_mean_train_loss")
     claimed = ref[paper_series(paper, "3", "p") < ALPHA]
     evidence = _evidence(assoc, "np_mean", claimed)
@@ -281,8 +309,12 @@ def _quiet_p(assoc: pd.DataFrame | None, model: str) -> float:
     """The seed_contrast exact p of ρ(TP1, train loss) at ``model`` (NaN if absent)."""
     if assoc is None:
         return np.nan
-    sel = assoc[(assoc["feature"] == "h1_total") & (assoc["target"] == "train_loss")
-                & (assoc["view"] == "seed_contrast") & (assoc["model"] == model)]  # fmt: skip
+    sel = assoc[
+        (assoc["feature"] == "h1_total")
+        & (assoc["target"] == "train_loss")
+        & (assoc["view"] == "seed_contrast")
+        & (assoc["model"] == model)
+    ]
     return float(sel["p"].iloc[0]) if len(sel) else np.nan
 
 

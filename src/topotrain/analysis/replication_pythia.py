@@ -1,7 +1,7 @@
 """Replication verdicts on the Pythia branch: Table 8 (Pythia-14m weights) and Study B (embeddings).
 
-Both are ``not evaluated`` when the branch is off (no hub here), and computed from the branch's tables
-(``pythia_weights``, ``pythia_correlations``, ``pythia_embeddings``) when it ran.
+Both are ``not evaluated`` when the branch is off (no hub here), and computed from the branch's
+tables (``pythia_weights``, ``pythia_correlations``, ``pythia_embeddings``) when it ran.
 """
 
 from __future__ import annotations
@@ -24,8 +24,12 @@ from topotrain.analysis.verdicts import (
 )
 
 PYTHIA_MODEL = "pythia-14m"  # Table 8's model (hub id suffix)
-H1_FEATURES = {"h1_entropy": "H1 entropy", "h1_count": "H1 count", "h1_max": "H1 max",
-               "h1_total": "H1 total"}  # fmt: skip
+H1_FEATURES = {
+    "h1_entropy": "H1 entropy",
+    "h1_count": "H1 count",
+    "h1_max": "H1 max",
+    "h1_total": "H1 total",
+}
 PYTHIA_RULES = {
     "t8_np": "Pythia-14m NP mean, relative change first → last revision; reproduced if it rises at "
     "every revision (as the paper's), else not reproduced; not evaluated without "
@@ -48,14 +52,29 @@ def _row(claim: str, table: str, key: str, paper: float, verdict: str, **ours) -
     return make_row(claim, table, PYTHIA_RULES[key], paper, verdict, **ours)
 
 
+def _h1_row(label: str, paper: float, verdict: str, **ours) -> dict:
+    """Study B's row on one H1 feature (rule b_h1)."""
+    return _row(
+        f"Pythia embeddings: {label} tracks perplexity", "B", "b_h1", paper, verdict, **ours
+    )
+
+
+def _spectral_row(paper: float, verdict: str, **ours) -> dict:
+    """Study B's row on the spectral baselines (rule b_spectral)."""
+    claim = "Pythia embeddings: spectral baselines weaker than H1 features"
+    return _row(claim, "B", "b_spectral", paper, verdict, **ours)
+
+
 def pythia_rows(paper: pd.DataFrame, weights: pd.DataFrame | None) -> list[dict]:
     """T8: Pythia-14m's NP mean rises monotonically and its TP0 falls over training."""
     rows = []
     run = pd.DataFrame()
     if weights is not None:
         run = weights[weights["model"].astype(str).str.endswith(PYTHIA_MODEL)].sort_values("step")
-    for quantity, key, claim in (("np_mean", "t8_np", "Pythia-14m NP mean rises"),
-                                 ("h0_total", "t8_tp0", "Pythia-14m TP0 falls")):  # fmt: skip
+    for quantity, key, claim in (
+        ("np_mean", "t8_np", "Pythia-14m NP mean rises"),
+        ("h0_total", "t8_tp0", "Pythia-14m TP0 falls"),
+    ):
         ref = paper_series(paper, "8", quantity)
         paper_change = ref.iloc[-1] / ref.iloc[0] - 1
         if len(run) < 2:
@@ -66,8 +85,17 @@ def pythia_rows(paper: pd.DataFrame, weights: pd.DataFrame | None) -> list[dict]
         change = values[-1] / values[0] - 1
         holds = np.all(np.diff(values) > 0) if quantity == "np_mean" else change < 0
         note = "steps " + ", ".join(str(s) for s in run["step"])
-        rows.append(_row(claim, "8", key, paper_change, REPRODUCED if holds else NOT_REPRODUCED,
-                         ours=change, note=note))  # fmt: skip
+        rows.append(
+            _row(
+                claim,
+                "8",
+                key,
+                paper_change,
+                REPRODUCED if holds else NOT_REPRODUCED,
+                ours=change,
+                note=note,
+            )
+        )
     return rows
 
 
@@ -86,8 +114,11 @@ def clock_rho(embeddings: pd.DataFrame | None, models: list[str]) -> float:
     """Mean over models of |Spearman ρ(step, perplexity)|: what the clock alone shows."""
     if embeddings is None:
         return np.nan
-    rhos = [spearman_exact(run["step"], run["perplexity"])[0]
-            for m, run in embeddings.groupby(_name(embeddings["model"])) if m in models]  # fmt: skip
+    rhos = [
+        spearman_exact(run["step"], run["perplexity"])[0]
+        for m, run in embeddings.groupby(_name(embeddings["model"]))
+        if m in models
+    ]
     return float(np.mean(np.abs(rhos))) if rhos else np.nan
 
 
@@ -106,38 +137,40 @@ def study_b_rows(
     claimed = paper_series(paper, "claims", "mean_abs_r_perplexity")
     spectral_top = paper_series(paper, "claims", "max_mean_abs_r_perplexity")["spectral"]
     models = _study_b_models(paper, corr)
-    spectral_claim = "Pythia embeddings: spectral baselines weaker than H1 features"
     if len(models) < MIN_MODELS:
         note = "pythia_correlations.csv absent" if corr is None else f"{len(models)} of its models"
-        rows = [_row(f"Pythia embeddings: {label} tracks perplexity", "B", "b_h1",
-                     claimed.get(f, np.nan), NOT_EVALUATED, note=note)
-                for f, label in H1_FEATURES.items()]  # fmt: skip
-        return rows + [_row(spectral_claim, "B", "b_spectral", claimed.max() - spectral_top,
-                            NOT_EVALUATED, note=note)]  # fmt: skip
+        rows = [
+            _h1_row(label, claimed.get(f, np.nan), NOT_EVALUATED, note=note)
+            for f, label in H1_FEATURES.items()
+        ]
+        return rows + [_spectral_row(claimed.max() - spectral_top, NOT_EVALUATED, note=note)]
     sel = corr[_name(corr["model"]).isin(models)]
     abs_r = sel.assign(abs_r=sel["pearson_r"].abs()).groupby("feature")["abs_r"].mean()
     clock = clock_rho(embeddings, models)
     rows = []
     for feature, label in H1_FEATURES.items():
         cells = sel[sel["feature"] == feature]
+        paper_r = claimed.get(feature, np.nan)
         if len(cells) < len(models):
-            rows.append(_row(f"Pythia embeddings: {label} tracks perplexity", "B", "b_h1",
-                             claimed.get(feature, np.nan), NOT_EVALUATED, note="feature absent"))  # fmt: skip
+            rows.append(_h1_row(label, paper_r, NOT_EVALUATED, note="feature absent"))
             continue
         r, p = cells["pearson_r"].abs().to_numpy(float), cells["pearson_p"].to_numpy(float)
         rho = float(np.nanmean(cells["rho"].abs()))
         verdict = h1_verdict(p, rho, clock)
-        note = (f"{int((p < ALPHA).sum())}/{len(models)} models p < {ALPHA:g}; mean |ρ| {rho:.3f} "
-                f"vs clock {clock:.3f}")  # fmt: skip
-        rows.append(_row(f"Pythia embeddings: {label} tracks perplexity", "B", "b_h1",
-                         claimed.get(feature, np.nan), verdict, ours=float(np.nanmean(r)),
-                         ours_ci_low=float(np.nanmin(r)), ours_ci_high=float(np.nanmax(r)),
-                         note=note))  # fmt: skip
+        note = (
+            f"{int((p < ALPHA).sum())}/{len(models)} models p < {ALPHA:g}; mean |ρ| {rho:.3f} "
+            f"vs clock {clock:.3f}"
+        )
+        ours, low, high = float(np.nanmean(r)), float(np.nanmin(r)), float(np.nanmax(r))
+        rows.append(
+            _h1_row(
+                label, paper_r, verdict, ours=ours, ours_ci_low=low, ours_ci_high=high, note=note
+            )
+        )
     h1 = abs_r.reindex(list(H1_FEATURES)).max()
     spectral = abs_r[[f for f in abs_r.index if f in SPECTRAL]].max()
     gap = float(h1 - spectral)
     verdict = NOT_EVALUATED if not np.isfinite(gap) else REPRODUCED if gap > 0 else NOT_REPRODUCED
     note = f"best H1 {h1:.3f}, best spectral {spectral:.3f}"
-    rows.append(_row(spectral_claim, "B", "b_spectral", claimed.max() - spectral_top, verdict,
-                     ours=gap, note=note))  # fmt: skip
+    rows.append(_spectral_row(claimed.max() - spectral_top, verdict, ours=gap, note=note))
     return rows

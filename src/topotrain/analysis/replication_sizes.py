@@ -77,8 +77,10 @@ def prediction_rows(paper: pd.DataFrame, prediction: pd.DataFrame | None) -> lis
         p = float(first.get("rival_p", np.nan))
         verdict = NOT_REPRODUCED if ours <= 0 else ARTEFACT if not beats else None
         verdict = verdict or (REPRODUCED if p < ALPHA else INCONCLUSIVE)
-        note = (f"beats loss-only, averaging control and placebos: {beats}; strongest rival "
-                f"{first.get('rival', '?')}, model-paired sign-flip p = {p:.3g}")  # fmt: skip
+        note = (
+            f"beats loss-only, averaging control and placebos: {beats}; strongest rival "
+            f"{first.get('rival', '?')}, model-paired sign-flip p = {p:.3g}"
+        )
         rows.append(_row(claim, "5", "t5", gain, verdict, ours=ours, note=note))
     return rows
 
@@ -91,8 +93,15 @@ def baseline_phases(features: pd.DataFrame | None, threshold: float) -> pd.DataF
     rows = []
     for (model, seed), run in features.groupby(["model", "seed"], sort=False):
         res = phase_transitions(run["step"], run[SCALE], total_steps(run), threshold)
-        rows.append({"model": model, "seed": seed, "n_params": int(run["n_params"].iloc[0]),
-                     "l2_peak_step": res["peak_step"], "l2_diminishing_frac": res["diminishing_frac"]})  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "seed": seed,
+                "n_params": int(run["n_params"].iloc[0]),
+                "l2_peak_step": res["peak_step"],
+                "l2_diminishing_frac": res["diminishing_frac"],
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -106,7 +115,8 @@ def _trend(per_model: pd.DataFrame, column: str) -> tuple[float, float]:
 def phases_row(
     paper: pd.DataFrame, phases: pd.DataFrame | None, baseline: pd.DataFrame | None = None
 ) -> dict:
-    """T6: diminishing returns of NP come later for larger models, and not merely as the L2 norm's."""
+    """T6: diminishing returns of NP come later for larger models,
+    and not merely as the L2 norm's."""
     ref = paper_series(paper, "6", "diminishing_frac")
     claim = "diminishing returns later for larger models"
     paper_rho = rank_rho(ref)
@@ -129,8 +139,10 @@ def phases_row(
         verdict = INCONCLUSIVE
     else:
         verdict = ARTEFACT if np.isfinite(l2_rho) and l2_rho >= rho else REPRODUCED
-    note = (f"{len(ours)} models; exact p = {p:.3g}; L2 norm's trend ρ = {l2_rho:.3g} "
-            f"(p = {l2_p:.3g}); paper's own exact p = {spearman_exact(np.arange(len(ref)), ref)[1]:.3g}")  # fmt: skip
+    note = (
+        f"{len(ours)} models; exact p = {p:.3g}; L2 norm's trend ρ = {l2_rho:.3g} "
+        f"(p = {l2_p:.3g}); paper's own exact p = {spearman_exact(np.arange(len(ref)), ref)[1]:.3g}"
+    )
     return _row(claim, "6", "t6", paper_rho, verdict, ours=rho, note=note)
 
 
@@ -154,7 +166,8 @@ def peak_row(
     baseline: pd.DataFrame | None = None,
     warmup: int | None = None,
 ) -> dict:
-    """T6: the largest |ΔNP| comes at 4–6% of training, and not at the warm-up's end or the L2 peak."""
+    """T6: the largest |ΔNP| comes at 4–6% of training,
+    and not at the warm-up's end or the L2 peak."""
     ref = paper_series(paper, "6", "peak_step")
     claim = f"peak |ΔNP| at {T6_PEAK[0]:.0%}–{T6_PEAK[1]:.0%} of training"
     paper_mid = float(np.mean(T6_PEAK))
@@ -176,11 +189,22 @@ def peak_row(
         verdict = REPRODUCED
     else:
         verdict = NOT_REPRODUCED if 2 * agree.sum() < agree.size else INCONCLUSIVE
-    note = (f"{int(agree.sum())}/{agree.size} runs agree; {int(near.sum())}/{near.size} peak within "
-            f"one checkpoint interval ({spacing.max():.3g}) of the warm-up's end (step {warmup}) "
-            "or of the L2 norm's peak |Δ|")  # fmt: skip
-    return _row(claim, "6", "t6_peak", paper_mid, verdict, ours=float(np.median(frac)),
-                ours_ci_low=float(frac.min()), ours_ci_high=float(frac.max()), note=note)  # fmt: skip
+    note = (
+        f"{int(agree.sum())}/{agree.size} runs agree; {int(near.sum())}/{near.size} peak within "
+        f"one checkpoint interval ({spacing.max():.3g}) of the warm-up's end (step {warmup}) "
+        "or of the L2 norm's peak |Δ|"
+    )
+    return _row(
+        claim,
+        "6",
+        "t6_peak",
+        paper_mid,
+        verdict,
+        ours=float(np.median(frac)),
+        ours_ci_low=float(frac.min()),
+        ours_ci_high=float(frac.max()),
+        note=note,
+    )
 
 
 def exponent_verdict(paper: float, slope: float, low: float, high: float) -> str:
@@ -211,6 +235,17 @@ def scaling_rows(paper: pd.DataFrame, scaling: pd.DataFrame | None) -> list[dict
         slope, low, high = (float(fit[k]) for k in keys)
         message = fit["message"] if isinstance(fit["message"], str) else ""
         note = "; ".join(filter(None, [f"{int(fit['n_models'])} models", message]))
-        rows.append(_row(claim, "7", "t7", exponent, exponent_verdict(exponent, slope, low, high),
-                         ours=slope, ours_ci_low=low, ours_ci_high=high, note=note))  # fmt: skip
+        rows.append(
+            _row(
+                claim,
+                "7",
+                "t7",
+                exponent,
+                exponent_verdict(exponent, slope, low, high),
+                ours=slope,
+                ours_ci_low=low,
+                ours_ci_high=high,
+                note=note,
+            )
+        )
     return rows

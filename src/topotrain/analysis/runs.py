@@ -99,8 +99,10 @@ def run_analysis(
     """(associations, their summary, phases, notes) of one run's feature table."""
     notes = []
     if len(table) < MIN_RUN:
-        notes.append(f"{TOO_SHORT.format(n=len(table))}: every ρ below has an exact permutation "
-                     "p and no interval, and no verdict rests on it")  # fmt: skip
+        notes.append(
+            f"{TOO_SHORT.format(n=len(table))}: every ρ below has an exact permutation "
+            "p and no interval, and no verdict rests on it"
+        )
     targets = logged_targets(table)
     if targets:
         features = run_features(table)
@@ -108,8 +110,11 @@ def run_analysis(
         summary = association_summary(assoc)
     else:
         logged = int(table[["train_loss", "val_loss"]].notna().any(axis=1).sum())
-        why = ("give the run `losses:`" if not logged else
-               f"the losses given match only {logged} of its {len(table)} checkpoints")  # fmt: skip
+        why = (
+            "give the run `losses:`"
+            if not logged
+            else f"the losses given match only {logged} of its {len(table)} checkpoints"
+        )
         notes.append(
             f"no loss logged at {MIN_CHECKPOINTS} or more checkpoints: associations with loss "
             f"not computed ({why})"

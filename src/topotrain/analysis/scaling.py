@@ -26,10 +26,27 @@ EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
 MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
 K_OFFSET, K_LINE = 2, 1  # fitted parameters besides the intercept (c; the log-log intercept)
 SCALING_COLUMNS = [
-    "feature", "n_models", "a", "b", "b_ci_low", "b_ci_high", "c", "r2", "r2_adj", "converged",
-    "message", "loglog_slope", "loglog_slope_ci_low", "loglog_slope_ci_high", "loglog_intercept",
-    "loglog_r2", "loglog_r2_adj", "spearman_rho", "spearman_p_exact", "spearman_p_asymptotic",
-]  # fmt: skip
+    "feature",
+    "n_models",
+    "a",
+    "b",
+    "b_ci_low",
+    "b_ci_high",
+    "c",
+    "r2",
+    "r2_adj",
+    "converged",
+    "message",
+    "loglog_slope",
+    "loglog_slope_ci_low",
+    "loglog_slope_ci_high",
+    "loglog_intercept",
+    "loglog_r2",
+    "loglog_r2_adj",
+    "spearman_rho",
+    "spearman_p_exact",
+    "spearman_p_asymptotic",
+]
 
 
 def size_power_law(n: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
@@ -38,7 +55,8 @@ def size_power_law(n: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
 
 
 def adjusted_r2(r2: float, n: int, k: int) -> float:
-    """1 − (1 − R²)(n − 1)/(n − k − 1), k fitted parameters besides the intercept; NaN if n − k − 1 ≤ 0."""
+    """1 − (1 − R²)(n − 1)/(n − k − 1), k fitted parameters besides the intercept;
+    NaN if n − k − 1 ≤ 0."""
     if n - k - 1 <= 0 or not np.isfinite(r2):
         return float("nan")
     return float(1 - (1 - r2) * (n - 1) / (n - k - 1))
@@ -53,7 +71,8 @@ def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
     """Spearman ρ and its two-sided permutation p = P(|ρ_π| ≥ |ρ|) over orderings π of y.
 
     Exact (all n! orderings, ties as average ranks) for n ≤ EXACT_MAX_N; above, MC_PERMUTATIONS
-    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or constant x or y.
+    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or
+    constant x or y.
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -78,18 +97,28 @@ def spearman_with_n(n: np.ndarray, y: np.ndarray) -> dict[str, float]:
     if n.size < 3 or np.ptp(y) == 0:
         return {"spearman_rho": np.nan, "spearman_p_exact": np.nan, "spearman_p_asymptotic": np.nan}
     rho, p_exact = spearman_exact(n, y)
-    return {"spearman_rho": rho, "spearman_p_exact": p_exact,
-            "spearman_p_asymptotic": float(stats.spearmanr(n, y).pvalue)}  # fmt: skip
+    return {
+        "spearman_rho": rho,
+        "spearman_p_exact": p_exact,
+        "spearman_p_asymptotic": float(stats.spearmanr(n, y).pvalue),
+    }
 
 
 def loglog_line(n: np.ndarray, y: np.ndarray) -> dict[str, float | str]:
-    """Least-squares line log y = intercept + slope·log N (linregress) and a t-interval on the slope.
+    """Least-squares line log y = intercept + slope·log N
+    (linregress) and a t-interval on the slope.
 
     The interval slope ± t(1−α/2; n−2)·se is the F-profile interval of a line (exact under Gaussian
     errors in log y); NaN below three points. Needs every y > 0.
     """
-    keys = ("loglog_slope", "loglog_slope_ci_low", "loglog_slope_ci_high", "loglog_intercept",
-            "loglog_r2", "loglog_r2_adj")  # fmt: skip
+    keys = (
+        "loglog_slope",
+        "loglog_slope_ci_low",
+        "loglog_slope_ci_high",
+        "loglog_intercept",
+        "loglog_r2",
+        "loglog_r2_adj",
+    )
     out = dict.fromkeys(keys, np.nan) | {"message": ""}
     if n.size < 2 or np.ptp(n) == 0:
         return {**out, "message": "log-log line needs two distinct N"}
@@ -97,8 +126,12 @@ def loglog_line(n: np.ndarray, y: np.ndarray) -> dict[str, float | str]:
         return {**out, "message": "log-log line needs y > 0 (some final values are ≤ 0)"}
     res = stats.linregress(np.log(n), np.log(y))
     r2 = res.rvalue**2
-    out |= {"loglog_slope": res.slope, "loglog_intercept": res.intercept, "loglog_r2": r2,
-            "loglog_r2_adj": adjusted_r2(r2, n.size, K_LINE)}  # fmt: skip
+    out |= {
+        "loglog_slope": res.slope,
+        "loglog_intercept": res.intercept,
+        "loglog_r2": r2,
+        "loglog_r2_adj": adjusted_r2(r2, n.size, K_LINE),
+    }
     if n.size < 3:
         return {**out, "message": "2 points: no slope interval or adjusted R² (n − k − 1 = 0)"}
     half = stats.t.ppf(0.5 + CI_LEVEL / 2, n.size - 2) * res.stderr
@@ -136,7 +169,8 @@ def profile_sse(u: np.ndarray, y: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def exponent_profile_ci(u: np.ndarray, y: np.ndarray, b_hat: float) -> tuple[float, float, str]:
-    """F-profile interval {b : (SSE(b) − SSE_min)/(SSE_min/(n−3)) ≤ F(CI_LEVEL; 1, n−3)}, as its hull.
+    """F-profile interval {b : (SSE(b) − SSE_min)/(SSE_min/(n−3)) ≤ F(CI_LEVEL; 1, n−3)},
+    as its hull.
 
     Scanned on PROFILE_GRID points of [−B_BOUND, B_BOUND] plus b̂, ends refined by brentq; an end
     that reaches the bound is ±inf (the data do not bound b there). Needs n ≥ 4.
@@ -161,8 +195,17 @@ def exponent_profile_ci(u: np.ndarray, y: np.ndarray, b_hat: float) -> tuple[flo
 
 
 def _failed(message: str) -> dict[str, float | bool | str]:
-    return {"a": np.nan, "b": np.nan, "b_ci_low": np.nan, "b_ci_high": np.nan, "c": np.nan,
-            "r2": np.nan, "r2_adj": np.nan, "converged": False, "message": message}  # fmt: skip
+    return {
+        "a": np.nan,
+        "b": np.nan,
+        "b_ci_low": np.nan,
+        "b_ci_high": np.nan,
+        "c": np.nan,
+        "r2": np.nan,
+        "r2_adj": np.nan,
+        "converged": False,
+        "message": message,
+    }
 
 
 def fit_offset_power_law(n: np.ndarray, y: np.ndarray, slope: float) -> dict:
@@ -183,9 +226,17 @@ def fit_offset_power_law(n: np.ndarray, y: np.ndarray, slope: float) -> dict:
         with warnings.catch_warnings():  # an exact fit has no covariance: not a failure
             warnings.simplefilter("ignore", OptimizeWarning)
             (a, b, c), _, _, msg, ier = curve_fit(
-                size_power_law, u, y, p0=initial_guess(u, y, slope), bounds=bounds,
-                max_nfev=MAXFEV, full_output=True, ftol=1e-12, xtol=1e-12, gtol=1e-12,
-            )  # fmt: skip
+                size_power_law,
+                u,
+                y,
+                p0=initial_guess(u, y, slope),
+                bounds=bounds,
+                max_nfev=MAXFEV,
+                full_output=True,
+                ftol=1e-12,
+                xtol=1e-12,
+                gtol=1e-12,
+            )
     except (RuntimeError, ValueError) as err:
         return _failed(f"did not converge: {err}")
     if ier not in (1, 2, 3, 4) or not np.all(np.isfinite([a, b, c])):
@@ -195,8 +246,17 @@ def fit_offset_power_law(n: np.ndarray, y: np.ndarray, slope: float) -> dict:
     resid = y - size_power_law(u, a, b, c)
     r2 = 1 - (resid**2).sum() / ((y - y.mean()) ** 2).sum()
     lo, hi, note = exponent_profile_ci(u, y, b)
-    return {"a": a * scale ** (-b), "b": b, "b_ci_low": lo, "b_ci_high": hi, "c": c, "r2": r2,
-            "r2_adj": adjusted_r2(r2, n.size, K_OFFSET), "converged": True, "message": note}  # fmt: skip
+    return {
+        "a": a * scale ** (-b),
+        "b": b,
+        "b_ci_low": lo,
+        "b_ci_high": hi,
+        "c": c,
+        "r2": r2,
+        "r2_adj": adjusted_r2(r2, n.size, K_OFFSET),
+        "converged": True,
+        "message": note,
+    }
 
 
 def fit_power_law(n, y) -> dict[str, float | bool | str | int]:
@@ -213,8 +273,13 @@ def fit_power_law(n, y) -> dict[str, float | bool | str | int]:
     notes = [m for m in (fit["message"], line.pop("message")) if m]
     if not keep.all():
         notes.append(f"{int((~keep).sum())} non-finite points dropped")
-    return {"n_models": int(n.size), **fit, "message": "; ".join(notes), **line,
-            **spearman_with_n(n, y)}  # fmt: skip
+    return {
+        "n_models": int(n.size),
+        **fit,
+        "message": "; ".join(notes),
+        **line,
+        **spearman_with_n(n, y),
+    }
 
 
 def final_values(df: pd.DataFrame) -> pd.DataFrame:

@@ -110,9 +110,11 @@ def permutation_p(null: np.ndarray, alternative: str = "two-sided", exact: bool 
         return float("nan")
     s = null if alternative == "greater" else np.abs(null)
     tol = 1e-12 * max(1.0, abs(s[0]))
-    return float(np.count_nonzero(s >= s[0] - tol) / s.size) if exact else float(
-        (1 + np.count_nonzero(s[1:] >= s[0] - tol)) / s.size
-    )  # fmt: skip
+    return (
+        float(np.count_nonzero(s >= s[0] - tol) / s.size)
+        if exact
+        else float((1 + np.count_nonzero(s[1:] >= s[0] - tol)) / s.size)
+    )
 
 
 def pooled_null(
@@ -213,8 +215,17 @@ def contrast_table(
             )
             nulls.setdefault((feature, kind, target, view), []).append(null)
     for (feature, kind, target, view), per_model in nulls.items():
-        rows.append({"model": POOLED, "n_params": pd.NA, "feature": feature, "kind": kind,
-                     "target": target, "view": view, **pooled_row(per_model, view, seed)})  # fmt: skip
+        rows.append(
+            {
+                "model": POOLED,
+                "n_params": pd.NA,
+                "feature": feature,
+                "kind": kind,
+                "target": target,
+                "view": view,
+                **pooled_row(per_model, view, seed),
+            }
+        )
     out = pd.DataFrame(rows)
     out.insert(1, "seed", pd.array([pd.NA] * len(out), dtype="Int64"))
     out["n_params"] = out["n_params"].astype("Int64")

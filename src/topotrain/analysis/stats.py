@@ -1,7 +1,8 @@
 """Correlations of features with loss: Spearman ρ, bootstrap CIs, multiple-comparison corrections.
 
 Every correlation is over one run's checkpoints (one model, one seed). Degenerate inputs (a constant
-feature, too few finite points) give NaN with a ``note`` saying why; they are never dropped or raised.
+feature, too few finite points) give NaN with a ``note`` saying why;
+they are never dropped or raised.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from scipy import stats
 from topotrain.analysis.scaling import spearman_exact
 
 FEATURES = [
-    "h0_total", "h1_total", "np_mean", "h0_count", "h1_count",
-    "h0_entropy_mean", "h1_entropy_mean", "h0_max", "h1_max", "np_rieck_mean",
-]  # fmt: skip
+    "h0_total",
+    "h1_total",
+    "np_mean",
+    "h0_count",
+    "h1_count",
+    "h0_entropy_mean",
+    "h1_entropy_mean",
+    "h0_max",
+    "h1_max",
+    "np_rieck_mean",
+]
 BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
 
 
@@ -30,13 +39,26 @@ def gradient_features(df: pd.DataFrame) -> list[str]:
 CLOCK_AND_SCALE = ("step", "l2_norm_mean")  # baselines every topological ρ stands beside
 ALPHA = 0.05
 CORRELATION_COLUMNS = [
-    "model", "seed", "n_params", "feature", "kind", "rho", "p", "ci_low", "ci_high", "n",
-    "p_bonferroni", "p_bh", "significant", "note",
-]  # fmt: skip
+    "model",
+    "seed",
+    "n_params",
+    "feature",
+    "kind",
+    "rho",
+    "p",
+    "ci_low",
+    "ci_high",
+    "n",
+    "p_bonferroni",
+    "p_bh",
+    "significant",
+    "note",
+]
 
 
 def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Spearman ρ along ``axis``: Pearson r of average ranks (scipy), NaN where a row is constant."""
+    """Spearman ρ along ``axis``: Pearson r of average ranks (scipy),
+    NaN where a row is constant."""
     ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
     with warnings.catch_warnings():  # constant rows are expected in resamples; they give NaN
         warnings.simplefilter("ignore", stats.ConstantInputWarning)
@@ -84,6 +106,15 @@ def _degenerate(x: np.ndarray, y: np.ndarray, dropped: int) -> str:
     return ""
 
 
+def _too_short(x: np.ndarray, y: np.ndarray, notes: list[str]) -> dict[str, float | int | str]:
+    """Below MIN_RUN checkpoints: the exact permutation ρ and p, no interval."""
+    rho, p = spearman_exact(x, y)
+    short = (
+        TOO_SHORT.format(n=x.size) + f"; exact permutation p over all {x.size}! orders, no interval"
+    )
+    return {**_nan_result(int(x.size), "; ".join([*notes, short])), "rho": rho, "p": p}
+
+
 def spearman_ci(
     x, y, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, float | int | str]:
@@ -100,11 +131,9 @@ def spearman_ci(
     why = _degenerate(x, y, dropped)
     if why:
         return _nan_result(int(x.size), why)
+    notes = [f"{dropped} non-finite checkpoints dropped"] if dropped else []
     if x.size < MIN_RUN:
-        rho, p = spearman_exact(x, y)
-        notes = [f"{dropped} non-finite checkpoints dropped"] if dropped else []
-        return {**_nan_result(int(x.size), "; ".join([*notes, TOO_SHORT.format(n=x.size) + f"; exact permutation p over all {x.size}! orders, no interval"])),
-                "rho": rho, "p": p}  # fmt: skip
+        return _too_short(x, y, notes)
     res = stats.spearmanr(x, y)
     with warnings.catch_warnings():  # NaN resamples are handled below, not by scipy's interval
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
@@ -122,11 +151,16 @@ def spearman_ci(
     finite = dist[np.isfinite(dist)]
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(finite, [tail, 100 - tail]) if finite.size else (np.nan, np.nan)
-    notes = [f"{dropped} non-finite checkpoints dropped"] if dropped else []
     if finite.size < dist.size:
         notes.append(f"{dist.size - finite.size} of {dist.size} resamples had undefined ρ")
-    return {"rho": float(res.statistic), "p": float(res.pvalue), "ci_low": float(low),
-            "ci_high": float(high), "n": int(x.size), "note": "; ".join(notes)}  # fmt: skip
+    return {
+        "rho": float(res.statistic),
+        "p": float(res.pvalue),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "n": int(x.size),
+        "note": "; ".join(notes),
+    }
 
 
 def bonferroni(p: np.ndarray) -> np.ndarray:
@@ -136,7 +170,8 @@ def bonferroni(p: np.ndarray) -> np.ndarray:
 
 
 def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
-    """BH-adjusted p (scipy.stats.false_discovery_control) over the finite entries; NaN stays NaN."""
+    """BH-adjusted p (scipy.stats.false_discovery_control) over the finite entries;
+    NaN stays NaN."""
     p = np.asarray(p, float)
     out = np.full_like(p, np.nan)
     ok = np.isfinite(p)
@@ -171,8 +206,16 @@ def correlation_table(
     for (model, run_seed), run in df.sort_values("step").groupby(["model", "seed"], sort=False):
         for feature in features:
             res = spearman_ci(run[feature], run[target], n_resamples, seed=seed)
-            rows.append({"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0]),
-                         "feature": feature, "kind": kind(feature), **res})  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "seed": run_seed,
+                    "n_params": int(run["n_params"].iloc[0]),
+                    "feature": feature,
+                    "kind": kind(feature),
+                    **res,
+                }
+            )
     table = pd.DataFrame(rows)
     table["p_bonferroni"] = bonferroni(table["p"].to_numpy())
     table["p_bh"] = benjamini_hochberg(table["p"].to_numpy())
@@ -188,8 +231,14 @@ def seed_interval(rho: np.ndarray, confidence: float = 0.95) -> dict[str, float 
     """Mean ρ over seeds and an interval on Fisher's z: z = artanh ρ, z̄ ± t_{n−1}·sd(z)/√n,
     mapped back with tanh, so it stays inside [−1, 1] (NaN and a note for n < 2)."""
     rho = rho[np.isfinite(rho)]
-    out = {"n_seeds": int(rho.size), "rho_mean": float(rho.mean()) if rho.size else np.nan,
-           "rho_sd": np.nan, "rho_low": np.nan, "rho_high": np.nan, "note": ""}  # fmt: skip
+    out = {
+        "n_seeds": int(rho.size),
+        "rho_mean": float(rho.mean()) if rho.size else np.nan,
+        "rho_sd": np.nan,
+        "rho_low": np.nan,
+        "rho_high": np.nan,
+        "note": "",
+    }
     if rho.size < 2:
         out["note"] = f"{rho.size} seed(s) with defined ρ: an interval across seeds needs two"
         return out
@@ -203,7 +252,8 @@ def seed_interval(rho: np.ndarray, confidence: float = 0.95) -> dict[str, float 
 
 
 def seed_agreement(rho: np.ndarray, p_bh: np.ndarray, alpha: float = ALPHA) -> dict[str, int]:
-    """How many seeds have the sign of the mean ρ, and how many of those are significant (p_bh < α)."""
+    """How many seeds have the sign of the mean ρ, and how many of those are significant
+    (p_bh < α)."""
     ok = np.isfinite(rho)
     sign = np.sign(rho[ok].mean()) if ok.any() else 0.0
     same = ok & (np.sign(rho) == sign) & (sign != 0)
@@ -214,11 +264,16 @@ def across_seeds(corr: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     """Per (model, feature): n_seeds, rho_mean, rho_sd, a Fisher-z interval across seeds
     (rho_low, rho_high), and the seeds agreeing in sign and in significance with the mean."""
     rows = [
-        {"model": model, "n_params": int(g["n_params"].iloc[0]), "feature": feature,
-         "kind": kind(feature), **seed_interval(g["rho"].to_numpy(float), confidence),
-         **seed_agreement(g["rho"].to_numpy(float), g["p_bh"].to_numpy(float))}
+        {
+            "model": model,
+            "n_params": int(g["n_params"].iloc[0]),
+            "feature": feature,
+            "kind": kind(feature),
+            **seed_interval(g["rho"].to_numpy(float), confidence),
+            **seed_agreement(g["rho"].to_numpy(float), g["p_bh"].to_numpy(float)),
+        }
         for (model, feature), g in corr.groupby(["model", "feature"], sort=False)
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows)
 
 

@@ -8,8 +8,8 @@ fires runs to the end (``stopped`` False: nothing saved, no penalty). Rules:
 - ``topology[f]``: diminishing returns of feature f (``np_mean`` is NP, ``h0_total`` TP0). With
   Δ_i = f_i − f_{i−1} and the running peak P_k = max_{i ≤ k} |Δ_i|, stop at the first k at which
   |Δ_j| < threshold · P_j held for the last ``patience`` intervals j ≤ k, all after the peak's;
-- ``plateau[x, p]``: the monitored loss improved by less than x (relative, (L_{i−1} − L_i) / |L_{i−1}|)
-  over each of the last p intervals;
+- ``plateau[x, p]``: the monitored loss improved by less than x (relative, (L_{i−1} − L_i) /
+  |L_{i−1}|) over each of the last p intervals;
 - ``fraction[q]``: the first checkpoint at or after q of the run's steps (a fixed budget).
 
 Per run and rule: the stopping step, ``compute_saved`` = 1 − stop / final step, and the penalty =
@@ -85,7 +85,8 @@ def topology_stop(steps, values, threshold: float, patience: int) -> int | None:
 
 
 def fraction_stop(steps, fraction: float) -> int | None:
-    """Index of the first checkpoint at or after ``fraction`` of the last step (0 < fraction ≤ 1)."""
+    """Index of the first checkpoint at or after ``fraction`` of the last step
+    (0 < fraction ≤ 1)."""
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     steps, _ = _check(steps, np.zeros(len(steps)))
@@ -125,11 +126,12 @@ def pareto_ranks(saved: Sequence[float], penalty: Sequence[float]) -> list[int]:
             i
             for i in left
             if not any(
-                saved[j] >= saved[i] and penalty[j] <= penalty[i]
+                saved[j] >= saved[i]
+                and penalty[j] <= penalty[i]
                 and (saved[j] > saved[i] or penalty[j] < penalty[i])
                 for j in left
             )
-        }  # fmt: skip
+        }
         for i in front:
             ranks[i] = rank
         left -= front
@@ -153,15 +155,25 @@ def stopping_table(features: pd.DataFrame, params: dict | None = None) -> pd.Dat
             k = rule(run["step"].to_numpy(), run[column].to_numpy())
             stop = len(run) - 1 if k is None else k
             loss = float(run["val_loss"].iloc[stop])
-            rows.append({
-                "model": model, "seed": int(seed),
-                "n_params": int(run["n_params"].iloc[0]) if "n_params" in run else None,
-                "rule": name, "family": family, "stopped": k is not None,
-                "stop_step": int(run["step"].iloc[stop]), "final_step": final_step,
-                "compute_saved": 1 - int(run["step"].iloc[stop]) / final_step if final_step else 0.0,
-                "loss_at_stop": loss, "final_loss": final_loss, "penalty": loss - final_loss,
-                "rel_penalty": (loss - final_loss) / abs(final_loss) if final_loss else np.nan,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "seed": int(seed),
+                    "n_params": int(run["n_params"].iloc[0]) if "n_params" in run else None,
+                    "rule": name,
+                    "family": family,
+                    "stopped": k is not None,
+                    "stop_step": int(run["step"].iloc[stop]),
+                    "final_step": final_step,
+                    "compute_saved": 1 - int(run["step"].iloc[stop]) / final_step
+                    if final_step
+                    else 0.0,
+                    "loss_at_stop": loss,
+                    "final_loss": final_loss,
+                    "penalty": loss - final_loss,
+                    "rel_penalty": (loss - final_loss) / abs(final_loss) if final_loss else np.nan,
+                }
+            )
     out = pd.DataFrame(rows, columns=STOPPING_COLUMNS[:-3])
     if out.empty:
         return pd.DataFrame(columns=STOPPING_COLUMNS)
@@ -174,8 +186,18 @@ def stopping_table(features: pd.DataFrame, params: dict | None = None) -> pd.Dat
 def stopping_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per rule: its means over runs, how many runs it stopped, and its Pareto rank; best first."""
     if table.empty:
-        return pd.DataFrame(columns=["rule", "family", "runs", "stopped", "mean_compute_saved",
-                                     "mean_penalty", "max_penalty", "pareto_rank"])  # fmt: skip
+        return pd.DataFrame(
+            columns=[
+                "rule",
+                "family",
+                "runs",
+                "stopped",
+                "mean_compute_saved",
+                "mean_penalty",
+                "max_penalty",
+                "pareto_rank",
+            ]
+        )
     g = table.groupby(["rule", "family"], sort=False)
     out = g.agg(
         runs=("stopped", "size"),

@@ -20,8 +20,18 @@ from topotrain.analysis.associations import shift_pvalue
 
 DISTANCES = ["h0_w1_step", "h1_w1_step", "h0_bottleneck_step", "h1_bottleneck_step"]
 BASELINES = ["step", "l2_norm_step"]
-VELOCITY_COLUMNS = ["model", "seed", "n_params", "feature", "kind", "rho", "p", "n",
-                    "clock_rho", "beats_clock"]  # fmt: skip
+VELOCITY_COLUMNS = [
+    "model",
+    "seed",
+    "n_params",
+    "feature",
+    "kind",
+    "rho",
+    "p",
+    "n",
+    "clock_rho",
+    "beats_clock",
+]
 MIN_POINTS = 4
 
 
@@ -59,8 +69,10 @@ def velocity_table(features: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model, seed), run in features.groupby(["model", "seed"], sort=False):
         n_params = int(run["n_params"].iloc[0]) if "n_params" in run else None
-        rows += [{"model": model, "seed": int(seed), "n_params": n_params, **r}
-                 for r in run_velocity(run)]  # fmt: skip
+        rows += [
+            {"model": model, "seed": int(seed), "n_params": n_params, **r}
+            for r in run_velocity(run)
+        ]
     out = pd.DataFrame(rows, columns=VELOCITY_COLUMNS)
     return out.sort_values(["n_params", "model", "seed"], kind="stable").reset_index(drop=True)
 

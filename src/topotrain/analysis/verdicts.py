@@ -1,8 +1,9 @@
-"""What every replication verdict shares: the verdict words, the table's columns, the paper's values.
+"""What every replication verdict shares: the verdict words, the table's columns,
+the paper's values.
 
-Paper values come from ``workflow/data/paper_values.csv`` (study, table, row, quantity, value); study
-A's tables are numbered 1–8, study B's are named (final, step0, claims), so a (table, quantity) pair
-names one series in either study.
+Paper values come from ``workflow/data/paper_values.csv`` (study, table, row, quantity, value);
+study A's tables are numbered 1–8, study B's are named (final, step0, claims), so a (table,
+quantity) pair names one series in either study.
 """
 
 from __future__ import annotations
@@ -18,8 +19,16 @@ REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inco
 ARTEFACT, NOT_EVALUATED = "artefact", "not evaluated"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, ARTEFACT, NOT_EVALUATED)
 REPLICATION_COLUMNS = [
-    "claim", "table", "paper", "ours", "ours_ci_low", "ours_ci_high", "verdict", "rule", "note",
-]  # fmt: skip
+    "claim",
+    "table",
+    "paper",
+    "ours",
+    "ours_ci_low",
+    "ours_ci_high",
+    "verdict",
+    "rule",
+    "note",
+]
 MIN_MODELS = 3  # an ordering or a Spearman ρ across sizes needs three models
 
 

@@ -6,7 +6,8 @@ from topotrain.jobs.common import _tables
 
 
 def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
-    """Spearman ρ of every feature with validation loss, bootstrap CIs, corrections, best feature."""
+    """Spearman ρ of every feature with validation loss, bootstrap CIs, corrections,
+    best feature."""
     import pandas as pd
 
     from topotrain.analysis.stats import (
@@ -231,8 +232,11 @@ def report_markdown_job(tables: dict[str, str], out: str, bottom_html: str | Non
         wvar = pd.read_csv(tables["np_variance_csv"]) if "np_variance_csv" in tables else None
         bodies["control"] = Body(control_section(tables, primary, wvar))
         tables = {"control": "", **tables}
-    sections = [(SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p)) for k, p in tables.items()
-                if k in SECTIONS]  # fmt: skip
+    sections = [
+        (SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p))
+        for k, p in tables.items()
+        if k in SECTIONS
+    ]
     lead = int("control" in tables) + int("replication" in tables)
     assemble_report(sections, out, preface, lead=lead, appendix=runs, top=top)
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off

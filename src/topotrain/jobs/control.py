@@ -30,8 +30,12 @@ def control_features_job(
     from topotrain.io import atomic_write_all
 
     table, layers = control_features(run_dir, p, fourier_k, topology, seed=seed)
-    atomic_write_all({out["table"]: lambda fh: table.to_parquet(fh, index=False),
-                      out["layers"]: lambda fh: layers.to_parquet(fh, index=False)})  # fmt: skip
+    atomic_write_all(
+        {
+            out["table"]: lambda fh: table.to_parquet(fh, index=False),
+            out["layers"]: lambda fh: layers.to_parquet(fh, index=False),
+        }
+    )
 
 
 def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
@@ -48,9 +52,14 @@ def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
     seeds = seed_table(df, features)
     table = feature_table(df, seeds, features)
     csvs = {"control": table, "control_seeds": seeds, "control_verdicts": verdicts(table)}
-    writers = {out[f"{n}_csv"]: lambda fh, f=f: fh.write(f.to_csv(index=False).encode())
-               for n, f in csvs.items()}  # fmt: skip
+    writers = {
+        out[f"{n}_csv"]: lambda fh, f=f: fh.write(f.to_csv(index=False).encode())
+        for n, f in csvs.items()
+    }
     atomic_write_all({**writers, out["features"]: lambda fh: df.to_parquet(fh, index=False)})
     control_curves(df, seeds, out["control_curves_png"], out["control_curves_pdf"])
-    log.info("control: %d seeds, %d grokked", df["seed"].nunique(),
-             seeds.drop_duplicates("seed")["grokking_step"].notna().sum())  # fmt: skip
+    log.info(
+        "control: %d seeds, %d grokked",
+        df["seed"].nunique(),
+        seeds.drop_duplicates("seed")["grokking_step"].notna().sum(),
+    )

@@ -37,7 +37,8 @@ def pythia_weight_topology_job(revision: str, params: dict, out: str) -> None:
 def pythia_embedding_topology_job(
     revision: str, texts: str, params: dict, out: dict[str, str]
 ) -> None:
-    """Embeddings of the validation texts at one revision → topological + spectral features, perplexity."""
+    """Embeddings of the validation texts at one revision → topological + spectral
+    features, perplexity."""
     import json
 
     import numpy as np
@@ -57,8 +58,13 @@ def pythia_embedding_topology_job(
             out["record"]: lambda fh: fh.write(text.encode()),
         }
     )
-    log.info("%s step %d: perplexity %.2f in %.1f s", doc["model"], doc["step"],
-             doc["features"]["perplexity"], doc["seconds"])  # fmt: skip
+    log.info(
+        "%s step %d: perplexity %.2f in %.1f s",
+        doc["model"],
+        doc["step"],
+        doc["features"]["perplexity"],
+        doc["seconds"],
+    )
 
 
 def _checked_steps(docs: list[dict], params: dict) -> dict:

@@ -9,7 +9,8 @@ from topotrain.jobs.common import _read_json, _tables, _write_json, log
 
 
 def fetch_run_revision_job(repo: str, revision: str, step: int, out: str) -> None:
-    """Resolve one hub revision of a run into the HF cache (one weight format); record where it is."""
+    """Resolve one hub revision of a run into the HF cache (one weight format);
+    record where it is."""
     from topotrain.sources.hub_files import fetch_snapshot
 
     info = fetch_snapshot(repo, revision)
@@ -41,8 +42,13 @@ def run_layers_job(
     files, _, label = checkpoint_files(checkpoint)
     doc = layer_map(options, files, config_source(options, files), f"runs.{name} ({label})")
     _write_json(out, doc)
-    log.info("runs.%s: %d matrices (%s, %s)", name, len(doc["layers"]), doc["source"],
-             doc.get("architecture") or "no config")  # fmt: skip
+    log.info(
+        "runs.%s: %d matrices (%s, %s)",
+        name,
+        len(doc["layers"]),
+        doc["source"],
+        doc.get("architecture") or "no config",
+    )
 
 
 def run_weight_topology_job(
@@ -66,8 +72,14 @@ def run_weight_topology_job(
     records, diagrams = run_checkpoint_topology(files, _read_json(layers), label, topo, threads)
     if hashes is None:
         hashes = weight_hashes(files)
-    doc = {"checkpoint": label, "step": params["step"], "files": files, "sha256": hashes,
-           "params": topo, "layers": records}  # fmt: skip
+    doc = {
+        "checkpoint": label,
+        "step": params["step"],
+        "files": files,
+        "sha256": hashes,
+        "params": topo,
+        "layers": records,
+    }
     write_record(out["record"], out["diagrams"], doc, diagrams)
     log.info("%s: %d layers", label, len(records))
 
@@ -104,8 +116,12 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     gone = {int(step) for step in params.get("kept") or {}}
     table.insert(table.columns.get_loc("step") + 1, "weights_gone", table["step"].isin(gone))
     if gone:
-        log.warning("runs.%s: the weights of steps %s are gone (deleted after their topology was "
-                    "computed): their records are kept, flagged weights_gone", name, sorted(gone))  # fmt: skip
+        log.warning(
+            "runs.%s: the weights of steps %s are gone (deleted after their topology was "
+            "computed): their records are kept, flagged weights_gone",
+            name,
+            sorted(gone),
+        )
     writers = table_writers(table, out["table"], out["table_csv"])
     atomic_write_all({**writers, **table_writers(layers, out["layers"], out["layers_csv"])})
     log.info("runs.%s: %d checkpoints, %d layer rows", name, len(table), len(layers))

@@ -16,14 +16,22 @@ import pandas as pd
 from topotrain.report.markdown import format_cell, to_markdown
 
 QUESTIONS = {  # question -> the rule ids that answer it
-    "Does weight topology track training loss beyond the clock and the scale?": ("t2", "t2_p", "t3"),
+    "Does weight topology track training loss beyond the clock and the scale?": (
+        "t2",
+        "t2_p",
+        "t3",
+    ),
     "Do the features change with model size as the paper says?": (
-        "t1", "t2_monotone", "t4", "t6", "t7",
+        "t1",
+        "t2_monotone",
+        "t4",
+        "t6",
+        "t7",
     ),
     "Does topology improve the prediction of the final loss?": ("t5",),
     "Is there a phase transition early in training?": ("t6_peak",),
     "Do the claims hold on Pythia?": ("t8_np", "t8_tp0", "b_h1", "b_spectral"),
-}  # fmt: skip
+}
 NAMES = {"h0_total": "TP0", "np_mean": "NP", "h1_total": "TP1"}
 
 
@@ -50,12 +58,16 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
             parts.append(f"{name}: cannot be measured")
             continue
         verdict = "rejects the null" if row.p_bh < alpha else "does not reject it"
-        parts.append(f"{name} p_clock = {format_cell(row.p_clock)}, p_scale = "
-                     f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict})")  # fmt: skip
+        parts.append(
+            f"{name} p_clock = {format_cell(row.p_clock)}, p_scale = "
+            f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict})"
+        )
     smallest = int(primary["arrangements"].max()) if primary["arrangements"].notna().any() else 0
     floor = f"; smallest attainable p = 1/{smallest:,}" if smallest else ""
-    return ("Primary family (between-seed contrasts pooled over sizes, exact seed permutation"
-            f"{floor}): " + "; ".join(parts) + ".")  # fmt: skip
+    return (
+        "Primary family (between-seed contrasts pooled over sizes, exact seed permutation"
+        f"{floor}): " + "; ".join(parts) + "."
+    )
 
 
 def beats_sentence(summary: pd.DataFrame | None, alpha: float) -> str:
@@ -69,9 +81,11 @@ def beats_sentence(summary: pd.DataFrame | None, alpha: float) -> str:
     k, total = int(defined["beats_clock"].astype(str).eq("True").sum()), len(defined)
     if not total:
         return ""
-    return (f"Exploratory: {k} of {total} topological features beat the clock against train "
-            f"loss (pooled seed contrast, p < {alpha:g} with the raw ρ's sign; expected under the "
-            f"null ≈ {total * alpha / 2:.1f}).")  # fmt: skip
+    return (
+        f"Exploratory: {k} of {total} topological features beat the clock against train "
+        f"loss (pooled seed contrast, p < {alpha:g} with the raw ρ's sign; expected under the "
+        f"null ≈ {total * alpha / 2:.1f})."
+    )
 
 
 def bottom_line(
@@ -93,15 +107,19 @@ def bottom_line(
             interval = ""
             if np.isfinite(r.ours_ci_low) and np.isfinite(r.ours_ci_high):
                 interval = f" [{format_cell(r.ours_ci_low)}, {format_cell(r.ours_ci_high)}]"
-            lines.append(f"- {r.claim}: **{r.verdict}** — paper {format_cell(r.paper)}, ours "
-                         f"{format_cell(r.ours)}{interval} ({r.rule}; {r.note})")  # fmt: skip
+            lines.append(
+                f"- {r.claim}: **{r.verdict}** — paper {format_cell(r.paper)}, ours "
+                f"{format_cell(r.ours)}{interval} ({r.rule}; {r.note})"
+            )
         if "t2" in ids:
             extra = (primary_sentence(primary, alpha), beats_sentence(summary, alpha))
             lines += [s for s in extra if s]
         lines.append("")
     if len(lines) == 1:
-        lines.append("No claim of the paper could be evaluated: every row below says why (a model "
-                     "of the paper's family not trained, a branch off, an input table absent).\n")  # fmt: skip
+        lines.append(
+            "No claim of the paper could be evaluated: every row below says why (a model "
+            "of the paper's family not trained, a branch off, an input table absent).\n"
+        )
     return "\n".join(lines)
 
 
@@ -146,5 +164,7 @@ def to_html(markdown: str, title: str) -> str:
         elif line.strip():
             body.append(f"<p>{inline(line)}</p>")
     style = "body{font-family:sans-serif;max-width:60em;margin:1em auto;line-height:1.4}"
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")  # fmt: skip
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
+    )

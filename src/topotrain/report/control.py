@@ -16,9 +16,22 @@ CURVES = {  # column -> legend label, each scaled to [0, 1] per seed
     "weight_l2": "weight L2 norm",
     "fourier_top5": "Fourier measure (top-5 share)",
 }
-LEAD_COLUMNS = ["feature", "kind", "role", "n_grokked", "median_lead", "lead_p", "onset_rho",
-                "onset_p", "contrast_rho", "contrast_p", "partial_norm_p", "partial_fourier_p",
-                "lead_minus_norm", "lead_minus_fourier"]  # fmt: skip
+LEAD_COLUMNS = [
+    "feature",
+    "kind",
+    "role",
+    "n_grokked",
+    "median_lead",
+    "lead_p",
+    "onset_rho",
+    "onset_p",
+    "contrast_rho",
+    "contrast_p",
+    "partial_norm_p",
+    "partial_fourier_p",
+    "lead_minus_norm",
+    "lead_minus_fourier",
+]
 
 
 def scaled(values) -> np.ndarray:
@@ -33,8 +46,9 @@ def control_curves(df: pd.DataFrame, seeds: pd.DataFrame, png: str, pdf: str) ->
     groups = list(df.sort_values("step").groupby("seed", sort=True))
     cols = min(4, len(groups))
     rows = -(-len(groups) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False,
-                             sharex=True, sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False, sharex=True, sharey=True
+    )
     grok = seeds.drop_duplicates("seed").set_index("seed")["grokking_step"]
     for ax, (seed, g) in zip(axes.ravel(), groups, strict=False):
         for column, label in CURVES.items():
@@ -72,25 +86,33 @@ def power_sentence(
     topological feature here, beside what it gives TP0 in the GPT study."""
     row = verdicts.iloc[0]  # the positive control's own claim (emb_h1_total)
     found = row["verdict"] == "reproduced"
-    parts = [f"The between-seed contrast with test loss {'finds' if found else 'does not find'} "
-             f"the pre-named embedding H1 here ({_contrast(row['statistic'], row['p'])}, "
-             f"{row['note']})"]  # fmt: skip
+    parts = [
+        f"The between-seed contrast with test loss {'finds' if found else 'does not find'} "
+        f"the pre-named embedding H1 here ({_contrast(row['statistic'], row['p'])}, "
+        f"{row['note']})"
+    ]
     known = leads.set_index("feature").loc[KNOWN] if KNOWN in set(leads["feature"]) else None
     works = known is not None and known["contrast_p"] < 0.05
     if known is not None:
-        parts.append(f"it {'finds' if works else 'does not find'} the known progress measure, "
-                     f"the Fourier share ({_contrast(known['contrast_rho'], known['contrast_p'])})")  # fmt: skip
+        parts.append(
+            f"it {'finds' if works else 'does not find'} the known progress measure, "
+            f"the Fourier share ({_contrast(known['contrast_rho'], known['contrast_p'])})"
+        )
     if primary is not None and "h0_total" in set(primary.get("feature", [])):
         tp0 = primary.set_index("feature").loc["h0_total"]
-        parts.append(f"in the GPT study the same test, pooled over "
-                     f"{len(str(tp0['models']).split(';'))} models, gives TP0 p = "
-                     f"{_fmt_p(tp0['p_clock'])} against the clock and {_fmt_p(tp0['p_scale'])} "
-                     f"against the scale (primary family, BH-adjusted {_fmt_p(tp0['p_bh'])})")  # fmt: skip
+        parts.append(
+            f"in the GPT study the same test, pooled over "
+            f"{len(str(tp0['models']).split(';'))} models, gives TP0 p = "
+            f"{_fmt_p(tp0['p_clock'])} against the clock and {_fmt_p(tp0['p_scale'])} "
+            f"against the scale (primary family, BH-adjusted {_fmt_p(tp0['p_bh'])})"
+        )
     if works:
-        parts.append("so the test does find a real signal in real training at 8 seeds of one "
-                     "model; the GPT study has 3 seeds per model pooled over 5, whose power the "
-                     "calibration suite gives (about half the time for a signal a tenth of the "
-                     "loss's fluctuation)")  # fmt: skip
+        parts.append(
+            "so the test does find a real signal in real training at 8 seeds of one "
+            "model; the GPT study has 3 seeds per model pooled over 5, whose power the "
+            "calibration suite gives (about half the time for a signal a tenth of the "
+            "loss's fluctuation)"
+        )
     else:
         parts.append("so the test's power behind the GPT study's negative findings is not shown")
     return "; ".join(parts) + "."
@@ -104,8 +126,10 @@ def control_section(
     leads = pd.read_csv(tables["control_csv"])
     seeds = pd.read_csv(tables["control_seeds_csv"]).drop_duplicates("seed")
     never = seeds[seeds["grokking_step"].isna()]["seed"].tolist()
-    groks = ", ".join(f"{int(s)}: {int(g)}" for s, g in seeds.dropna(subset=["grokking_step"])
-                      [["seed", "grokking_step"]].to_numpy())  # fmt: skip
+    groks = ", ".join(
+        f"{int(s)}: {int(g)}"
+        for s, g in seeds.dropna(subset=["grokking_step"])[["seed", "grokking_step"]].to_numpy()
+    )
     figure = Path(tables["control_curves_png"]).name
     parts = [
         f"![per-seed curves](figures/{figure})\n",
@@ -122,6 +146,8 @@ def control_section(
     ]
     if np_variance is not None:
         pooled = np_variance[np_variance["model"] == "pooled"]
-        parts += ["\n### NP against its layers' normalised weight variance (GPT study, pooled)\n",
-                  to_markdown(pooled.drop(columns=["model"]))]  # fmt: skip
+        parts += [
+            "\n### NP against its layers' normalised weight variance (GPT study, pooled)\n",
+            to_markdown(pooled.drop(columns=["model"])),
+        ]
     return "\n".join(parts) + "\n"

@@ -42,7 +42,7 @@ def write_table(df: pd.DataFrame, csv: str | Path, md: str | Path, title: str = 
 
 
 def models_table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per model: architecture, parameters, final train and validation loss (mean over seeds)."""
+    """One row per model: architecture, parameters, final train and validation loss (seed means)."""
     final = df[df["step"] == df.groupby("model")["step"].transform("max")]
     out = final.groupby(["model", "n_params", "d_model", "n_layer", "n_head"], as_index=False).agg(
         seeds=("seed", "nunique"),
@@ -56,11 +56,8 @@ def best_feature_findings(best: pd.DataFrame) -> list[str]:
     """One sentence per model: the feature that tracks loss best, and any feature tied with it."""
     lines = []
     for row in best.itertuples(index=False):
-        tied = (
-            f" (tied with {row.tied_with})"
-            if isinstance(row.tied_with, str) and row.tied_with
-            else ""
-        )
+        has_tie = isinstance(row.tied_with, str) and row.tied_with
+        tied = f" (tied with {row.tied_with})" if has_tie else ""
         lines.append(
             f"- **{row.model}** ({row.n_params:,} parameters): `{row.feature}`{tied}, "
             f"ρ = {row.rho:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]; best topological "
@@ -100,8 +97,10 @@ def averaging_note(g: pd.DataFrame) -> str:
     control = float(rows.loc["mean_loss_only_last", "improvement_pct"])
     combined = float(rows.loc["combined", "improvement_pct"])
     beyond = "beyond" if combined > control else "not beyond"
-    return (f" The same averaging without topology (`mean_loss_only_last`): {control:+.1f}%, so "
-            f"the gain is {beyond} averaging.")  # fmt: skip
+    return (
+        f" The same averaging without topology (`mean_loss_only_last`): {control:+.1f}%, so "
+        f"the gain is {beyond} averaging."
+    )
 
 
 def placebo_verdict(g: pd.DataFrame) -> str:
@@ -132,9 +131,9 @@ def findings(best_csv: str | Path, prediction_csv: str | Path) -> str:
     return "\n".join(
         [
             "## Findings\n",
-            "**Which feature tracks validation loss best, per model (raw Spearman ρ over checkpoints, "
-            "95% iid-bootstrap CI: the paper's method, not valid for trending series; whether a "
-            "feature says more than the clock is in the associations section):**\n",
+            "**Which feature tracks validation loss best, per model (raw Spearman ρ over "
+            "checkpoints, 95% iid-bootstrap CI: the paper's method, not valid for trending series; "
+            "whether a feature says more than the clock is in the associations section):**\n",
         ]
         + best_feature_findings(best)
         + ["", "**Does topology improve the final-loss prediction?**\n"]
@@ -220,23 +219,30 @@ SECTIONS = {
         "Which feature tracks loss best",
         "For each model, the feature with the largest |Spearman ρ| with validation loss across its "
         "checkpoints, with its 95% bootstrap CI, beside the ρ of the clock (`step_rho`) and of the "
-        "scale (`l2_norm_mean_rho`). Raw ρ and this CI are the paper's method: its CI resamples checkpoints and its p-values treat them as independent draws, which consecutive checkpoints of one run are not, so neither is valid for trending series; the time-aware CIs and p-values are in the associations section. Read across rows to see how this changes with size.",
+        "scale (`l2_norm_mean_rho`). Raw ρ and this CI are the paper's method: its CI resamples "
+        "checkpoints and its p-values treat them as independent draws, which consecutive "
+        "checkpoints of one run are not, so neither is valid for trending series; the time-aware "
+        "CIs and p-values are in the associations section. Read across rows to see how this "
+        "changes with size.",
     ),
     "correlations": (
         "Correlations with validation loss",
         "Spearman ρ between each feature and validation loss over a model's checkpoints, the 95% "
-        "bootstrap CI (resampling checkpoints), and p-values adjusted over the whole feature × model "
-        "grid by Bonferroni and by Benjamini–Hochberg (`significant` = BH-adjusted p < 0.05). "
-        "`step`, `lr`, `l2_norm_mean` and `grad_norm` are non-topological baselines, treated alike. "
-        "This is the paper's method: its CI resamples checkpoints and its p-values treat them as independent draws, which consecutive checkpoints of one run are not, so neither is valid for trending series; the time-aware CIs and p-values are in the associations section.",
+        "bootstrap CI (resampling checkpoints), and p-values adjusted over the whole feature × "
+        "model grid by Bonferroni and by Benjamini–Hochberg (`significant` = BH-adjusted p < "
+        "0.05). `step`, `lr`, `l2_norm_mean` and `grad_norm` are non-topological baselines, "
+        "treated alike. This is the paper's method: its CI resamples checkpoints and its p-values "
+        "treat them as independent draws, which consecutive checkpoints of one run are not, so "
+        "neither is valid for trending series; the time-aware CIs and p-values are in the "
+        "associations section.",
     ),
     "associations_summary": (
         "Beyond the clock: between-seed contrasts (exploratory)",
-        "Loss and every feature trend with training time, so raw ρ is near ±1 for any monotone series, "
-        "`step` included. The view that removes the clock exactly is `seed_contrast`: each feature "
-        "and loss centred on its across-seed mean at every checkpoint, ρ of what is left (how this "
-        "run differs from its siblings at the same step), with an exact permutation p over the "
-        "model's seed labels (smallest p 1/k!: 1/6 with 3 seeds) and pooled over models "
+        "Loss and every feature trend with training time, so raw ρ is near ±1 for any monotone "
+        "series, `step` included. The view that removes the clock exactly is `seed_contrast`: each "
+        "feature and loss centred on its across-seed mean at every checkpoint, ρ of what is left "
+        "(how this run differs from its siblings at the same step), with an exact permutation p "
+        "over the model's seed labels (smallest p 1/k!: 1/6 with 3 seeds) and pooled over models "
         "(1/7 776 with 5 models × 3 seeds); `seed_contrast_l2` partials out the L2 norm's "
         "deviations too. A feature beats the clock (scale) when its seed contrast (partial on L2) "
         "has p < 0.05 with the raw ρ's sign. Below, per model and pooled: those flags, the exact "
@@ -248,8 +254,8 @@ SECTIONS = {
     "prediction": (
         "Predicting the final loss from early training",
         "MAE over models of the predicted final validation loss using only checkpoints up to each "
-        "fraction of training; `improvement_pct` compares each method with loss-only; Wilcoxon tests "
-        "compare each method's per-run errors with loss-only's (see the notes for small n). "
+        "fraction of training; `improvement_pct` compares each method with loss-only; Wilcoxon "
+        "tests compare each method's per-run errors with loss-only's (see the notes for small n). "
         "`spearman_rho` ranks predicted against actual final loss across model sizes (means over "
         "seeds) with the exact permutation p; `beats_placebos` is yes only where topology-only or "
         "combined has a lower MAE than loss-only, than its averaging control (`last_loss` for "
@@ -263,23 +269,24 @@ SECTIONS = {
         "Predictions per run",
         "Each run's prediction and absolute error. The methods, using only checkpoints up to "
         "t0 = f·T:\n\n"
-        "- **loss-only**: fit L(t) = a·t^(−b) + c (a > 0, 0 < b ≤ 10, c ≥ 0) to the validation losses at "
-        "0 < t ≤ t0 and extrapolate to T; if the fit fails, the last observed loss (`fallback`).\n"
-        "- **topology-only**: the NP rate is modelled as r(t) = r(t0)·(t/t0)^(−γ−1), γ ∈ [−1, 4], fitted "
-        "to NP over the window by variable projection; the NP change still to come is "
+        "- **loss-only**: fit L(t) = a·t^(−b) + c (a > 0, 0 < b ≤ 10, c ≥ 0) to the validation "
+        "losses at 0 < t ≤ t0 and extrapolate to T; if the fit fails, the last observed loss "
+        "(`fallback`).\n"
+        "- **topology-only**: the NP rate is modelled as r(t) = r(t0)·(t/t0)^(−γ−1), γ ∈ [−1, 4], "
+        "fitted to NP over the window by variable projection; the NP change still to come is "
         "ΔN = r(t0)·t0·(1 − (t0/T)^γ)/γ; the loss-per-NP sensitivity k is the least-squares slope "
         "of validation loss on NP over t0/2 ≤ t ≤ t0; prediction L(t0) + k·ΔN, clipped at 0.\n"
         "- **combined**: the mean of loss-only and topology-only.\n"
-        "- **learned**: standardised ridge regression (α = 1) on seven cutoff features (loss at t0, "
-        "the loss-only prediction, NP at t0 and its slope, H0 total at t0 and its slope, "
+        "- **learned**: standardised ridge regression (α = 1) on seven cutoff features (loss at "
+        "t0, the loss-only prediction, NP at t0 and its slope, H0 total at t0 and its slope, "
         "ln N), scored by leave-one-model-out cross-validation; **learned_forward**: the same, "
         "trained only on smaller models (none for the two smallest).\n"
         "- **placebos** `topology_only[step]`, `topology_only[l2_norm_mean]` (and `combined[…]`): "
         "topology-only with NP replaced by a clock ln(1 + t/s) (s the first checkpoint step) or by "
         "the L2 norm, each mapped affinely onto NP's mean and SD over the window: the same form "
         "and amount of information as NP.\n"
-        "- **baselines**: `last_loss`, the last observed validation loss; `mean_loss_only_last`, its "
-        "mean with loss-only.\n"
+        "- **baselines**: `last_loss`, the last observed validation loss; `mean_loss_only_last`, "
+        "its mean with loss-only.\n"
         "- **learned[+vectors]**: learned with the vectorised diagrams' summaries at t0 added "
         "(landscape L2, image mass, Betti AUC of H0 and H1: six columns); its placebos add six "
         "columns of the loss curve's own shape (`learned[+step]`: losses at earlier fractions, "
@@ -294,17 +301,17 @@ SECTIONS = {
         "95% interval on the exponent (F-profile for b, ±inf where the data do not bound it; t for "
         "the slope). Spearman ρ with N has its exact permutation p beside the large-sample one "
         "(with five sizes |ρ| = 1 gives p = 0.017 and ρ = 0.9 gives 0.083). `h0_mean_bar` is H0 "
-        "total per finite bar, since the bar count is fixed by each architecture. Fits that did not "
-        "converge say so.",
+        "total per finite bar, since the bar count is fixed by each architecture. Fits that did "
+        "not converge say so.",
     ),
     "phases": (
         "Phase transitions",
         "The step (and fraction of training) of the largest change in mean NP between consecutive "
-        "checkpoints, the first later checkpoint where the change falls below the configured fraction "
-        "of that peak (diminishing returns, `diminishing_step`: a hindsight rule), the step at which "
-        "the TopologyCallback's causal rule fires on the same series (`causal_step`: the change "
-        "below that fraction of the running peak for 2 intervals in a row, what a live run "
-        "reports), and changepoints from ruptures as a second opinion.",
+        "checkpoints, the first later checkpoint where the change falls below the configured "
+        "fraction of that peak (diminishing returns, `diminishing_step`: a hindsight rule), the "
+        "step at which the TopologyCallback's causal rule fires on the same series (`causal_step`: "
+        "the change below that fraction of the running peak for 2 intervals in a row, what a live "
+        "run reports), and changepoints from ruptures as a second opinion.",
     ),
     "layer_types_summary": (
         "Where the signal lives: layer type and depth",
@@ -320,8 +327,8 @@ SECTIONS = {
     "stopping_summary": (
         "Causal stopping rules",
         "What each stopping rule would have saved and cost, as means over every run and seed "
-        "(per-run rows: `tables/stopping.csv`; figure: `figures/stopping.png`). Each rule sees only "
-        "the checkpoints up to its decision: `topology[f]` stops once |Δf| stayed below the "
+        "(per-run rows: `tables/stopping.csv`; figure: `figures/stopping.png`). Each rule sees "
+        "only the checkpoints up to its decision: `topology[f]` stops once |Δf| stayed below the "
         "configured fraction of its running peak for the configured number of intervals; "
         "`plateau[x,p]` once the validation loss improved by less than x (relative) in each of p "
         "intervals; `fraction[q]` at q of the run. compute saved = 1 − stop / final step; "
@@ -348,11 +355,13 @@ SECTIONS = {
     "pythia_kinds": (
         "Pythia: topological vs spectral embedding features",
         "Across the Pythia models, the best feature of each kind by mean |Spearman ρ| with "
-        "perplexity, the mean over the kind's features, and how many are significant (BH) in every model.",
+        "perplexity, the mean over the kind's features, and how many are significant (BH) in "
+        "every model.",
     ),
     "pythia_comparison": (
         "Pythia: every embedding feature",
-        "Mean and minimum |ρ| with perplexity across models, and whether significant in all of them.",
+        "Mean and minimum |ρ| with perplexity across models, "
+        "and whether significant in all of them.",
     ),
     "pythia_correlations": (
         "Pythia: correlations with perplexity per model",
@@ -371,12 +380,21 @@ SECTIONS = {
 # asks for a section only when its part is on): control, spine, pythia_weights, pythia_embeddings.
 ORDER = (
     ("control", "control"),
-    ("replication", "spine"), ("models", "spine"), ("best_feature", "spine"),
-    ("correlations", "spine"), ("associations_summary", "spine"), ("prediction", "spine"),
-    ("prediction_runs", "spine"), ("layer_types_summary", "spine"), ("scaling", "spine"),
-    ("phases", "spine"), ("stopping_summary", "spine"), ("velocity_summary", "spine"),
+    ("replication", "spine"),
+    ("models", "spine"),
+    ("best_feature", "spine"),
+    ("correlations", "spine"),
+    ("associations_summary", "spine"),
+    ("prediction", "spine"),
+    ("prediction_runs", "spine"),
+    ("layer_types_summary", "spine"),
+    ("scaling", "spine"),
+    ("phases", "spine"),
+    ("stopping_summary", "spine"),
+    ("velocity_summary", "spine"),
     ("correlations_across_seeds", "spine"),
     ("pythia_weights", "pythia_weights"),
-    ("pythia_kinds", "pythia_embeddings"), ("pythia_comparison", "pythia_embeddings"),
+    ("pythia_kinds", "pythia_embeddings"),
+    ("pythia_comparison", "pythia_embeddings"),
     ("pythia_correlations", "pythia_embeddings"),
-)  # fmt: skip
+)

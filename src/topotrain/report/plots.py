@@ -90,7 +90,8 @@ def plot_feature_vs_loss(ax: plt.Axes, df: pd.DataFrame, feature: str, palette: 
 
 
 def plot_scaling(ax: plt.Axes, df: pd.DataFrame, features: list[str], palette: dict) -> None:
-    """Log-log final-checkpoint features against N, each normalised by its value at the smallest N."""
+    """Log-log final-checkpoint features against N, each normalised by its value at the
+    smallest N."""
     final = df[df["step"] == df["step"].max()].groupby("model", sort=False).mean(numeric_only=True)
     final = final.loc[[m for m in palette if m in final.index]]
     for feature, marker in zip(features, "osD^v", strict=False):
@@ -186,11 +187,21 @@ def figure_stopping(table: pd.DataFrame, png: str, pdf: str) -> None:
         ax.scatter(rows["compute_saved"], rows["penalty"], s=8, alpha=0.25, color=colours[family])
     means = table.drop_duplicates("rule")
     for _, r in means.iterrows():
-        ax.scatter(r["mean_compute_saved"], r["mean_penalty"], s=50, color=colours[r["family"]],
-                   edgecolor="black" if r["pareto_rank"] == 1 else "none",
-                   label=r["family"])  # fmt: skip
-        ax.annotate(r["rule"], (r["mean_compute_saved"], r["mean_penalty"]), fontsize=6,
-                    xytext=(3, 3), textcoords="offset points")  # fmt: skip
+        ax.scatter(
+            r["mean_compute_saved"],
+            r["mean_penalty"],
+            s=50,
+            color=colours[r["family"]],
+            edgecolor="black" if r["pareto_rank"] == 1 else "none",
+            label=r["family"],
+        )
+        ax.annotate(
+            r["rule"],
+            (r["mean_compute_saved"], r["mean_penalty"]),
+            fontsize=6,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     front = means[means["pareto_rank"] == 1].sort_values("mean_compute_saved")
     ax.plot(front["mean_compute_saved"], front["mean_penalty"], color="black", lw=0.8)
     handles, labels = ax.get_legend_handles_labels()
@@ -212,8 +223,16 @@ def figure_layer_types(summary: pd.DataFrame, png: str, pdf: str) -> None:
     grid = part.pivot_table(index="model", columns="column", values="mean_rho", sort=False)
     grid = grid.reindex(part.drop_duplicates("model")["model"])
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * grid.shape[1] + 2), 0.5 * len(grid) + 2))
-    sns.heatmap(grid, annot=True, fmt=".2f", cmap="RdBu_r", vmin=-1, vmax=1, ax=ax,
-                annot_kws={"fontsize": 6})  # fmt: skip
+    sns.heatmap(
+        grid,
+        annot=True,
+        fmt=".2f",
+        cmap="RdBu_r",
+        vmin=-1,
+        vmax=1,
+        ax=ax,
+        annot_kws={"fontsize": 6},
+    )
     ax.set_xlabel("layer group · feature")
     ax.set_ylabel("")
     view = str(part["view"].iloc[0]) if "view" in part and len(part) else "detrended"
@@ -293,8 +312,8 @@ def figure_pythia_weights(df: pd.DataFrame, png: str, pdf: str) -> None:
     _over_log_steps(axes[0], df, "np_mean", palette)
     for model, colour in palette.items():
         rows = df[df["model"] == model].sort_values("step")
-        axes[0].fill_between(rows["step"] + 1, rows["np_mean"] - rows["np_std"],
-                             rows["np_mean"] + rows["np_std"], color=colour, alpha=0.2)  # fmt: skip
+        mean, std = rows["np_mean"], rows["np_std"]
+        axes[0].fill_between(rows["step"] + 1, mean - std, mean + std, color=colour, alpha=0.2)
     _over_log_steps(axes[1], df, "h0_total", palette)
     axes[0].legend(fontsize=7)
     fig.tight_layout()

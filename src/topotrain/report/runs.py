@@ -25,8 +25,17 @@ RUN_LABELS = {
     "h0_total": "H0 total persistence (sum over layers)",
     "h1_total": "H1 total persistence (sum over layers)",
 }
-SUMMARY_COLUMNS = ["feature", "kind", "target", "rho_raw", "rho_detrended", "rho_partial_step",
-                   "rho_partial_l2", "beats_clock", "beats_scale"]  # fmt: skip
+SUMMARY_COLUMNS = [
+    "feature",
+    "kind",
+    "target",
+    "rho_raw",
+    "rho_detrended",
+    "rho_partial_step",
+    "rho_partial_l2",
+    "beats_clock",
+    "beats_scale",
+]
 NULL_RATE = 0.025  # a sign-aware flag at α = 0.05: p < α with the raw ρ's sign, half the time
 SINGLE_RUN = (
     "A single run cannot separate topology from the clock with a calibrated test: the "
@@ -35,8 +44,17 @@ SINGLE_RUN = (
     "so `beats_clock` and `beats_scale` stay false here and the per-run views below are "
     "exploratory."
 )
-PHASE_COLUMNS = ["total_steps", "checkpoint_frac", "peak_step", "peak_frac", "diminishing_step",
-                 "diminishing_frac", "causal_step", "changepoints", "note"]  # fmt: skip
+PHASE_COLUMNS = [
+    "total_steps",
+    "checkpoint_frac",
+    "peak_step",
+    "peak_frac",
+    "diminishing_step",
+    "diminishing_frac",
+    "causal_step",
+    "changepoints",
+    "note",
+]
 DIMINISHING_RULES = (
     "Two diminishing-returns steps, two rules: `diminishing_step` (hindsight) is the first "
     "checkpoint after the run's largest change of mean NP whose change is below the configured "
@@ -81,8 +99,12 @@ def _source_line(params: Mapping, table: pd.DataFrame) -> str:
         else f"hub repo `{params['hub']}`"
     )
     gone = table["step"][table["weights_gone"]].tolist() if "weights_gone" in table else []
-    kept = (f" ({len(gone)} whose weights are gone since their topology was computed — steps "
-            f"{gone}: kept, flagged `weights_gone`)" if gone else "")  # fmt: skip
+    kept = (
+        f" ({len(gone)} whose weights are gone since their topology was computed — steps "
+        f"{gone}: kept, flagged `weights_gone`)"
+        if gone
+        else ""
+    )
     return f"{where}; {len(steps)} checkpoints, steps {steps[0]} … {steps[-1]}{kept}"
 
 
@@ -123,8 +145,8 @@ def clock_findings(assoc: pd.DataFrame) -> list[str]:
             lines.append(
                 f"- `{target}` is a monotone function of the step over these checkpoints: nothing "
                 "of it is left once the clock is accounted for, so whether topology says more than "
-                "the clock cannot be measured on this run (more checkpoints, or a stretch where the "
-                "loss does not fall steadily, would allow it)."
+                "the clock cannot be measured on this run (more checkpoints, or a stretch where "
+                "the loss does not fall steadily, would allow it)."
             )
             continue
         per_feature = rows.drop_duplicates("feature")

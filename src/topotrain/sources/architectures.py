@@ -26,7 +26,8 @@ ROLES = ("linear", "embedding", "head")
 
 
 class ArchitectureError(ValueError):
-    """The architecture cannot be built from its config, or a checkpoint lacks one of its weights."""
+    """The architecture cannot be built from its config,
+    or a checkpoint lacks one of its weights."""
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,8 @@ def oriented_matrices(
         some = sorted(tensors)[:8]
         raise ArchitectureError(
             f"{source}: no tensor {missing[:5]}{' …' if len(missing) > 5 else ''} "
-            f"({len(missing)} of {len(maps)} layers missing; it holds {some}{' …' * (len(tensors) > 8)})"
+            f"({len(missing)} of {len(maps)} layers missing; it holds "
+            f"{some}{' …' * (len(tensors) > 8)})"
         )
     out = {}
     for m in maps:

@@ -40,7 +40,8 @@ class CorpusError(RuntimeError):
 
 @dataclass(frozen=True)
 class EncodedSplit:
-    """One encoded split: codes in [0, 128), the number of replaced characters, the source's sha256."""
+    """One encoded split: codes in [0, 128), the number of replaced characters,
+    the source's sha256."""
 
     codes: np.ndarray
     n_replaced: int
@@ -49,7 +50,8 @@ class EncodedSplit:
 
 
 def encode_text(text: str) -> tuple[np.ndarray, int]:
-    """Encode text to uint8 codes; characters outside ASCII become UNKNOWN_CODE. Returns (codes, n_replaced)."""
+    """Encode text to uint8 codes; characters outside ASCII become UNKNOWN_CODE. Returns
+    (codes, n_replaced)."""
     points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
     outside = points >= VOCAB_SIZE
     codes = np.where(outside, UNKNOWN_CODE, points).astype(np.uint8)
@@ -62,7 +64,8 @@ def decode(codes: np.ndarray) -> str:
 
 
 def read_text_file(path: str | os.PathLike) -> tuple[str, str]:
-    """Read a plain UTF-8 text file; returns (text, sha256 of the bytes). Raises CorpusError if unusable."""
+    """Read a plain UTF-8 text file; returns (text, sha256 of the bytes).
+    Raises CorpusError if unusable."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(
@@ -83,7 +86,8 @@ def read_text_file(path: str | os.PathLike) -> tuple[str, str]:
 
 
 def download_hint(dataset: str, config: str) -> str:
-    """The command a user runs on a networked machine to fill the HF cache, or the files alternative."""
+    """The command a user runs on a networked machine to fill the HF cache,
+    or the files alternative."""
     return (
         f"pre-download it with `{dataset_download_command(dataset, config)}` "
         "on a machine with network (same HF_HOME), or set "
@@ -92,7 +96,8 @@ def download_hint(dataset: str, config: str) -> str:
 
 
 def hf_split_files(dataset: str = HF_DATASET, config: str = HF_CONFIG) -> dict[str, list[Path]]:
-    """Resolve the dataset's parquet files per split through the HF cache (network only if allowed)."""
+    """Resolve the dataset's parquet files per split through the HF cache
+    (network only if allowed)."""
     from huggingface_hub import snapshot_download
 
     try:
@@ -118,7 +123,8 @@ def hf_split_files(dataset: str = HF_DATASET, config: str = HF_CONFIG) -> dict[s
 
 
 def read_hf_split(files: list[Path]) -> tuple[str, str]:
-    """Concatenate the ``text`` column of the split's parquet files; returns (text, sha256 of the files)."""
+    """Concatenate the ``text`` column of the split's parquet files; returns
+    (text, sha256 of the files)."""
     import pyarrow.parquet as pq
 
     digest = hashlib.sha256()
@@ -139,7 +145,8 @@ def load_splits(
     dataset: str = HF_DATASET,
     config: str = HF_CONFIG,
 ) -> dict[str, EncodedSplit]:
-    """Load and encode the train and validation splits from ``source`` ("huggingface" or "files")."""
+    """Load and encode the train and validation splits from ``source``
+    ("huggingface" or "files")."""
     if source == "files":
         paths = {"train": train, "validation": validation}
         for split, p in paths.items():

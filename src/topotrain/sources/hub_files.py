@@ -218,7 +218,8 @@ def list_revisions(repo_id: str, pattern: str) -> list[str]:
     if not found:
         have = summarise(branches) if branches else "none"
         raise HubFetchError(
-            f"{repo_id}: no branch matches the regex '{pattern}' (looked in {where}; branches: {have})"
+            f"{repo_id}: no branch matches the regex '{pattern}' "
+            f"(looked in {where}; branches: {have})"
         )
     return found
 

@@ -62,8 +62,9 @@ def numeric(values: pd.Series, path: Path, column: str) -> pd.Series:
     bad = out.isna() & values.notna() & (values.astype(str).str.strip() != "")
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise LossesError(f"losses {path}: row {row + 1}, column {column!r}: "
-                          f"{values.iloc[row]!r} is not a number")  # fmt: skip
+        raise LossesError(
+            f"losses {path}: row {row + 1}, column {column!r}: {values.iloc[row]!r} is not a number"
+        )
     return out
 
 

@@ -26,11 +26,23 @@ from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summa
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 EMBEDDING_KEYS = (
-    "n_texts", "dim", "pca_dims", "pca_variance_ratio", "n_points",
-    "h0_count", "h0_total", "h0_max", "h0_entropy",
-    "h1_count", "h1_total", "h1_max", "h1_entropy",
-    "effective_rank", "participation_ratio", "spectral_alpha",
-)  # fmt: skip  # embedding_features' record, in this order
+    "n_texts",
+    "dim",
+    "pca_dims",
+    "pca_variance_ratio",
+    "n_points",
+    "h0_count",
+    "h0_total",
+    "h0_max",
+    "h0_entropy",
+    "h1_count",
+    "h1_total",
+    "h1_max",
+    "h1_entropy",
+    "effective_rank",
+    "participation_ratio",
+    "spectral_alpha",
+)  # embedding_features' record, in this order
 
 
 class PythiaError(HubFetchError):
@@ -47,8 +59,8 @@ def fetch_revision(model_id: str, step: int) -> dict:
     weights of one format only (``hub_files.fetch_snapshot``).
 
     Returns {"model", "step", "revision", "snapshot", "commit" (the snapshot folder's name),
-    "files", "sha256" ({weight file: sha256})}. Any failure (unknown revision, offline without cache, no
-    network, no weights) raises PythiaError at once.
+    "files", "sha256" ({weight file: sha256})}. Any failure (unknown revision, offline without
+    cache, no network, no weights) raises PythiaError at once.
     """
     try:
         snapshot = fetch_snapshot(model_id, revision_name(step))
@@ -88,7 +100,8 @@ def load_model(
     device: str = "cpu",
     dtype: str = "auto",
 ):
-    """(model, tokenizer) in eval mode from a snapshot folder, or from (model id, step) via fetch_revision.
+    """(model, tokenizer) in eval mode from a snapshot folder, or from
+    (model id, step) via fetch_revision.
 
     Always loads from the resolved snapshot folder with local_files_only=True: no hub call here.
     A missing pad token is set to eos; truncation keeps each text's first tokens (right side).

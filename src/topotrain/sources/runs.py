@@ -156,8 +156,10 @@ def adapter_hint(files: Sequence[str], shapes: Mapping[str, Sequence[int]]) -> s
     beside = Path(files[0]).parent / ADAPTER_CONFIG
     if not beside.is_file() and not any("lora_" in name for name in shapes):
         return ""
-    return ("; this looks like a LoRA/PEFT adapter: `layers: [\"*lora_B.weight\"]` analyses its "
-            "up-projections (`\"*lora_A.weight\"` the down-projections), each stored (out, in)")  # fmt: skip
+    return (
+        '; this looks like a LoRA/PEFT adapter: `layers: ["*lora_B.weight"]` analyses its '
+        'up-projections (`"*lora_A.weight"` the down-projections), each stored (out, in)'
+    )
 
 
 def layer_map(
@@ -175,8 +177,14 @@ def layer_map(
         source = "architecture"
     elif options["layers"]:
         chosen = pattern_maps(shapes, options["layers"], options["transposed"])
-        info = {"architecture": None, "model_type": None, "d_model": None, "n_layer": None,
-                "n_head": None, "n_params": int(sum(prod(s) for s in shapes.values()))}  # fmt: skip
+        info = {
+            "architecture": None,
+            "model_type": None,
+            "d_model": None,
+            "n_layer": None,
+            "n_head": None,
+            "n_params": int(sum(prod(s) for s in shapes.values())),
+        }
         source = "patterns"
     else:
         raise RunError(

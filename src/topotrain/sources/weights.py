@@ -28,7 +28,8 @@ STATE_KEYS = ("state_dict", "model_state_dict", "model", "module")  # where .pt 
 
 
 class UnsafeCheckpointError(ValueError):
-    """A PyTorch file that ``torch.load(weights_only=True)`` refuses: it pickles more than tensors."""
+    """A PyTorch file that ``torch.load(weights_only=True)`` refuses:
+    it pickles more than tensors."""
 
 
 def weight_files(folder: str | Path) -> list[Path]:
@@ -61,7 +62,8 @@ def conversion_hint(path: Path) -> str:
     code = (
         "import torch; from safetensors.torch import save_file; "
         f"sd = torch.load('{path}', map_location='cpu', weights_only=False); "
-        "sd = next((sd[k] for k in ('state_dict', 'model') if isinstance(sd, dict) and k in sd), sd); "
+        "sd = next((sd[k] for k in ('state_dict', 'model') "
+        "if isinstance(sd, dict) and k in sd), sd); "
         "save_file({k: v.contiguous() for k, v in sd.items() if torch.is_tensor(v)}, "
         f"'{out}')"
     )

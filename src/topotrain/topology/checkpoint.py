@@ -20,7 +20,8 @@ _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
 
 def load_tensors(path: str | Path) -> dict[str, np.ndarray]:
-    """Every tensor of a safetensors file as NumPy arrays; ValueError naming the file if unreadable."""
+    """Every tensor of a safetensors file as NumPy arrays;
+    ValueError naming the file if unreadable."""
     from safetensors.numpy import load_file
 
     if not Path(path).is_file():

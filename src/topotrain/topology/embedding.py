@@ -47,6 +47,10 @@ def embedding_topology(E: np.ndarray, n_threads: int = 1) -> dict[str, float]:
     norm = float(np.linalg.norm(E, axis=1).mean())
     cloud = E / norm if norm > 0 else E
     h0, h1 = vr_diagrams(cloud, maxdim=1, n_threads=n_threads)
-    return {"h0_total": total_persistence(h0), "h0_max": max_persistence(h0),
-            "h1_total": total_persistence(h1), "h1_max": max_persistence(h1),
-            "row_norm": norm}  # fmt: skip
+    return {
+        "h0_total": total_persistence(h0),
+        "h0_max": max_persistence(h0),
+        "h1_total": total_persistence(h1),
+        "h1_max": max_persistence(h1),
+        "row_norm": norm,
+    }

@@ -28,14 +28,32 @@ from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
 RECORD_KEYS = (
-    "layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck",
-    "h0_count", "h0_total", "h0_max", "h0_entropy",
-    "h1_count", "h1_total", "h1_max", "h1_entropy",
+    "layer",
+    "rows",
+    "cols",
+    "n_points",
+    "np_total",
+    "np_p2",
+    "np_rieck",
+    "h0_count",
+    "h0_total",
+    "h0_max",
+    "h0_entropy",
+    "h1_count",
+    "h1_total",
+    "h1_max",
+    "h1_entropy",
     "l2_norm",
-    "h0_count_scalefree", "h0_total_scalefree", "h0_max_scalefree", "h0_entropy_scalefree",
-    "h1_count_scalefree", "h1_total_scalefree", "h1_max_scalefree", "h1_entropy_scalefree",
+    "h0_count_scalefree",
+    "h0_total_scalefree",
+    "h0_max_scalefree",
+    "h0_entropy_scalefree",
+    "h1_count_scalefree",
+    "h1_total_scalefree",
+    "h1_max_scalefree",
+    "h1_entropy_scalefree",
     "np_wvar",
-)  # fmt: skip  # one record per layer, in this order (README: `weights_layers` columns)
+)  # one record per layer, in this order (README: `weights_layers` columns)
 
 
 def natural_key(name: str) -> list:
@@ -46,7 +64,8 @@ def natural_key(name: str) -> list:
 def select_layers(
     tensors: Mapping[str, np.ndarray], patterns: Sequence[str]
 ) -> dict[str, np.ndarray]:
-    """The 2-D tensors whose names match any fnmatch pattern (case-sensitive), in natural name order."""
+    """The 2-D tensors whose names match any fnmatch pattern (case-sensitive),
+    in natural name order."""
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
     names = sorted((n for n, t in tensors.items() if t.ndim == 2), key=natural_key)
     chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
@@ -56,7 +75,8 @@ def select_layers(
 
 
 def layer_rng(seed: int, layer: str) -> np.random.Generator:
-    """RNG for a layer's subsample, seeded by (seed, crc32(name)): every checkpoint picks the same rows."""
+    """RNG for a layer's subsample, seeded by (seed, crc32(name)):
+    every checkpoint picks the same rows."""
     return np.random.default_rng([seed, zlib.crc32(layer.encode())])
 
 
@@ -106,7 +126,8 @@ def layer_topology(
 ) -> tuple[dict, list[np.ndarray]]:
     """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix;
     the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W).
-    ``global_max``: the largest |w| over all matrices analysed with W (np_rieck; default W's own)."""
+    ``global_max``: the largest |w| over all matrices analysed with W
+    (np_rieck; default W's own)."""
     cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
     dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
     record = {

@@ -7,9 +7,9 @@ dependencies. Distances and vectorisations come from gudhi (C++; hera for Wasser
 
 - ``h{k}_w1_step``: the 1-Wasserstein distance (L∞ ground metric, unmatched points to the diagonal;
   hera's auction, within 1 % relative error)
-  between the layer's H_k diagram at this checkpoint and at the previous one; ``h{k}_bottleneck_step``
-  the bottleneck distance. Finite bars only (H0's one infinite bar is left out). The first checkpoint
-  has none (NaN).
+  between the layer's H_k diagram at this checkpoint and at the previous one;
+  ``h{k}_bottleneck_step`` the bottleneck distance. Finite bars only (H0's one infinite bar is left
+  out). The first checkpoint has none (NaN).
 - ``h{k}_landscape_l2``: the L2 norm of the first ``n_landscapes`` persistence landscapes
   (Bubenik's λ_j(t), the j-th largest max(0, min(t − b, d − t))) on a grid of ``resolution`` points;
 - ``h{k}_image_mass``: the integral of the persistence image (Gaussian of ``image_bandwidth`` × the
@@ -66,7 +66,8 @@ def landscapes(d: np.ndarray, n: int, grid: np.ndarray) -> np.ndarray:
     if bars.size == 0:
         return np.zeros((n, grid.size))
     values = Landscape(num_landscapes=n, resolution=grid.size, sample_range=[grid[0], grid[-1]])
-    # gudhi's landscapes live in rotated coordinates: √2 times Bubenik's (tests check the closed form)
+    # gudhi's landscapes live in rotated coordinates: √2 times Bubenik's
+    # (tests check the closed form)
     return values.fit_transform([bars]).reshape(n, grid.size) / math.sqrt(2)
 
 
@@ -90,13 +91,18 @@ def persistence_image(d: np.ndarray, resolution: int, im_range: Sequence[float],
     bars = finite_bars(d)
     if bars.size == 0:
         return np.zeros((resolution, resolution))
-    image = PersistenceImage(bandwidth=sigma, weight=lambda x: x[1],
-                             resolution=[resolution, resolution], im_range=list(im_range))  # fmt: skip
+    image = PersistenceImage(
+        bandwidth=sigma,
+        weight=lambda x: x[1],
+        resolution=[resolution, resolution],
+        im_range=list(im_range),
+    )
     return image.fit_transform([bars]).reshape(resolution, resolution)
 
 
 def run_grid(diagrams: Sequence[np.ndarray], resolution: int) -> np.ndarray:
-    """[0, largest finite death over ``diagrams``] in ``resolution`` points (a unit grid if none)."""
+    """[0, largest finite death over ``diagrams``] in ``resolution`` points
+    (a unit grid if none)."""
     bars = [finite_bars(d) for d in diagrams]
     deaths = [b[:, 1].max() for b in bars if b.size]
     top = max(deaths) if deaths and max(deaths) > 0 else 1.0
@@ -122,7 +128,8 @@ def integral(values: np.ndarray, grid: np.ndarray) -> float:
 
 def layer_series(dgms: Sequence[np.ndarray], params: dict) -> tuple[dict, dict]:
     """For one layer and homology dimension over a run's checkpoints (in step order): the scalars
-    (``SCALARS``, one value per checkpoint) and the arrays (grid, landscapes, images, Betti curves)."""
+    (``SCALARS``, one value per checkpoint) and the arrays
+    (grid, landscapes, images, Betti curves)."""
     p = {**SERIES_DEFAULTS, **params}
     dgms = [finite_bars(d) for d in dgms]  # once: every function below reads the finite bars only
     grid = run_grid(dgms, p["resolution"])
@@ -159,8 +166,10 @@ def run_series(diagrams: Sequence[tuple[int, dict[str, np.ndarray]]], params: di
     keys = sorted(diagrams[0][1])
     for step, dgms in diagrams:
         if sorted(dgms) != keys:
-            raise ValueError(f"diagram series: step {step} holds {sorted(dgms)}, step "
-                             f"{steps[0]} holds {keys}: recompute the topology of this run")  # fmt: skip
+            raise ValueError(
+                f"diagram series: step {step} holds {sorted(dgms)}, step "
+                f"{steps[0]} holds {keys}: recompute the topology of this run"
+            )
     table = {(s, key.rsplit("/h", 1)[0]): {} for s in steps for key in keys}
     arrays = {"steps": np.asarray(steps)}
     for key in keys:
@@ -184,8 +193,10 @@ def write_run_series(npz_paths: Sequence[str], steps: Sequence[int], params: dic
         with np.load(path) as f:
             diagrams.append((int(step), {k: f[k] for k in f.files}))
     table, arrays = run_series(diagrams, params)
-    atomic_write_all({
-        out["table"]: lambda fh: table.to_parquet(fh, index=False),
-        out["arrays"]: lambda fh: np.savez_compressed(fh, **arrays),
-    })  # fmt: skip
+    atomic_write_all(
+        {
+            out["table"]: lambda fh: table.to_parquet(fh, index=False),
+            out["arrays"]: lambda fh: np.savez_compressed(fh, **arrays),
+        }
+    )
     return table

@@ -42,7 +42,8 @@ def pca(E: np.ndarray, n_components: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def covariance_spectrum(E: np.ndarray) -> np.ndarray:
-    """The min(n, d) largest eigenvalues λ_k = s_k² / (n − 1) of cov(E), descending (exact 0 below rank)."""
+    """The min(n, d) largest eigenvalues λ_k = s_k² / (n − 1) of cov(E), descending
+    (exact 0 below rank)."""
     X = centred(E)
     s = np.linalg.svd(X, compute_uv=False)
     s[s <= rank_tolerance(s, X.shape)] = 0.0
@@ -80,8 +81,9 @@ def participation_ratio(lam: np.ndarray) -> float:
 def spectral_decay_alpha(lam: np.ndarray, k_min: int = 1, k_max: int | None = None) -> float:
     """α of the least-squares fit log λ_k = c − α log k over ranks k_min ≤ k ≤ k_max (1-based).
 
-    λ is sorted descending first; k_max defaults to the last positive eigenvalue and zero eigenvalues
-    in the range are dropped. Needs ≥ 2 positive eigenvalues in the range (ValueError otherwise).
+    λ is sorted descending first; k_max defaults to the last positive eigenvalue and zero
+    eigenvalues in the range are dropped. Needs ≥ 2 positive eigenvalues in the range (ValueError
+    otherwise).
     """
     lam = np.sort(np.asarray(lam, dtype=np.float64))[::-1]
     positive(lam)  # validates

@@ -23,9 +23,11 @@ def check_cloud(X: np.ndarray) -> np.ndarray:
 
 
 def subsample_rows(X: np.ndarray, max_points: int, rng: np.random.Generator) -> np.ndarray:
-    """``max_points`` distinct rows of X drawn with ``rng`` (sorted indices); X itself if it has fewer.
+    """``max_points`` distinct rows of X drawn with ``rng`` (sorted indices);
+    X itself if it has fewer.
 
-    Seed ``rng`` from (seed, zlib.crc32(layer name)) so every checkpoint of a layer keeps the same rows.
+    Seed ``rng`` from (seed, zlib.crc32(layer name)) so every checkpoint of a layer keeps the same
+    rows.
     """
     if max_points < 1:
         raise ValueError(f"max_points must be >= 1, got {max_points}")

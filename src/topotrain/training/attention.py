@@ -39,7 +39,8 @@ def numba_error() -> str | None:
 
     The kernel runs on one numba thread, whatever ``train.threads``: its pool is sized to 1 before
     numba is first imported (a wider pool spins between calls, which halved the throughput of two
-    1-thread training jobs on 2 cores, and two threads gave results that differed between processes).
+    1-thread training jobs on 2 cores, and two threads gave results that differed between
+    processes).
     """
     if "numba" not in sys.modules:
         os.environ["NUMBA_NUM_THREADS"] = "1"

@@ -24,8 +24,14 @@ from numba import literally, njit, prange
 # rounding), and unlike libm's expf the loop vectorises: the forward's exponentials cost a fifth.
 LOG2E = np.float32(1.4426950408889634)
 LN2_HI, LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
-EXP_C = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-         5.0000001201e-1)  # fmt: skip
+EXP_C = (
+    1.9875691500e-4,
+    1.3981999507e-3,
+    8.3334519073e-3,
+    4.1665795894e-2,
+    1.6666665459e-1,
+    5.0000001201e-1,
+)
 C0, C1, C2, C3, C4, C5 = (np.float32(c) for c in EXP_C)
 EXP_MIN = np.float32(-87.0)  # e^−87 ≈ 1.6e-38, the smallest normal float32's neighbourhood
 

@@ -76,8 +76,13 @@ def gradient_topology(
         source=f"gradients of checkpoint {checkpoint}",
     )
     params = {"patterns": list(patterns), "batch_size": batch_size, "probe_seed": seed, **topology}
-    doc = {"checkpoint": str(checkpoint), "step": step, "params": params, "probe_loss": loss,
-           "layers": records}  # fmt: skip
+    doc = {
+        "checkpoint": str(checkpoint),
+        "step": step,
+        "params": params,
+        "probe_loss": loss,
+        "layers": records,
+    }
     return doc, diagrams
 
 

@@ -37,8 +37,13 @@ class GPTConfig:
     def from_study(cls, arch: dict, context: int, vocab_size: int = 128) -> GPTConfig:
         """The one translation of the config's words (``models:`` d_model, n_layer, n_head and
         ``context:``) into the model's (n_embd, n_layer, n_head, block_size)."""
-        return cls(n_layer=arch["n_layer"], n_head=arch["n_head"], n_embd=arch["d_model"],
-                   vocab_size=vocab_size, block_size=context)  # fmt: skip
+        return cls(
+            n_layer=arch["n_layer"],
+            n_head=arch["n_head"],
+            n_embd=arch["d_model"],
+            vocab_size=vocab_size,
+            block_size=context,
+        )
 
     def __post_init__(self) -> None:
         for name in ("n_layer", "n_head", "n_embd", "vocab_size", "block_size"):

@@ -122,8 +122,9 @@ def train_control(cfg: ControlConfig, out: str | Path) -> list[tuple]:
     torch.manual_seed(cfg.seed)
     train, test = split_pairs(cfg.p, cfg.train_frac, cfg.seed)
     model = ModularTransformer(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                            betas=(0.9, cfg.beta2))  # fmt: skip
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, cfg.beta2)
+    )
     start, rows = _resume(out / RESUME, cfg, model, opt)
     for step in range(start, cfg.steps + 1):
         if step % cfg.interval == 0 and not (rows and step == start):
@@ -133,8 +134,13 @@ def train_control(cfg: ControlConfig, out: str | Path) -> list[tuple]:
                 evaluate(model, test),
             )
             rows.append((step, train_loss, test_loss, train_acc, test_acc))
-            state = {"config": repr(asdict(cfg)), "step": step, "rows": rows,
-                     "model": model.state_dict(), "opt": opt.state_dict()}  # fmt: skip
+            state = {
+                "config": repr(asdict(cfg)),
+                "step": step,
+                "rows": rows,
+                "model": model.state_dict(),
+                "opt": opt.state_dict(),
+            }
             atomic_torch_save(state, out / RESUME)
         if step == cfg.steps:
             break

@@ -97,8 +97,9 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 def use_compile(cfg: TrainConfig, device: torch.device) -> bool:
-    """Whether to ``torch.compile`` the model: ``true``, or ``auto`` on AUTO_COMPILE_DEVICES for runs
-    of at least AUTO_COMPILE_MIN_STEPS updates, and only where it works (else eager, logged)."""
+    """Whether to ``torch.compile`` the model: ``true``, or ``auto`` on AUTO_COMPILE_DEVICES for
+    runs of at least AUTO_COMPILE_MIN_STEPS updates, and only where it works
+    (else eager, logged)."""
     auto = device.type in AUTO_COMPILE_DEVICES and cfg.steps >= AUTO_COMPILE_MIN_STEPS
     if cfg.compile == "false" or (cfg.compile == "auto" and not auto):
         return False
@@ -278,9 +279,9 @@ def keep_freed_memory() -> bool:
 
 def cuda_determinism(warn_only: bool = False) -> None:
     """Make CUDA training repeatable: deterministic algorithms for the process (strict: with
-    ``warn_only`` an op lacking a deterministic kernel only warns, and the memory-efficient attention
-    backward keeps its nondeterministic default) and a fixed cuBLAS workspace (read when cuBLAS
-    starts: call before the first matrix product). Measured on a GPU: README, "GPU"."""
+    ``warn_only`` an op lacking a deterministic kernel only warns, and the memory-efficient
+    attention backward keeps its nondeterministic default) and a fixed cuBLAS workspace (read when
+    cuBLAS starts: call before the first matrix product). Measured on a GPU: README, "GPU"."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=warn_only)
     torch.backends.cudnn.benchmark = False
