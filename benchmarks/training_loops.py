@@ -1,7 +1,8 @@
 """The two training loops the training benchmark compares, on the study's corpus and models.
 
 ``Project``: ``topotrain.training.train.train_steps`` set up as ``train_model`` sets it up
-(``setup_device`` + ``build_training``). ``Reference``: a nanoGPT-style loop, the same GPT class in eager
+(``setup_device`` + ``build_training``). ``Reference``: a nanoGPT-style loop, the same GPT class in
+eager
 mode, default ``torch.optim.AdamW``, ``loss.backward()``, ``clip_grad_norm_``, ``optimizer.step()``,
 default process settings. Both start from the same seed and draw the same batches.
 """

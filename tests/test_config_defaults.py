@@ -18,9 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # which of these an entry gives decides what it is, so none can have a default; the models'
 # entries give their architecture
 NO_DEFAULT = {
-    "runs.*.path", "runs.*.hub", "runs.*.revisions", "runs.*.revision_pattern", "runs.*.glob",
-    "models.*.d_model", "models.*.n_layer", "models.*.n_head",
-}  # fmt: skip  # one exemption per line would hide the two groups
+    "runs.*.path",
+    "runs.*.hub",
+    "runs.*.revisions",
+    "runs.*.revision_pattern",
+    "runs.*.glob",
+    "models.*.d_model",
+    "models.*.n_layer",
+    "models.*.n_head",
+}
 
 
 def leaves(schema: dict, key: str = "") -> list[tuple[str, dict]]:

@@ -122,7 +122,7 @@ def test_missing_revision_fails_with_the_download_command(tmp_path):
     os.environ.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
     try:
         target = "results/pythia/revisions/EleutherAI--pythia-tiny-a/step_99.json"
-        # --no-hooks skips the preflight (tests/test_preflight.py), so the fetch job's own error shows
+        # --no-hooks skips the preflight (tests/test_preflight.py): the fetch job's own error shows
         proc = run_snakemake(tmp_path, "--cores", "1", "--no-hooks", target, check=False)
     finally:
         os.environ.pop("HF_HOME")

@@ -75,9 +75,12 @@ def key_of(node: ast.AST, consts: dict[str, str]) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        parts = [key_of(v.value if isinstance(v, ast.FormattedValue) else v, consts)
-                 if not isinstance(v, ast.FormattedValue) or not isinstance(v.value, ast.Name)
-                 else consts.get(v.value.id) for v in node.values]  # fmt: skip
+        parts = [
+            key_of(v.value if isinstance(v, ast.FormattedValue) else v, consts)
+            if not isinstance(v, ast.FormattedValue) or not isinstance(v.value, ast.Name)
+            else consts.get(v.value.id)
+            for v in node.values
+        ]
         return "".join(parts) if all(p is not None for p in parts) else None
     return None
 
@@ -147,8 +150,11 @@ def script_reads(rule: str) -> dict[str, tuple[set[str], set[str]]]:
             inner = node.value
             if _is(inner.value, "sm") and inner.attr in SECTIONS and node.attr != "items":
                 found[inner.attr].add(node.attr)
-    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Name) and n.func.id == f"{rule}_job")  # fmt: skip
+    call = next(
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == f"{rule}_job"
+    )
     job = getattr(jobs, f"{rule}_job")
     params = list(inspect.signature(job).parameters)
     handed = [(params[i], a) for i, a in enumerate(call.args)]

@@ -27,10 +27,23 @@ import pandas as pd
 from topotrain.config import DEFAULTS as DEFAULTS_CONFIG
 
 STOPPING_COLUMNS = [
-    "model", "seed", "n_params", "rule", "family", "stopped", "stop_step", "final_step",
-    "compute_saved", "loss_at_stop", "final_loss", "penalty", "rel_penalty",
-    "mean_compute_saved", "mean_penalty", "pareto_rank",
-]  # fmt: skip
+    "model",
+    "seed",
+    "n_params",
+    "rule",
+    "family",
+    "stopped",
+    "stop_step",
+    "final_step",
+    "compute_saved",
+    "loss_at_stop",
+    "final_loss",
+    "penalty",
+    "rel_penalty",
+    "mean_compute_saved",
+    "mean_penalty",
+    "pareto_rank",
+]
 DEFAULTS = DEFAULTS_CONFIG["analysis"]["stopping"]  # the schema's (analysis.stopping)
 
 

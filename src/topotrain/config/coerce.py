@@ -68,7 +68,7 @@ def _fits(schema: dict, value: str | bool | int | float | None) -> bool:
 
 
 def _coerce_string(text: str, schema: dict) -> str | bool | int | float | None:
-    """``text`` as the null, boolean, integer or number ``schema`` declares, else ``text`` itself."""
+    """``text`` as the null, boolean, integer or number ``schema`` declares, else ``text``."""
     branches = _branches(schema)
     if text in _NULLS and any("null" in _types(b) or None in b.get("enum", []) for b in branches):
         return None

@@ -109,8 +109,12 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     losses = None
     if losses_file := inputs.get("losses"):  # a run without logged losses has none
         losses = align_losses(read_losses(losses_file), steps)
-        log.info("runs.%s: logged values per column over %d checkpoints: %s", name, len(steps),
-                 coverage(losses))  # fmt: skip
+        log.info(
+            "runs.%s: logged values per column over %d checkpoints: %s",
+            name,
+            len(steps),
+            coverage(losses),
+        )
     meta = _read_json(inputs["layers"])
     table, layers = run_tables(name, records, steps, meta, losses, inputs.get("series"), flags)
     gone = {int(step) for step in params.get("kept") or {}}

@@ -245,8 +245,8 @@ def train_step(
 
 
 def train_steps(training: Training, cfg: TrainConfig, start: int, stop: int) -> list[tuple]:
-    """Updates ``start`` … ``stop`` − 1; their metric rows (step, train loss, grad norm, lr), fetched
-    from the device with one sync."""
+    """Updates ``start`` … ``stop`` − 1; their metric rows (step, train loss, grad norm, lr),
+    fetched from the device with one sync."""
     T, lrs = training.model.config.block_size, [lr_at(t, cfg) for t in range(start, stop)]
     stats = []
     for lr in lrs:
@@ -328,22 +328,19 @@ def train_model(
     training = build_training(model_cfg, cfg, device, train_data, compiled)
     settings = fingerprint_settings(cfg, training.attention)
     key = run_fingerprint(model_cfg, settings, device, compiled, train_bin, val_bin)
-    metrics, evals, start = load_resume(
-        state_dir, key, training.model, training.optimizer, training.gen
-    )
+    model, opt, gen = training.model, training.optimizer, training.gen
+    metrics, evals, start = load_resume(state_dir, key, model, opt, gen)
 
     def checkpoint(step: int) -> None:
         """Evaluate, refuse a non-finite state, save checkpoint + resume file, log."""
-        val_loss = estimate_val_loss(training.model, val_tokens, val_offsets)
-        finite = finite_weights(training.model)
+        val_loss = estimate_val_loss(model, val_tokens, val_offsets)
+        finite = finite_weights(model)
         if not (finite and math.isfinite(val_loss)):  # never save a broken state
             what = f"val loss {val_loss}" + ("" if finite else ", non-finite weights")
             raise divergence_error(step, what, evals, state_dir)
         evals.append((step, val_loss))
-        save_checkpoint(training.model, step, state_dir / checkpoint_name(step))
-        save_resume(
-            state_dir, key, step, training.model, training.optimizer, training.gen, metrics, evals
-        )
+        save_checkpoint(model, step, state_dir / checkpoint_name(step))
+        save_resume(state_dir, key, step, model, opt, gen, metrics, evals)
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
         log.info(
             "step %d/%d: val loss %.4f, mean train loss %.4f", step, cfg.steps, evals[-1][1], recent
@@ -353,9 +350,7 @@ def train_model(
         checkpoint(0)
     bar = _progress_bar(start, cfg.steps, progress)
     for t in range(start, cfg.steps, cfg.checkpoint_interval):  # one host sync per interval
-        rows = train_steps(
-            training, cfg, t, t + cfg.checkpoint_interval
-        )  # batch → … → optimizer step
+        rows = train_steps(training, cfg, t, t + cfg.checkpoint_interval)  # batch → … → step
         _check_finite(rows, evals, state_dir)
         metrics.extend(rows)
         bar.update(len(rows))
