@@ -19,6 +19,14 @@ from benchmarks import CASES
 from benchmarks.study import RESULTS, ROOT
 
 COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, ratio, check
+    "gradients": (
+        "per_training_s",
+        "per_checkpoint_s",
+        "saved_gradients_s",
+        "per_checkpoint_ratio",
+        "saved_gradients_ratio",
+        "equal",
+    ),
     "training": (
         "threads",
         "project_tokens_per_s",

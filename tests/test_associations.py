@@ -16,11 +16,10 @@ from topotrain.analysis.associations import (
     association_table,
     block_length,
     cell_seed,
-    detrended_spearman,
-    partial_spearman,
     shift_pvalue,
     view_association,
 )
+from topotrain.analysis.rank_stats import detrended_spearman, partial_spearman
 from topotrain.analysis.stats import FEATURES, benjamini_hochberg
 
 
@@ -289,3 +288,10 @@ def test_a_run_of_three_checkpoints_gets_exact_p_and_no_claim():
     assert np.isnan(raw["ci_low"]) and "too short for a claim" in raw["note"]
     timed = out[out["view"].isin(["detrended", "partial_step", "partial_l2"])]
     assert timed["p"].isna().all() and timed["note"].str.contains("too short|undefined").all()
+
+
+def test_runs_spread_over_processes_give_the_same_table(table):
+    features = [*FEATURES, "h0_total_scalefree", "clocklike", *BASELINES]
+    df = synthetic_table(models=("a", "b"))
+    spread = association_table(df, features, n_resamples=100, seed=3, threads=2)
+    pd.testing.assert_frame_equal(spread, table)

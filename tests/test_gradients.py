@@ -14,6 +14,7 @@ from topotrain.training.gradients import (
     gradient_topology,
     probe_offsets,
     write_gradient_topology,
+    write_training_gradients,
 )
 from topotrain.training.model import GPT, GPTConfig
 from topotrain.training.run_state import save_checkpoint
@@ -81,3 +82,28 @@ def test_writer_writes_record_and_diagrams_or_neither(checkpoint, tmp_path):
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         write_gradient_topology(*bad, ckpt, train, GPT_LAYERS, 0, 0, TOPO)
     assert not bad[0].exists() and not bad[1].exists()
+
+
+def test_one_job_per_training_writes_the_per_checkpoint_records(checkpoint, tmp_path):
+    """Walking a training's checkpoints in one process gives, file for file, the records and
+    diagrams of a job per checkpoint."""
+    ckpt, train, model, _ = checkpoint
+    torch.manual_seed(4)
+    later = tmp_path / "step_00200.safetensors"
+    save_checkpoint(GPT(model.config), 200, later)
+    outs = [(tmp_path / f"walk{i}.json", tmp_path / f"walk{i}.npz") for i in range(2)]
+    seen = []
+    write_training_gradients(
+        outs, [ckpt, later], train, GPT_LAYERS, 4, 0, TOPO, progress=lambda *a: seen.append(a)
+    )
+    for (json_path, npz_path), source in zip(outs, [ckpt, later], strict=True):
+        one = tmp_path / "one.json", tmp_path / "one.npz"
+        write_gradient_topology(*one, source, train, GPT_LAYERS, 4, 0, TOPO)
+        assert json.loads(json_path.read_text()) == json.loads(one[0].read_text())
+        with np.load(npz_path) as walked, np.load(one[1]) as single:
+            assert walked.files == single.files
+            for key in walked.files:
+                np.testing.assert_array_equal(walked[key], single[key])
+    assert [a[1:4] for a in seen] == [(1, 2, 100), (2, 2, 200)]
+    with pytest.raises(ValueError, match="2 checkpoints but 1"):
+        write_training_gradients(outs[:1], [ckpt, later], train, GPT_LAYERS, 4, 0, TOPO)

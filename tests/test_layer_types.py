@@ -147,3 +147,9 @@ def test_summary_reads_the_between_seed_contrast_by_default():
     assert row["mean_rho"].item() == pytest.approx(cell["rho"].item())
     assert row["p_below_alpha"].item() == int(cell["p"].item() < 0.05)
     assert summary["step_rho"].isna().all()  # every seed shares the step: no contrast
+
+
+def test_splits_spread_over_processes_give_the_same_table():
+    layers, features = synthetic()
+    one = layer_type_table(layers, features, n_resamples=100, seed=0)
+    pd.testing.assert_frame_equal(layer_type_table(layers, features, 100, 0, threads=2), one)

@@ -88,7 +88,7 @@ rule associations:
         f"{RESULTS}/logs/analysis/associations.log",
     conda:
         "../../envs/analysis.yaml"
-    threads: 1
+    threads: 16  # runs in parallel processes (the same table); Snakemake caps it at --cores
     resources:
         mem_mb=2000,
         runtime=15,
@@ -243,7 +243,7 @@ rule layer_types:
         f"{RESULTS}/logs/analysis/layer_types.log",
     conda:
         "../../envs/analysis.yaml"
-    threads: 1
+    threads: 16  # splits in parallel processes (the same table); capped at --cores
     resources:
         mem_mb=2000,
         runtime=20,

@@ -47,23 +47,23 @@ rule diagram_series:
         "../scripts/diagram_series.py"
 
 
+# One job per training walks its checkpoints: torch and the tokens load once, not once per
+# checkpoint (docs/study.md, "Gradient topology").
 rule gradient_topology:
     input:
-        checkpoint=CKPT,
+        checkpoints=expand(CKPT, step=map(step_tag, STEPS), allow_missing=True),
         tokens=rules.prepare_corpus.output.train,
     output:
-        record=f"{GRAD}.json",
-        diagrams=f"{GRAD}.npz",
+        records=expand(f"{GRAD}.json", step=map(step_tag, STEPS), allow_missing=True),
+        diagrams=expand(f"{GRAD}.npz", step=map(step_tag, STEPS), allow_missing=True),
     log:
-        f"{RESULTS}/logs/topology/{TRAINING}/grad_{{step}}.log",
-    group:
-        "topology"
+        f"{RESULTS}/logs/topology/{TRAINING}/gradients.log",
     conda:
         "../../envs/gradients.yaml"
     threads: config["topology"]["threads"]
     resources:
         mem_mb=2000,
-        runtime=10,
+        runtime=30,
     params:
         gradients=get_gradient_params,
     script:

@@ -4,7 +4,7 @@ from topotrain.logs import setup_logging
 sm = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(sm.log[0])
 gradient_topology_job(
-    sm.input.checkpoint,
+    list(sm.input.checkpoints),
     sm.input.tokens,
     dict(sm.output.items()),
     sm.params.gradients,

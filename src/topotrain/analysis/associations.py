@@ -25,13 +25,20 @@ import hashlib
 import logging
 import warnings
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
 from arch.bootstrap import StationaryBootstrap, optimal_block_length
 from scipy import stats
 
-from topotrain.analysis.seed_contrast import CONTRAST_VIEWS, POOLED, RESIDUAL_TOL, contrast_table
+from topotrain.analysis.parallel import map_tasks
+from topotrain.analysis.rank_stats import (
+    partial_spearman,
+    pearson_rows,
+    rank_residuals,
+)
+from topotrain.analysis.seed_contrast import CONTRAST_VIEWS, POOLED, contrast_table
 from topotrain.analysis.stats import (
     ALPHA,
     BASELINES,
@@ -81,46 +88,6 @@ def cell_seed(base: int, *keys: object) -> int:
     """A 63-bit seed from sha256 of (base, *keys): a cell draws the same stream in any run order."""
     text = "\x1f".join(map(str, (base, *keys)))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
-
-
-def _centred_ranks(v: np.ndarray) -> np.ndarray:
-    r = stats.rankdata(v, axis=-1)
-    return r - r.mean(axis=-1, keepdims=True)
-
-
-def _residuals(rx: np.ndarray, rz: np.ndarray) -> np.ndarray:
-    """Residuals of centred ranks rx on centred ranks rz: e = rx − β·rz, β = Σ rx·rz / Σ rz²;
-    numerically-zero e (Σe² ≤ RESIDUAL_TOL·Σrx²) become exactly 0."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        beta = (rx * rz).sum(axis=-1, keepdims=True) / (rz * rz).sum(axis=-1, keepdims=True)
-    e = rx - beta * rz
-    ss_e, ss_x = (e * e).sum(axis=-1, keepdims=True), (rx * rx).sum(axis=-1, keepdims=True)
-    return np.where(ss_e <= RESIDUAL_TOL * ss_x, 0.0, e)
-
-
-def rank_residuals(x: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Residuals along the last axis of rank(x) regressed on rank(z) with an intercept."""
-    return _residuals(_centred_ranks(x), _centred_ranks(z))
-
-
-def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson r = Σ ã·b̃ / √(Σ ã² Σ b̃²) along the last axis (broadcast); NaN for a constant row."""
-    a = a - a.mean(axis=-1, keepdims=True)
-    b = b - b.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
-
-
-def partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Partial Spearman ρ(x, y | z) along the last axis: Pearson r of rank_residuals(x, z) and
-    rank_residuals(y, z); NaN where nothing is left of x or y after conditioning."""
-    rz = _centred_ranks(z)
-    return pearson_rows(_residuals(_centred_ranks(x), rz), _residuals(_centred_ranks(y), rz))
-
-
-def detrended_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman ρ of first differences (Δx_t, Δy_t) along the last axis."""
-    return spearman_rows(np.diff(x, axis=-1), np.diff(y, axis=-1))
 
 
 def block_length(a: np.ndarray, b: np.ndarray) -> float:
@@ -322,6 +289,23 @@ def add_beats(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     return table
 
 
+def _run_rows(run_group: tuple, features: list, targets: Sequence[str], seed: int, kw: dict):
+    """The RUN_VIEWS rows of one run (``((model, seed), rows)`` of a groupby)."""
+    (model, run_seed), run = run_group
+    log.info("associations: %s seed %s (%d checkpoints)", model, run_seed, len(run))
+    head = {"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0])}
+    rows = []
+    for feature, feature_kind in features:
+        for target in targets:
+            cell = {**head, "feature": feature, "kind": feature_kind, "target": target}
+            for view in RUN_VIEWS:
+                s = cell_seed(seed, model, run_seed, feature, target, view)
+                rows.append(
+                    {**cell, "view": view, **_cell(run, feature, target, view, seed=s, **kw)}
+                )
+    return rows
+
+
 def association_table(
     df: pd.DataFrame,
     features: Sequence[str] | None = None,
@@ -330,9 +314,11 @@ def association_table(
     confidence: float = 0.95,
     alpha: float = ALPHA,
     targets: Sequence[str] = TARGETS,
+    threads: int = 1,
 ) -> pd.DataFrame:
     """One row per (model, seed, feature, target, view) with ASSOCIATION_COLUMNS: the RUN_VIEWS
-    per run, then the CONTRAST_VIEWS per model (seed <NA>) and pooled over models.
+    per run (the runs spread over ``threads`` processes: the same table), then the
+    CONTRAST_VIEWS per model (seed <NA>) and pooled over models.
 
     ``features`` defaults to feature_kinds(df); ``targets`` to train and validation loss. Every
     resampling is seeded by cell_seed(seed, model, run seed, feature, target, view); p_bh is
@@ -348,17 +334,9 @@ def association_table(
     if missing:
         raise ValueError(f"feature table lacks columns {missing}")
     kw = dict(n_resamples=n_resamples, confidence=confidence, alpha=alpha)
-    rows = []
-    for (model, run_seed), run in df.sort_values("step").groupby(["model", "seed"], sort=False):
-        log.info("associations: %s seed %s (%d checkpoints)", model, run_seed, len(run))
-        head = {"model": model, "seed": run_seed, "n_params": int(run["n_params"].iloc[0])}
-        for feature, feature_kind in features:
-            for target in targets:
-                cell = {**head, "feature": feature, "kind": feature_kind, "target": target}
-                for view in RUN_VIEWS:
-                    s = cell_seed(seed, model, run_seed, feature, target, view)
-                    res = _cell(run, feature, target, view, seed=s, **kw)
-                    rows.append({**cell, "view": view, **res})
+    runs = list(df.sort_values("step").groupby(["model", "seed"], sort=False))
+    work = partial(_run_rows, features=features, targets=targets, seed=seed, kw=kw)
+    rows = [row for part in map_tasks(work, runs, threads) for row in part]
     log.info("associations: between-seed contrasts")
     contrast = contrast_table(df, list(features), list(targets), seed).assign(
         ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]

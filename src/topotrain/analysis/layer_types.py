@@ -14,11 +14,13 @@ default: the only view here whose false-positive rate the calibration suite show
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pandas as pd
 
 from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.associations import association_table
+from topotrain.analysis.parallel import map_tasks
 from topotrain.analysis.stats import ALPHA
 
 LAYER_FEATURES = ["np_mean", "h0_total", "h1_total"]
@@ -73,25 +75,34 @@ def groups(layers: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
     return out
 
 
+def _split_table(task: tuple, losses: pd.DataFrame, n_resamples: int, seed: int) -> pd.DataFrame:
+    """The association views of one split ``(split, group, its layers' rows)``."""
+    split, group, rows = task
+    sub = checkpoint_features(rows)  # l2_norm_mean: the subset's own scale
+    table = sub.merge(losses, on=["model", "seed", "step"], how="inner")
+    names = LAYER_FEATURES + LAYER_BASELINES
+    assoc = association_table(table, names, n_resamples=n_resamples, seed=seed)
+    n_layers = sub.groupby("model")["n_layers"].first()
+    return assoc.assign(split=split, group=group, n_layers=assoc["model"].map(n_layers))
+
+
 def layer_type_table(
-    layers: pd.DataFrame, features: pd.DataFrame, n_resamples: int = 1000, seed: int = 0
+    layers: pd.DataFrame,
+    features: pd.DataFrame,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    threads: int = 1,
 ) -> pd.DataFrame:
     """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES, and of LAYER_BASELINES beside
     them, of every split with train and validation loss, per run. ``layers`` is the per-layer
-    table, ``features`` the feature table."""
+    table, ``features`` the feature table; the splits spread over ``threads`` processes (the
+    same table)."""
     keep = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
     if missing := sorted(set(keep) - set(features.columns)):
         raise ValueError(f"layer types: the feature table lacks {missing}")
-    losses = features[keep]
-    tables = []
-    for (split, group), mask in groups(layers).items():
-        sub = checkpoint_features(layers[mask])  # l2_norm_mean: the subset's own scale
-        table = sub.merge(losses, on=["model", "seed", "step"], how="inner")
-        names = LAYER_FEATURES + LAYER_BASELINES
-        assoc = association_table(table, names, n_resamples=n_resamples, seed=seed)
-        n_layers = sub.groupby("model")["n_layers"].first()
-        assoc = assoc.assign(split=split, group=group, n_layers=assoc["model"].map(n_layers))
-        tables.append(assoc)
+    tasks = [(split, group, layers[mask]) for (split, group), mask in groups(layers).items()]
+    work = partial(_split_table, losses=features[keep], n_resamples=n_resamples, seed=seed)
+    tables = map_tasks(work, tasks, threads)
     if not tables:
         return pd.DataFrame(columns=LAYER_TYPE_COLUMNS)
     out = pd.concat(tables, ignore_index=True)

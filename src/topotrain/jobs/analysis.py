@@ -27,14 +27,15 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "best", best_feature(corr), "Feature that tracks loss best, per model")
 
 
-def associations_job(table: str, params: dict, out: dict[str, str]) -> None:
+def associations_job(table: str, params: dict, out: dict[str, str], threads: int = 1) -> None:
     """Raw, detrended and partial (step, L2) associations of every feature with train/val loss."""
     import pandas as pd
 
     from topotrain.analysis.associations import association_summary, association_table
 
     df = pd.read_parquet(table)
-    assoc = association_table(df, n_resamples=params["n_resamples"], seed=params["seed"])
+    n, seed = params["n_resamples"], params["seed"]
+    assoc = association_table(df, n_resamples=n, seed=seed, threads=threads)
     _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
     _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
 
@@ -114,7 +115,9 @@ def velocity_job(table: str, out: dict[str, str]) -> None:
     _tables(out, "velocity_summary", velocity_summary(table), "Topological velocity vs |Δ loss|")
 
 
-def layer_types_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+def layer_types_job(
+    inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1
+) -> None:
     """Association views of topology with loss by layer type (attention/MLP) and depth."""
     import pandas as pd
 
@@ -122,7 +125,7 @@ def layer_types_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
     from topotrain.report import plots
 
     layers, features = (pd.read_parquet(inputs[k]) for k in ("layers", "table"))
-    table = layer_type_table(layers, features, params["n_resamples"], params["seed"])
+    table = layer_type_table(layers, features, params["n_resamples"], params["seed"], threads)
     summary = layer_type_summary(table)
     _tables(out, "layer_types", table, "Associations by layer type and depth, per run")
     _tables(out, "layer_types_summary", summary, "Where the signal lives: layer type and depth")

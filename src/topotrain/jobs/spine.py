@@ -109,20 +109,20 @@ def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -
 
 
 def gradient_topology_job(
-    checkpoint: str, tokens: str, out: dict[str, str], params: dict, threads: int = 1
+    checkpoints: list[str], tokens: str, out: dict[str, list[str]], params: dict, threads: int = 1
 ) -> None:
-    """Topology of one checkpoint's probe-batch gradients → JSON record + npz diagrams."""
-    from topotrain.training.gradients import write_gradient_topology
+    """Topology of the probe-batch gradients of each checkpoint of one training → a JSON record
+    and npz diagrams per checkpoint (one process for the training's checkpoints)."""
+    from topotrain.training.gradients import write_training_gradients
 
     topo = params["topology"]
-    write_gradient_topology(
-        out["record"],
-        out["diagrams"],
-        checkpoint,
+    write_training_gradients(
+        list(zip(out["records"], out["diagrams"], strict=True)),
+        checkpoints,
         tokens,
         topo["patterns"],
         params["batch_size"],
         params["seed"],
-        {k: topo[k] for k in ("max_points", "seed", "maxdim") if k in topo},
+        {k: topo[k] for k in ("max_points", "seed", "maxdim")},
         n_threads=threads,
     )

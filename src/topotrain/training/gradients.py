@@ -10,6 +10,7 @@ Vietoris–Rips of the rows), written as a record + diagrams beside the weights'
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,8 @@ from topotrain.topology.layers import layer_records
 from topotrain.training.model import GPT
 from topotrain.training.run_state import load_checkpoint
 from topotrain.training.train import get_batch, load_tokens, sample_offsets
+
+log = logging.getLogger(__name__)
 
 
 def probe_offsets(n_tokens: int, block_size: int, batch_size: int, seed: int) -> torch.Tensor:
@@ -50,7 +53,7 @@ def probe_gradients(
 
 def gradient_topology(
     checkpoint: str | Path,
-    train_tokens: str | Path,
+    train_tokens: str | Path | torch.Tensor,
     patterns,
     batch_size: int,
     seed: int,
@@ -58,10 +61,12 @@ def gradient_topology(
     n_threads: int = 1,
 ) -> tuple[dict, dict[str, np.ndarray]]:
     """The record {"checkpoint", "params", "probe_loss", "layers"} and the diagrams of one
-    checkpoint's probe-batch gradients; ``topology`` holds max_points, seed and maxdim."""
+    checkpoint's probe-batch gradients; ``topology`` holds max_points, seed and maxdim.
+    ``train_tokens``: the training split's file, or its tokens already loaded (``probe_tokens``)."""
     model, step = load_checkpoint(checkpoint)
-    data = load_tokens(train_tokens, model.config)
-    tokens = torch.from_numpy(np.array(data, dtype=np.uint8))
+    tokens = (
+        probe_tokens(train_tokens, model) if isinstance(train_tokens, (str, Path)) else train_tokens
+    )
     offsets = probe_offsets(len(tokens), model.config.block_size, batch_size, seed)
     grads, loss = probe_gradients(model, tokens, offsets)
     if not np.isfinite(loss):
@@ -86,9 +91,43 @@ def gradient_topology(
     return doc, diagrams
 
 
+def probe_tokens(train_tokens: str | Path, model: GPT) -> torch.Tensor:
+    """The training split's tokens, checked against the model's vocabulary and context."""
+    return torch.from_numpy(np.array(load_tokens(train_tokens, model.config), dtype=np.uint8))
+
+
 def write_gradient_topology(out_json: str | Path, out_npz: str | Path, *args, **kwargs) -> dict:
     """``gradient_topology`` written as JSON + npz, both or neither (temp files, then rename)."""
     torch.set_num_threads(kwargs.get("n_threads", 1))
     doc, diagrams = gradient_topology(*args, **kwargs)
     write_record(out_json, out_npz, doc, diagrams)
     return doc
+
+
+def write_training_gradients(
+    outs: list[tuple[str, str]],
+    checkpoints: list[str],
+    train_tokens: str | Path,
+    *args,
+    n_threads: int = 1,
+    progress=log.info,
+) -> None:
+    """Every checkpoint of one training: ``gradient_topology`` of ``checkpoints[i]`` written to
+    ``outs[i]`` (JSON, npz), in one process: torch, the tokens and the code load once, where a
+    job per checkpoint paid for them 51 times. The records are the per-checkpoint job's."""
+    if len(outs) != len(checkpoints):
+        raise ValueError(f"{len(checkpoints)} checkpoints but {len(outs)} (record, diagrams) pairs")
+    torch.set_num_threads(n_threads)
+    if not checkpoints:
+        return
+    tokens = probe_tokens(train_tokens, load_checkpoint(checkpoints[0])[0])
+    for i, (checkpoint, (out_json, out_npz)) in enumerate(zip(checkpoints, outs, strict=True)):
+        doc, diagrams = gradient_topology(checkpoint, tokens, *args, n_threads=n_threads)
+        write_record(out_json, out_npz, doc, diagrams)
+        progress(
+            "gradients %d/%d: step %d, probe loss %.4f",
+            i + 1,
+            len(outs),
+            doc["step"],
+            doc["probe_loss"],
+        )
