@@ -36,8 +36,28 @@ def pythia_device_gpu():
     return int(wants_gpu(PYTHIA["embeddings"]["device"]))
 
 
+def revision_records(wildcards):
+    """The records read from one revision's weights: its weight and embedding records."""
+    revision = (wildcards.slug, int(wildcards.step))
+    return [
+        f"{PYTHIA_DIR}/{kind}/{wildcards.slug}/step_{wildcards.step}.json"
+        for kind in ("weights", "embeddings")
+        if revision in pythia_revisions(kind)
+    ]
+
+
+def get_pythia_releases():
+    """With keep_weights: false, every revision's release record (its downloaded weights gone)."""
+    if PYTHIA["keep_weights"]:
+        return []
+    revisions = dict.fromkeys(
+        pythia_revisions("weights") + pythia_revisions("embeddings")
+    )
+    return [f"{PYTHIA_DIR}/released/{m}/step_{s}.json" for m, s in revisions]
+
+
 def get_pythia_outputs():
-    out = []
+    out = get_pythia_releases()
     if pythia_revisions("weights"):
         out += [
             f"{RESULTS}/tables/pythia_weights.csv",

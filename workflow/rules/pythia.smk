@@ -46,6 +46,26 @@ rule fetch_pythia:
         "../scripts/fetch_pythia.py"
 
 
+# keep_weights: false gives the cache back the weights a revision's fetch downloaded, once the
+# records that read them are written.
+rule release_pythia_weights:
+    input:
+        revision=rules.fetch_pythia.output[0],
+        records=revision_records,
+    output:
+        f"{PYTHIA_DIR}/released/{REVISION}.json",
+    log:
+        f"{RESULTS}/logs/pythia/released/{REVISION}.log",
+    conda:
+        "../../envs/pythia.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../scripts/release_pythia_weights.py"
+
+
 rule pythia_weight_topology:
     input:
         rules.fetch_pythia.output[0],

@@ -36,6 +36,7 @@ from topotrain.jobs.pythia import (
     pythia_weight_figure_job,
     pythia_weight_tables_job,
     pythia_weight_topology_job,
+    release_pythia_weights_job,
 )
 from topotrain.jobs.runs import (
     fetch_run_revision_job,
@@ -82,6 +83,7 @@ __all__ = [
     "pythia_texts_job",
     "fetch_pythia_job",
     "pythia_weight_topology_job",
+    "release_pythia_weights_job",
     "pythia_embedding_topology_job",
     "pythia_weight_tables_job",
     "pythia_embedding_tables_job",

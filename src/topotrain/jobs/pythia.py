@@ -27,6 +27,15 @@ def fetch_pythia_job(model: str, step: int, out: str) -> None:
     log.info("%s step %d → %s", model, step, info["snapshot"])
 
 
+def release_pythia_weights_job(revision: str, out: str) -> None:
+    """Remove the weight blobs one revision's fetch downloaded (keep_weights: false); record
+    which. Blobs the cache held before, or that another revision links to, stay."""
+    from topotrain.sources.hub_cache import release_weights
+
+    record = _read_json(revision)
+    _write_json(out, {"revision": record["revision"], "removed": release_weights(record)})
+
+
 def pythia_weight_topology_job(revision: str, params: dict, out: str) -> None:
     """Neural persistence and VR of one revision's linear maps → JSON record."""
     from topotrain.sources.pythia import weight_record

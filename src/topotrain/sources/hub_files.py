@@ -26,6 +26,7 @@ from topotrain.hub import (
     revision_download_command,
     summarise,
 )
+from topotrain.sources.hub_cache import downloaded_weights, held_blobs
 from topotrain.sources.weights import weight_files
 from topotrain.topology.layers import natural_key
 
@@ -136,12 +137,14 @@ def fetch_snapshot(repo_id: str, revision: str) -> dict:
     files and the weight files of one format (``weight_files_to_fetch``).
 
     Returns {"repo", "revision", "snapshot", "commit" (the snapshot folder's name), "files",
-    "weights", "sha256" ({weight file: sha256})}. Any failure, or a snapshot without config.json
-    or weights, raises HubFetchError.
+    "weights", "sha256" ({weight file: sha256}), "downloaded" (the weight files whose blob this
+    fetch brought into the cache: what ``keep_weights: false`` may remove)}. Any failure, or a
+    snapshot without config.json or weights, raises HubFetchError.
     """
     from huggingface_hub import snapshot_download
 
     mode, local = fetch_mode()
+    held = held_blobs(repo_id)
     try:
         listed = cached_files(repo_id, revision) if local else hub_files(repo_id, revision)
         wanted = [glob.escape(name) for name in weight_files_to_fetch(listed)]
@@ -154,7 +157,8 @@ def fetch_snapshot(repo_id: str, revision: str) -> dict:
         )
     except Exception as err:  # RevisionNotFound, LocalEntryNotFound, connection errors, ...
         raise fetch_error(repo_id, revision, mode, err) from err
-    return snapshot_record(repo_id, revision, Path(snapshot))
+    record = snapshot_record(repo_id, revision, Path(snapshot))
+    return {**record, "downloaded": downloaded_weights(snapshot, record["weights"], held)}
 
 
 def snapshot_record(repo_id: str, revision: str, snapshot: Path) -> dict:

@@ -59,7 +59,8 @@ def fetch_revision(model_id: str, step: int) -> dict:
     weights of one format only (``hub_files.fetch_snapshot``).
 
     Returns {"model", "step", "revision", "snapshot", "commit" (the snapshot folder's name),
-    "files", "sha256" ({weight file: sha256})}. Any failure (unknown revision, offline without
+    "files", "sha256" ({weight file: sha256}), "downloaded" (the weight files this fetch brought
+    into the cache)}. Any failure (unknown revision, offline without
     cache, no network, no weights) raises PythiaError at once.
     """
     try:
@@ -69,7 +70,10 @@ def fetch_revision(model_id: str, step: int) -> dict:
     return {
         "model": model_id,
         "step": int(step),
-        **{k: snapshot[k] for k in ("revision", "snapshot", "commit", "files", "sha256")},
+        **{
+            k: snapshot[k]
+            for k in ("revision", "snapshot", "commit", "files", "sha256", "downloaded")
+        },
     }
 
 
@@ -280,8 +284,22 @@ def revision_doc(revision: dict, **fields) -> dict:
     return {**doc, **fields}
 
 
+def weights_present(revision: dict) -> None:
+    """PythiaError when a fetched revision's weight files are gone from the cache (released by
+    keep_weights: false, or deleted), naming the fix."""
+    gone = [f for f in revision["sha256"] if not (Path(revision["snapshot"]) / f).is_file()]
+    if gone:
+        raise PythiaError(
+            f"{revision['model']} {revision['revision']}: the weights {gone} are gone from the "
+            f"cache {revision['snapshot']} (keep_weights: false releases them once the records are "
+            "written). To compute its records again, fetch it again: snakemake --forcerun "
+            f"fetch_pythia, or {download_hint(revision['model'], revision['step'])}"
+        )
+
+
 def weight_record(revision: dict, params: dict) -> dict:
     """The weight-topology record of one fetched revision: per-layer records under "layers"."""
+    weights_present(revision)
     layers = revision_topology(
         revision["snapshot"], params["layers"], params["max_points"], params["seed"]
     )
@@ -293,6 +311,7 @@ def embedding_record(
 ) -> tuple[dict, list[np.ndarray]]:
     """The embedding record of one fetched revision — features (EMBEDDING_KEYS, perplexity,
     n_tokens) and wall-clock seconds — and the Rips diagrams of its embedding cloud."""
+    weights_present(revision)
     start = time.perf_counter()
     model, tokenizer = load_model(
         revision["snapshot"], device=params["device"], dtype=params["dtype"]
