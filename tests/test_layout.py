@@ -73,12 +73,13 @@ def test_no_source_file_is_over_400_lines(path):
 
 
 REPO = PACKAGE.parents[1]
-RULE = re.compile(r"^rule (\w+):", re.M)
+RULE = re.compile(r"^(?:rule|checkpoint) (\w+):", re.M)
 SCRIPT = re.compile(r'script:\s*\n\s*"\.\./scripts/(\w+)\.py"')
 
 
 def rules_and_scripts() -> dict[str, str | None]:
-    """rule name → the script it runs (None for a rule without one), over workflow/rules/*.smk."""
+    """rule (or checkpoint) name → the script it runs (None for a rule without one), over
+    workflow/rules/*.smk."""
     out = {}
     for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
         text = smk.read_text()
