@@ -143,12 +143,13 @@ def test_every_benchmark_with_an_entry_is_a_registered_case():
     assert entries == {case.module for case in CASES.values()}
 
 
-RULE = re.compile(r"^rule (\w+):", re.M)
+RULE = re.compile(r"^(?:rule|checkpoint) (\w+):", re.M)
 SCRIPT = re.compile(r'script:\s*\n\s*"\.\./scripts/(\w+)\.py"')
 
 
 def rules_and_scripts() -> dict[str, str | None]:
-    """rule name → the script it runs (None for a rule without one), over workflow/rules/*.smk."""
+    """rule (or checkpoint) name → the script it runs (None for a rule without one), over
+    workflow/rules/*.smk."""
     out = {}
     for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
         text = smk.read_text()

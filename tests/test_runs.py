@@ -11,12 +11,15 @@ import pandas as pd
 import pytest
 
 from topotrain.config import run_problems
+from topotrain.jobs import run_revisions_job
+from topotrain.sources.hub_files import HubFetchError
 from topotrain.sources.losses import LossesError, align_losses, read_losses
 from topotrain.sources.runs import (
     Checkpoint,
     RunError,
     hub_checkpoints,
     local_checkpoints,
+    read_revisions,
     step_of,
 )
 
@@ -87,6 +90,52 @@ def test_hub_revisions_become_steps_and_a_step_twice_is_refused():
     ]
     with pytest.raises(RunError, match="'step10' and 'v2-step10' are both step 10"):
         hub_checkpoints(["step10", "v2-step10"], r"(\d+)(?!.*\d)", "runs.p")
+
+
+def cached_refs(hf_home, repo: str, names) -> None:
+    """Branches of ``repo`` in an HF cache (refs/<name> files, no snapshots): all an offline
+    listing reads."""
+    for name in names:
+        touch(hf_home / "hub" / f"models--{repo.replace('/', '--')}" / "refs" / name, "0" * 40)
+
+
+def test_run_revisions_job_writes_the_matching_branches_with_their_steps(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cached_refs(tmp_path / "hf", "acme/tiny", ["main", "step2", "step10", "stage1/step3", "pr/1"])
+    out = tmp_path / "runs/series/revisions.json"
+    entry = {
+        "hub": "acme/tiny",
+        "revision_pattern": r"(stage1/)?step\d+",
+        "step_regex": r"step(\d+)",
+    }
+    run_revisions_job("series", entry, str(out))
+    doc = json.loads(out.read_text())
+    assert doc["revisions"] == [{"revision": "step2", "step": 2},
+                                {"revision": "stage1/step3", "step": 3},
+                                {"revision": "step10", "step": 10}]  # fmt: skip
+    assert (doc["run"], doc["hub"]) == ("series", "acme/tiny")
+    assert read_revisions(out) == {c.step: c for c in hub_checkpoints(
+        ["step10", "stage1/step3", "step2"], r"step(\d+)", "runs.series")}  # fmt: skip
+    assert sorted(p.name for p in out.parent.iterdir()) == ["revisions.json"]  # no temp left
+
+
+def test_a_pattern_matching_no_branch_or_a_step_twice_names_the_run_and_writes_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cached_refs(tmp_path / "hf", "acme/tiny", ["main", "step0"])
+    out = tmp_path / "revisions.json"
+    entry = {"hub": "acme/tiny", "revision_pattern": r"checkpoint-\d+"}
+    message = r"runs.series: acme/tiny: no branch matches the regex 'checkpoint-\\d\+' .*step0"
+    with pytest.raises(HubFetchError, match=message):
+        run_revisions_job("series", entry, str(out))
+    assert not out.exists()
+    cached_refs(tmp_path / "hf", "acme/tiny", ["v2-step0"])
+    with pytest.raises(RunError, match="runs.series: revisions 'step0' and 'v2-step0' are both"):
+        run_revisions_job("series", {**entry, "revision_pattern": r".*step0"}, str(out))
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

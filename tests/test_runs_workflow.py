@@ -233,11 +233,16 @@ def test_changing_a_runs_layers_reruns_its_topology_not_the_other_runs(runs_stud
 # --- hub runs: revisions from a fabricated Hugging Face cache, offline --------------------------
 
 
-def hub_study(workdir, entry: dict, hf_home, *args: str):
-    """Run the workflow with one hub run (spine off) offline on ``hf_home``'s cache."""
+def hub_config(workdir, entry: dict) -> None:
+    """config.yaml with one hub run, ``series`` (spine off)."""
     config = runs_config(workdir)
     config["runs"] = {"series": entry}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def hub_study(workdir, entry: dict, hf_home, *args: str):
+    """Run the workflow with one hub run (spine off) offline on ``hf_home``'s cache."""
+    hub_config(workdir, entry)
     env = {"HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -259,6 +264,37 @@ def test_hub_run_lists_revisions_by_pattern_from_the_offline_cache(tmp_path):
     assert (table["n_layers"] == 8).all()  # 4 linear maps per GPT-NeoX block, 2 blocks
     record = json.loads((tmp_path / "results/runs/series/revisions/step1.json").read_text())
     assert record["revision"] == "step1" and record["weights"] == ["model.safetensors"]
+    listed = json.loads((tmp_path / "results/runs/series/revisions.json").read_text())
+    assert listed["revisions"] == [{"revision": f"step{s}", "step": s} for s in (0, 1, 2)]
+
+
+def test_a_revision_pattern_is_resolved_once_by_its_checkpoint_job_not_while_parsing(
+    tmp_path, monkeypatch
+):
+    """Planned before any branch is cached (a parse that listed them would stop): run_revisions and
+    no per-revision job; once it has run, one fetch and one topology job per branch; a branch pushed
+    later waits for --forcerun run_revisions, which then runs only its jobs and the run's tables."""
+    hf_home = tmp_path / "hf"
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hub_config(tmp_path, {"hub": "acme/tiny", "revision_pattern": r"step\d+"})
+    planned = planned_counts(tmp_path)
+    assert planned["run_revisions"] == 1
+    assert not {"fetch_run_revision", "run_weight_topology"} & set(planned)
+    hub_fixtures.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[0, 10])
+    run_snakemake(tmp_path, "--cores", "1", "results/runs/series/revisions.json")
+    planned = planned_counts(tmp_path)
+    assert "run_revisions" not in planned
+    assert planned["fetch_run_revision"] == planned["run_weight_topology"] == 2
+    run_snakemake(tmp_path, "--cores", "2")
+    hub_fixtures.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[20])
+    assert planned_counts(tmp_path) == {}  # the branches are those of revisions.json
+    kept = [tmp_path / f"results/runs/series/{f}" for f in ("layers.json", "topology/step0.json")]
+    before = [f.stat().st_mtime_ns for f in kept]
+    run_snakemake(tmp_path, "--cores", "2", "--forcerun", "run_revisions")
+    assert [f.stat().st_mtime_ns for f in kept] == before
+    table = pd.read_parquet(tmp_path / "results/runs/series/features.parquet")
+    assert table["step"].tolist() == [0, 10, 20]
 
 
 def test_identical_weights_in_a_hub_run_stop_it_naming_steps_file_and_hash(tmp_path):

@@ -17,7 +17,8 @@ def get_hub_needs(jobs):
     """What the given jobs read from the hub, from the rules that declare ``hub_reads`` among their
     resources: the corpus dataset if such a job has no revision wildcard, the Pythia revisions of
     those with one (hub_needs(config) narrowed to the jobs), and the revisions their runs: jobs
-    resolve."""
+    fetch (a run's run_revisions job lists branches: it falls back to the cache by itself).
+    """
     needs = hub_needs(config)
     readers = [job for job in jobs if job.resources.get("hub_reads", 0)]
     revisions = {
@@ -28,7 +29,7 @@ def get_hub_needs(jobs):
     runs = [
         (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
         for job in readers
-        if "run" in job.wildcards.keys()
+        if "ckpt" in job.wildcards.keys()
     ]
     corpus = any(not {"slug", "run"} & set(job.wildcards.keys()) for job in readers)
     pythia = [r for r in needs.revisions if r in revisions]

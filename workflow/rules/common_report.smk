@@ -30,7 +30,7 @@ def report_tables():
         csv["control_curves_png"] = f"{RESULTS}/figures/control_curves.png"
     if SPINE_ON:  # NP against its layers' weight variance, in the control's section
         csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
-    return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUNS]}
+    return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUN_ENTRIES]}
 
 
 REPLICATION_CATEGORY = (

@@ -1,8 +1,11 @@
-# Helpers of your own runs (runs:): checkpoints listed once per parse, inputs, outputs.
+# Helpers of your own runs (runs:): checkpoints listed once per parse (a hub revision_pattern by
+# the run_revisions checkpoint, once, into a file), inputs, outputs.
 from topotrain.sources.runs import (
     DEFAULT_GLOB,
     RunError,
     layer_options,
+    lists_branches,
+    read_revisions,
     run_checkpoints,
     trainer_losses,
 )
@@ -14,33 +17,46 @@ RUN_TOPO = f"{RUNS_DIR}/{{run}}/topology/step{{ckpt}}"
 
 
 def resolve_runs():
-    """{run: {step: Checkpoint}}: each entry's checkpoints, listed once while parsing (a local
-    folder's glob; a hub revision_pattern against the hub's, or offline the cache's, branches).
+    """{run: {step: Checkpoint}} of the entries listed while parsing, which asks no hub: a local
+    folder's glob, a hub run's revisions. A revision_pattern is left to its run_revisions job.
     """
     runs = {}
     for name, entry in RUN_ENTRIES.items():
+        if lists_branches(entry):
+            continue
         try:
             runs[name] = {c.step: c for c in run_checkpoints(name, entry)}
-        except (RunError, OSError, RuntimeError) as err:  # a HubFetchError too
+        except (RunError, OSError) as err:
             raise ConfigError(f"invalid configuration:\n  - {err}") from None
     return runs
 
 
-RUNS = resolve_runs()
+LISTED = resolve_runs()
+
+
+def checkpoints_of(run):
+    """{step: Checkpoint} of a run: listed while parsing, or read from the file its run_revisions
+    checkpoint wrote (an input function that calls this makes its job wait for that one).
+    """
+    if run in LISTED:
+        return LISTED[run]
+    return read_revisions(checkpoints.run_revisions.get(run=run).output[0])
 
 
 def run_losses(run):
     """(the run's losses file or None, whether it was found rather than given): ``losses:``, else
-    the newest checkpoint's trainer_state.json (transformers' Trainer leaves one in each).
+    a local run's newest checkpoint's trainer_state.json (transformers' Trainer leaves one in each).
     """
     given = RUN_ENTRIES[run].get("losses")
     if given:
         return given, False
-    found = trainer_losses(RUNS[run])
+    if RUN_ENTRIES[run].get("hub"):
+        return None, False
+    found = trainer_losses(LISTED[run])
     return (str(found), True) if found else (None, False)
 
 
-RUN_LOSSES = {run: run_losses(run) for run in RUNS}  # looked up once per parse
+RUN_LOSSES = {run: run_losses(run) for run in RUN_ENTRIES}  # looked up once per parse
 
 
 def run_path(run, name):
@@ -56,18 +72,18 @@ def gone_steps(run):
     found = []
     for record in glob.glob(RUN_TOPO.format(run=run, ckpt="*") + ".json"):
         step = re.search(r"step(\d+)\.json$", record)
-        if step and int(step.group(1)) not in RUNS[run]:
+        if step and int(step.group(1)) not in LISTED[run]:
             if os.path.exists(record[: -len(".json")] + ".npz"):
                 found.append(int(step.group(1)))
     return sorted(found)
 
 
-GONE = {run: gone_steps(run) for run in RUNS}
+GONE = {run: gone_steps(run) for run in RUN_ENTRIES}
 
 
 def run_steps(run):
     """The run's checkpoint steps, ascending: those listed now and those whose weights are gone."""
-    return sorted(set(RUNS[run]) | set(GONE[run]))
+    return sorted(set(checkpoints_of(run)) | set(GONE[run]))
 
 
 def checkpoint_inputs(run, step):
@@ -75,12 +91,12 @@ def checkpoint_inputs(run, step):
     hub revision."""
     if RUN_ENTRIES[run].get("hub"):
         return [run_path(run, f"revisions/step{step}.json")]
-    return list(RUNS[run][step].files)
+    return list(LISTED[run][step].files)
 
 
 def get_run_checkpoint(wildcards):
     """A checkpoint's inputs; none when its weights are gone (its record is kept as it is)."""
-    if int(wildcards.ckpt) not in RUNS[wildcards.run]:
+    if int(wildcards.ckpt) not in checkpoints_of(wildcards.run):
         return []
     return checkpoint_inputs(wildcards.run, int(wildcards.ckpt))
 
@@ -90,11 +106,17 @@ def get_run_probe(wildcards):
     whose job reads the first checkpoint it finds (so rotation reruns nothing)."""
     if not RUN_ENTRIES[wildcards.run].get("hub"):
         return []
-    return checkpoint_inputs(wildcards.run, sorted(RUNS[wildcards.run])[0])
+    return checkpoint_inputs(wildcards.run, min(checkpoints_of(wildcards.run)))
 
 
 def get_run_revision(wildcards):
-    return RUNS[wildcards.run][int(wildcards.ckpt)].revision
+    return checkpoints_of(wildcards.run)[int(wildcards.ckpt)].revision
+
+
+def get_run_pattern(wildcards):
+    """What a hub run's revision_pattern resolves from (run_revisions' param: a change reruns it)."""
+    entry = RUN_ENTRIES[wildcards.run]
+    return {k: entry.get(k) for k in ("hub", "revision_pattern", "step_regex")}
 
 
 def get_run_layer_options(wildcards):
@@ -118,7 +140,7 @@ def get_run_checkpoint_diagrams(wildcards):
     input); those whose weights are gone come from get_run_kept."""
     return [
         f"{RUN_TOPO.format(run=wildcards.run, ckpt=s)}.npz"
-        for s in sorted(RUNS[wildcards.run])
+        for s in sorted(checkpoints_of(wildcards.run))
     ]
 
 
@@ -131,8 +153,9 @@ def get_run_kept(wildcards):
 def get_run_feature_inputs(wildcards):
     """The run's topology records, diagram series and layer map, and its losses file if any."""
     run = wildcards.run
+    steps = sorted(checkpoints_of(run))
     inputs = dict(
-        records=[f"{RUN_TOPO.format(run=run, ckpt=s)}.json" for s in sorted(RUNS[run])],
+        records=[f"{RUN_TOPO.format(run=run, ckpt=s)}.json" for s in steps],
         series=run_path(run, "series.parquet"),
         layers=run_path(run, "layers.json"),
     )
@@ -169,7 +192,7 @@ def get_run_outputs():
     """Each run's feature table, tables, figures and REPORT.md section."""
     return [
         path
-        for run in RUNS
+        for run in RUN_ENTRIES
         for path in (
             run_path(run, "features.parquet"),
             run_path(run, "REPORT.md"),

@@ -1,5 +1,26 @@
-# Your own runs (config runs:): a local folder of checkpoints or a hub repo's revisions → the
-# spine's weight topology per checkpoint → the run's feature table, analysis and REPORT.md section.
+# Your own runs (config runs:): a local folder of checkpoints or a hub repo's revisions (a pattern
+# over its branches resolved by a checkpoint) → the spine's weight topology per checkpoint → the
+# run's feature table, analysis and REPORT.md section.
+
+
+# A hub run's revision_pattern is resolved by one job, into a file; its per-revision jobs are
+# planned once it has run. Delete the file (or --forcerun run_revisions) to take in new branches.
+checkpoint run_revisions:
+    output:
+        f"{RUNS_DIR}/{{run}}/revisions.json",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/revisions.log",
+    conda:
+        "../../envs/runs.yaml"
+    threads: 1
+    resources:
+        hub_reads=1,  # lists the hub's branches (offline, or unanswered: the cache's refs)
+        mem_mb=1000,
+        runtime=10,
+    params:
+        entry=get_run_pattern,
+    script:
+        "../scripts/run_revisions.py"
 
 
 rule fetch_run_revision:

@@ -44,6 +44,7 @@ from topotrain.jobs.runs import (
     run_diagram_series_job,
     run_features_job,
     run_layers_job,
+    run_revisions_job,
     run_weight_topology_job,
 )
 from topotrain.jobs.spine import (
@@ -89,6 +90,7 @@ __all__ = [
     "pythia_embedding_tables_job",
     "pythia_weight_figure_job",
     "pythia_figures_job",
+    "run_revisions_job",
     "fetch_run_revision_job",
     "run_layers_job",
     "run_weight_topology_job",

@@ -1,11 +1,24 @@
-"""Jobs of the ``runs:`` branch: fetch a hub revision, find a run's matrices, the topology of one
-checkpoint, a run's feature tables, and its analysis (tables, figures, its REPORT.md section)."""
+"""Jobs of the ``runs:`` branch: list a hub run's revisions, fetch one, find a run's matrices, the
+topology of one checkpoint, a run's feature tables, and its analysis (tables, figures, its REPORT.md
+section)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from topotrain.jobs.common import _read_json, _tables, _write_json, log
+
+
+def run_revisions_job(name: str, entry: dict, out: str) -> None:
+    """A hub run's ``revision_pattern`` resolved once (the hub's, or offline the cache's, branches
+    that match it, and their steps) → JSON, read by the workflow for the run's per-revision jobs."""
+    from topotrain.hub import summarise
+    from topotrain.sources.runs import revisions_doc, run_checkpoints
+
+    found = run_checkpoints(name, entry)
+    _write_json(out, revisions_doc(name, entry, found))
+    log.info("runs.%s: %s branches matching %r: %s", name, entry["hub"],
+             entry.get("revision_pattern"), summarise([c.revision for c in found]))  # fmt: skip
 
 
 def fetch_run_revision_job(repo: str, revision: str, step: int, out: str) -> None:

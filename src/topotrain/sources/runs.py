@@ -9,6 +9,7 @@ step from each name (default: the last run of digits). The layers come from the 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -123,17 +124,52 @@ def hub_checkpoints(revisions: Sequence[str], step_regex: str, label: str) -> li
 
 def run_checkpoints(name: str, entry: Mapping) -> list[Checkpoint]:
     """The checkpoints of a ``runs:`` entry (a hub ``revision_pattern`` asks the hub, or the
-    cache offline, for the repo's branches)."""
+    cache offline, for the repo's branches: ``lists_branches``)."""
     label = f"runs.{name}"
     regex = entry.get("step_regex") or DEFAULT_STEP_REGEX
     if entry.get("path"):
         return local_checkpoints(entry["path"], entry.get("glob") or DEFAULT_GLOB, regex, label)
-    revisions = entry.get("revisions")
-    if not revisions:
-        from topotrain.sources.hub_files import list_revisions
-
-        revisions = list_revisions(entry["hub"], entry["revision_pattern"])
+    revisions = entry.get("revisions") or pattern_revisions(entry, label)
     return hub_checkpoints(revisions, regex, label)
+
+
+def lists_branches(entry: Mapping) -> bool:
+    """Whether an entry's checkpoints come from a ``revision_pattern`` over a hub repo's branches
+    (a hub query: the workflow's run_revisions job resolves it once, into a file)."""
+    return bool(entry.get("hub")) and not entry.get("revisions")
+
+
+def pattern_revisions(entry: Mapping, label: str) -> list[str]:
+    """The hub repo's branches that fully match the entry's ``revision_pattern`` (the hub's, or
+    offline the cache's), in natural order; a HubFetchError (none match, the hub refused) names
+    the run."""
+    from topotrain.sources.hub_files import HubFetchError, list_revisions
+
+    try:
+        return list_revisions(entry["hub"], entry["revision_pattern"])
+    except HubFetchError as err:
+        raise HubFetchError(f"{label}: {err}") from err
+
+
+def revisions_doc(name: str, entry: Mapping, checkpoints: Sequence[Checkpoint]) -> dict:
+    """What a hub run's revisions resolve to (``read_revisions`` reads it back): the entry's repo,
+    pattern and step regex, and each revision with its step, by step."""
+    return {
+        "run": name,
+        "hub": entry["hub"],
+        "revision_pattern": entry.get("revision_pattern"),
+        "step_regex": entry.get("step_regex") or DEFAULT_STEP_REGEX,
+        "revisions": [{"revision": c.revision, "step": c.step} for c in checkpoints],
+    }
+
+
+def read_revisions(path: str | Path) -> dict[int, Checkpoint]:
+    """{step: Checkpoint} of a file written from ``revisions_doc``."""
+    doc = json.loads(Path(path).read_text())
+    return {
+        int(r["step"]): Checkpoint(int(r["step"]), r["revision"], revision=r["revision"])
+        for r in doc["revisions"]
+    }
 
 
 def layer_options(entry: Mapping) -> dict:
