@@ -111,12 +111,16 @@ def test_run_revisions_job_writes_the_matching_branches_with_their_steps(tmp_pat
     }
     run_revisions_job("series", entry, str(out))
     doc = json.loads(out.read_text())
-    assert doc["revisions"] == [{"revision": "step2", "step": 2},
-                                {"revision": "stage1/step3", "step": 3},
-                                {"revision": "step10", "step": 10}]  # fmt: skip
+    assert doc["revisions"] == [
+        {"revision": "step2", "step": 2},
+        {"revision": "stage1/step3", "step": 3},
+        {"revision": "step10", "step": 10},
+    ]
     assert (doc["run"], doc["hub"]) == ("series", "acme/tiny")
-    assert read_revisions(out) == {c.step: c for c in hub_checkpoints(
-        ["step10", "stage1/step3", "step2"], r"step(\d+)", "runs.series")}  # fmt: skip
+    assert read_revisions(out) == {
+        c.step: c
+        for c in hub_checkpoints(["step10", "stage1/step3", "step2"], r"step(\d+)", "runs.series")
+    }
     assert sorted(p.name for p in out.parent.iterdir()) == ["revisions.json"]  # no temp left
 
 

@@ -262,7 +262,7 @@ def test_hub_run_lists_revisions_by_pattern_from_the_offline_cache(tmp_path):
     table = pd.read_parquet(tmp_path / "results/runs/series/features.parquet")
     assert table["step"].tolist() == [0, 1, 2]
     assert (table["n_layers"] == 8).all()  # 4 linear maps per GPT-NeoX block, 2 blocks
-    record = json.loads((tmp_path / "results/runs/series/revisions/step1.json").read_text())
+    record = json.loads((tmp_path / "results/runs/series/revisions/step_1.json").read_text())
     assert record["revision"] == "step1" and record["weights"] == ["model.safetensors"]
     listed = json.loads((tmp_path / "results/runs/series/revisions.json").read_text())
     assert listed["revisions"] == [{"revision": f"step{s}", "step": s} for s in (0, 1, 2)]
@@ -281,15 +281,15 @@ def test_a_revision_pattern_is_resolved_once_by_its_checkpoint_job_not_while_par
     planned = planned_counts(tmp_path)
     assert planned["run_revisions"] == 1
     assert not {"fetch_run_revision", "run_weight_topology"} & set(planned)
-    hub_fixtures.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[0, 10])
+    hub_cache.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[0, 10])
     run_snakemake(tmp_path, "--cores", "1", "results/runs/series/revisions.json")
     planned = planned_counts(tmp_path)
     assert "run_revisions" not in planned
     assert planned["fetch_run_revision"] == planned["run_weight_topology"] == 2
     run_snakemake(tmp_path, "--cores", "2")
-    hub_fixtures.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[20])
+    hub_cache.make_tiny_neox_cache(hf_home, model_id="acme/tiny", steps=[20])
     assert planned_counts(tmp_path) == {}  # the branches are those of revisions.json
-    kept = [tmp_path / f"results/runs/series/{f}" for f in ("layers.json", "topology/step0.json")]
+    kept = [tmp_path / f"results/runs/series/{f}" for f in ("layers.json", "topology/step_0.json")]
     before = [f.stat().st_mtime_ns for f in kept]
     run_snakemake(tmp_path, "--cores", "2", "--forcerun", "run_revisions")
     assert [f.stat().st_mtime_ns for f in kept] == before

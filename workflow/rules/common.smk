@@ -61,7 +61,6 @@ wildcard_constraints:
     step=r"\d+",  # every branch names a checkpoint step_{step} (the spine pads to 5 digits)
     slug=r"[A-Za-z0-9_.-]+--[A-Za-z0-9_.-]+",
     run="|".join(map(re.escape, config["runs"])) or "(?!)",
-    ckpt=r"\d+",
 
 
 def get_final_output():

@@ -29,7 +29,7 @@ def get_hub_needs(jobs):
     runs = [
         (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
         for job in readers
-        if "ckpt" in job.wildcards.keys()
+        if {"run", "step"} <= set(job.wildcards.keys())
     ]
     corpus = any(not {"slug", "run"} & set(job.wildcards.keys()) for job in readers)
     pythia = [r for r in needs.revisions if r in revisions]

@@ -12,8 +12,8 @@ from topotrain.sources.runs import (
 from topotrain.report.runs import RUN_FIGURES
 
 RUNS_DIR = f"{RESULTS}/runs"
-RUN_ENTRIES = config.get("runs") or {}
-RUN_TOPO = f"{RUNS_DIR}/{{run}}/topology/step{{ckpt}}"
+RUN_ENTRIES = config["runs"]
+RUN_TOPO = f"{RUNS_DIR}/{{run}}/topology/step_{{step}}"
 
 
 def resolve_runs():
@@ -47,7 +47,7 @@ def run_losses(run):
     """(the run's losses file or None, whether it was found rather than given): ``losses:``, else
     a local run's newest checkpoint's trainer_state.json (transformers' Trainer leaves one in each).
     """
-    given = RUN_ENTRIES[run].get("losses")
+    given = RUN_ENTRIES[run]["losses"]
     if given:
         return given, False
     if RUN_ENTRIES[run].get("hub"):
@@ -70,8 +70,8 @@ def gone_steps(run):
     if RUN_ENTRIES[run].get("hub"):
         return []
     found = []
-    for record in glob.glob(RUN_TOPO.format(run=run, ckpt="*") + ".json"):
-        step = re.search(r"step(\d+)\.json$", record)
+    for record in glob.glob(RUN_TOPO.format(run=run, step="*") + ".json"):
+        step = re.search(r"step_(\d+)\.json$", record)
         if step and int(step.group(1)) not in LISTED[run]:
             if os.path.exists(record[: -len(".json")] + ".npz"):
                 found.append(int(step.group(1)))
@@ -90,15 +90,15 @@ def checkpoint_inputs(run, step):
     """A run checkpoint's inputs: its local weight files (all shards), or the fetch record of its
     hub revision."""
     if RUN_ENTRIES[run].get("hub"):
-        return [run_path(run, f"revisions/step{step}.json")]
+        return [run_path(run, f"revisions/step_{step}.json")]
     return list(LISTED[run][step].files)
 
 
 def get_run_checkpoint(wildcards):
     """A checkpoint's inputs; none when its weights are gone (its record is kept as it is)."""
-    if int(wildcards.ckpt) not in checkpoints_of(wildcards.run):
+    if int(wildcards.step) not in checkpoints_of(wildcards.run):
         return []
-    return checkpoint_inputs(wildcards.run, int(wildcards.ckpt))
+    return checkpoint_inputs(wildcards.run, int(wildcards.step))
 
 
 def get_run_probe(wildcards):
@@ -110,7 +110,7 @@ def get_run_probe(wildcards):
 
 
 def get_run_revision(wildcards):
-    return checkpoints_of(wildcards.run)[int(wildcards.ckpt)].revision
+    return checkpoints_of(wildcards.run)[int(wildcards.step)].revision
 
 
 def get_run_pattern(wildcards):
@@ -139,7 +139,7 @@ def get_run_checkpoint_diagrams(wildcards):
     """The diagram files of a run's listed checkpoints, in step order (run_diagram_series'
     input); those whose weights are gone come from get_run_kept."""
     return [
-        f"{RUN_TOPO.format(run=wildcards.run, ckpt=s)}.npz"
+        f"{RUN_TOPO.format(run=wildcards.run, step=s)}.npz"
         for s in sorted(checkpoints_of(wildcards.run))
     ]
 
@@ -147,7 +147,7 @@ def get_run_checkpoint_diagrams(wildcards):
 def get_run_kept(wildcards):
     """{step: record path without suffix} of the steps whose weights are gone: read by the run's
     series and feature jobs from disk, not as inputs (no job could remake them)."""
-    return {s: RUN_TOPO.format(run=wildcards.run, ckpt=s) for s in GONE[wildcards.run]}
+    return {s: RUN_TOPO.format(run=wildcards.run, step=s) for s in GONE[wildcards.run]}
 
 
 def get_run_feature_inputs(wildcards):
@@ -155,7 +155,7 @@ def get_run_feature_inputs(wildcards):
     run = wildcards.run
     steps = sorted(checkpoints_of(run))
     inputs = dict(
-        records=[f"{RUN_TOPO.format(run=run, ckpt=s)}.json" for s in steps],
+        records=[f"{RUN_TOPO.format(run=run, step=s)}.json" for s in steps],
         series=run_path(run, "series.parquet"),
         layers=run_path(run, "layers.json"),
     )

@@ -25,9 +25,9 @@ checkpoint run_revisions:
 
 rule fetch_run_revision:
     output:
-        f"{RUNS_DIR}/{{run}}/revisions/step{{ckpt}}.json",
+        f"{RUNS_DIR}/{{run}}/revisions/step_{{step}}.json",
     log:
-        f"{RESULTS}/logs/runs/{{run}}/fetch_step{{ckpt}}.log",
+        f"{RESULTS}/logs/runs/{{run}}/fetch_step_{{step}}.log",
     conda:
         "../../envs/runs.yaml"
     threads: 1
@@ -39,7 +39,7 @@ rule fetch_run_revision:
     params:
         repo=lambda wc: RUN_ENTRIES[wc.run]["hub"],
         revision=get_run_revision,
-        step=lambda wc: int(wc.ckpt),
+        step=lambda wc: int(wc.step),
     script:
         "../scripts/fetch_run_revision.py"
 
@@ -75,7 +75,7 @@ rule run_weight_topology:
         record=f"{RUN_TOPO}.json",
         diagrams=f"{RUN_TOPO}.npz",
     log:
-        f"{RESULTS}/logs/runs/{{run}}/step{{ckpt}}.log",
+        f"{RESULTS}/logs/runs/{{run}}/step_{{step}}.log",
     group:
         "topology"
     conda:
@@ -85,7 +85,7 @@ rule run_weight_topology:
         mem_mb=4000,
         runtime=30,
     params:
-        step=lambda wc: int(wc.ckpt),
+        step=lambda wc: int(wc.step),
         topology=get_run_topology_params,
     script:
         "../scripts/run_weight_topology.py"
@@ -134,7 +134,7 @@ rule run_features:
         steps=lambda wc: run_steps(wc.run),
         kept=get_run_kept,
         allow_identical_steps=lambda wc: bool(
-            RUN_ENTRIES[wc.run].get("allow_identical_steps", False)
+            RUN_ENTRIES[wc.run]["allow_identical_steps"]
         ),
     script:
         "../scripts/run_features.py"

@@ -30,6 +30,7 @@ from topotrain.config.checks import (
 from topotrain.config.coerce import coerce_config, float_integers, order_like_schema
 from topotrain.config.schema import (
     DEFAULTS,
+    RUN_DEFAULTS,
     SCHEMA,
     choices,
     fill_defaults,
@@ -39,6 +40,7 @@ from topotrain.config.schema import (
 
 __all__ = [
     "DEFAULTS",
+    "RUN_DEFAULTS",
     "EMBEDDING_LAYERS",
     "GPT_LAYERS",
     "GPT_NEOX_LAYERS",

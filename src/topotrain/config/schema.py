@@ -52,6 +52,7 @@ def fill_defaults(config: dict, schema: dict | None = None) -> dict:
 
 
 DEFAULTS = fill_defaults({})  # read-only: the settings of a config that gives nothing
+RUN_DEFAULTS = fill_defaults({"runs": {"run": {}}})["runs"]["run"]  # a runs: entry's defaults
 
 
 def choices(section: str, key: str) -> tuple:

@@ -17,8 +17,13 @@ def run_revisions_job(name: str, entry: dict, out: str) -> None:
 
     found = run_checkpoints(name, entry)
     _write_json(out, revisions_doc(name, entry, found))
-    log.info("runs.%s: %s branches matching %r: %s", name, entry["hub"],
-             entry.get("revision_pattern"), summarise([c.revision for c in found]))  # fmt: skip
+    log.info(
+        "runs.%s: %s branches matching %r: %s",
+        name,
+        entry["hub"],
+        entry.get("revision_pattern"),
+        summarise([c.revision for c in found]),
+    )
 
 
 def fetch_run_revision_job(repo: str, revision: str, step: int, out: str) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topotrain.config import RUN_DEFAULTS
 from topotrain.sources.architectures import (
     ArchitectureError,
     WeightMap,
@@ -30,7 +31,7 @@ from topotrain.sources.weights import read_weights, tensor_shapes, weight_files
 from topotrain.topology.layers import layer_records, natural_key
 
 DEFAULT_GLOB = "checkpoint-*"  # transformers.Trainer's checkpoint folders
-DEFAULT_STEP_REGEX = r"(\d+)(?!.*\d)"  # the last run of digits in a name
+DEFAULT_STEP_REGEX = RUN_DEFAULTS["step_regex"]  # the schema's: the last run of digits in a name
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
@@ -125,8 +126,8 @@ def hub_checkpoints(revisions: Sequence[str], step_regex: str, label: str) -> li
 def run_checkpoints(name: str, entry: Mapping) -> list[Checkpoint]:
     """The checkpoints of a ``runs:`` entry (a hub ``revision_pattern`` asks the hub, or the
     cache offline, for the repo's branches: ``lists_branches``)."""
-    label = f"runs.{name}"
-    regex = entry.get("step_regex") or DEFAULT_STEP_REGEX
+    label, entry = f"runs.{name}", {**RUN_DEFAULTS, **entry}
+    regex = entry["step_regex"]
     if entry.get("path"):
         return local_checkpoints(entry["path"], entry.get("glob") or DEFAULT_GLOB, regex, label)
     revisions = entry.get("revisions") or pattern_revisions(entry, label)
@@ -158,7 +159,7 @@ def revisions_doc(name: str, entry: Mapping, checkpoints: Sequence[Checkpoint]) 
         "run": name,
         "hub": entry["hub"],
         "revision_pattern": entry.get("revision_pattern"),
-        "step_regex": entry.get("step_regex") or DEFAULT_STEP_REGEX,
+        "step_regex": entry.get("step_regex", DEFAULT_STEP_REGEX),
         "revisions": [{"revision": c.revision, "step": c.step} for c in checkpoints],
     }
 
@@ -174,13 +175,9 @@ def read_revisions(path: str | Path) -> dict[int, Checkpoint]:
 
 def layer_options(entry: Mapping) -> dict:
     """The options of an entry that decide which matrices are analysed (the layer map's inputs)."""
-    return {
-        "layers": list(entry.get("layers") or []),
-        "transposed": list(entry.get("transposed") or []),
-        "include_embeddings": bool(entry.get("include_embeddings", False)),
-        "include_head": bool(entry.get("include_head", False)),
-        "config": entry.get("config"),
-    }
+    entry = {**RUN_DEFAULTS, **entry}
+    keys = ("layers", "transposed", "include_embeddings", "include_head", "config")
+    return {key: entry[key] for key in keys}
 
 
 ADAPTER_CONFIG = "adapter_config.json"  # what PEFT saves beside a LoRA adapter's weights
