@@ -4,6 +4,7 @@ fabricated hub cache."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import pandas as pd
@@ -210,3 +211,30 @@ def test_identical_weights_at_two_steps_stop_the_run_unless_allowed(tmp_path):
     weights = pd.read_csv(tmp_path / target, keep_default_na=False)
     assert weights["same_weights_as"].astype(str).tolist() == ["2", "", "0"]
     assert weights["equals_final"].tolist() == [True, False, False]
+
+
+def test_keep_weights_false_releases_each_revision_after_its_records_and_spares_the_cache(
+    pythia_run, monkeypatch
+):
+    """Offline, the fetches downloaded nothing: the release jobs run (one per revision, after
+    its records, rerunning none of them) and leave every blob the cache held."""
+    workdir, _ = pythia_run
+    hf_home = workdir / "hf"
+    blobs = {p: p.stat().st_size for p in hf_home.rglob("blobs/*")}
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["pythia"]["keep_weights"] = False
+    (workdir / "release.yaml").write_text(yaml.safe_dump(config))
+    revisions = {
+        (model.replace("/", "--"), step)
+        for part in ("weights", "embeddings")
+        for model in config["pythia"][part]["models"]
+        for step in config["pythia"][part]["steps"]
+    }
+    targets = [f"results/pythia/released/{m}/step_{s}.json" for m, s in sorted(revisions)]
+    args = (*targets, "--configfile", str(workdir / "release.yaml"))
+    assert planned_counts(workdir, *args) == {"release_pythia_weights": len(revisions)}
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run_snakemake(workdir, "--cores", "2", *args)
+    assert all(json.loads((workdir / t).read_text())["removed"] == [] for t in targets)
+    assert {p: p.stat().st_size for p in hf_home.rglob("blobs/*")} == blobs

@@ -31,8 +31,11 @@ def tiny_study(workdir: Path) -> None:
     config["runs"] = {"mine": {"path": str(mine), "glob": "step-*"}}
     config["runs"]["mine"]["losses"] = str(mine / "losses.csv")
     config["runs"]["theirs"] = {"hub": "org/series", "revisions": ["step0", "step10"]}
+    config["runs"]["theirs"]["keep_weights"] = False
+    config["runs"]["branches"] = {"hub": "org/branches", "revision_pattern": r"step\d+"}
     pythia = {"models": ["EleutherAI/pythia-14m"], "steps": [0, 1000]}
     config["pythia"] = {"enabled": True, "weights": pythia, "embeddings": dict(pythia)}
+    config["pythia"]["keep_weights"] = False
     config["control"] = {"enabled": True, "seeds": [0, 1], "steps": 100, "interval": 50}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
@@ -42,6 +45,7 @@ def load_jobs(workdir: Path) -> dict:
     job; a rule whose keys vary from job to job would show in the other jobs too, so all are
     merged and the keys every job of the rule gives are checked)."""
     from snakemake.api import SnakemakeApi
+    from snakemake.io import is_flagged
     from snakemake.settings.enums import Quietness
     from snakemake.settings.types import (
         ConfigSettings,
@@ -63,8 +67,8 @@ def load_jobs(workdir: Path) -> dict:
         workflow._build_dag()
         found: dict = {}
         for job in workflow.dag.jobs:
-            if not job.rule.script:
-                continue
+            if not job.rule.script or any(is_flagged(f, "checkpoint_target") for f in job.input):
+                continue  # a job waiting on a checkpoint has no inputs yet
             keys = {s: set(getattr(job, s)._names) for s in SECTIONS}
             found.setdefault(job.rule.name, []).append(keys)
     return found

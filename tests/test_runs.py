@@ -151,6 +151,7 @@ def test_a_pattern_matching_no_branch_or_a_step_twice_names_the_run_and_writes_n
         ({"hub": "a/b", "revisions": ["x"], "revision_pattern": "x"}, "needs revisions"),
         ({"path": "here", "revisions": ["x"]}, "are for hub runs"),
         ({"hub": "a/b", "revisions": ["x"], "glob": "*"}, "glob is for a local path"),
+        ({"path": "here", "keep_weights": False}, "keep_weights: false is for hub runs"),
         ({"path": "here", "step_regex": "(a)(b)"}, r"step_regex: one group \(the step\), got 2"),
         ({"path": "here", "step_regex": "("}, "step_regex: not a regular expression"),
         ({"path": "nowhere"}, "path: folder nowhere does not exist"),

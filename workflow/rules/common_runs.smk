@@ -4,6 +4,7 @@ from topotrain.sources.runs import (
     DEFAULT_GLOB,
     RunError,
     layer_options,
+    listing,
     lists_branches,
     read_revisions,
     run_checkpoints,
@@ -188,9 +189,21 @@ def run_figure_outputs():
     return out
 
 
+def get_run_releases(wildcards):
+    """The release record of each of a hub run's revisions (keep_weights: false)."""
+    steps = sorted(checkpoints_of(wildcards.run))
+    return [run_path(wildcards.run, f"released/step_{s}.json") for s in steps]
+
+
+def releasing(run):
+    """Whether a run gives its downloaded weights back (a hub run with keep_weights: false)."""
+    return bool(RUN_ENTRIES[run].get("hub")) and not RUN_ENTRIES[run]["keep_weights"]
+
+
 def get_run_outputs():
-    """Each run's feature table, tables, figures and REPORT.md section."""
-    return [
+    """Each run's feature table, tables, figures and REPORT.md section (and its releases)."""
+    releases = [run_path(run, "released.json") for run in RUN_ENTRIES if releasing(run)]
+    return releases + [
         path
         for run in RUN_ENTRIES
         for path in (

@@ -59,7 +59,7 @@ rule run_layers:
         runtime=10,
     params:
         options=get_run_layer_options,
-        entry=lambda wc: RUN_ENTRIES[wc.run],
+        entry=lambda wc: listing(RUN_ENTRIES[wc.run]),
     script:
         "../scripts/run_layers.py"
 
@@ -89,6 +89,43 @@ rule run_weight_topology:
         topology=get_run_topology_params,
     script:
         "../scripts/run_weight_topology.py"
+
+
+# A hub run's keep_weights: false gives the cache back each revision's downloaded weights once
+# its record is written; run_released gathers the run's releases (a target of the run).
+rule release_run_weights:
+    input:
+        revision=f"{RUNS_DIR}/{{run}}/revisions/step_{{step}}.json",
+        records=[f"{RUN_TOPO}.json", f"{RUNS_DIR}/{{run}}/layers.json"],
+    output:
+        f"{RUNS_DIR}/{{run}}/released/step_{{step}}.json",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/released_step_{{step}}.log",
+    conda:
+        "../../envs/runs.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../scripts/release_run_weights.py"
+
+
+rule run_released:
+    input:
+        get_run_releases,
+    output:
+        f"{RUNS_DIR}/{{run}}/released.json",
+    log:
+        f"{RESULTS}/logs/runs/{{run}}/released.log",
+    conda:
+        "../../envs/runs.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../scripts/run_released.py"
 
 
 rule run_diagram_series:

@@ -154,6 +154,8 @@ def run_problems(name: str, entry: dict, base_dir: str | Path = ".") -> list[str
         )
     elif local and (listed or pattern):
         problems.append(f"{key}: revisions and revision_pattern are for hub runs, not path")
+    if local and entry.get("keep_weights") is False:
+        problems.append(f"{key}.keep_weights: false is for hub runs (your folder is never touched)")
     if hub and entry.get("glob"):
         problems.append(f"{key}: glob is for a local path, not a hub run")
     for field in ("step_regex", "revision_pattern"):

@@ -40,10 +40,12 @@ from topotrain.jobs.pythia import (
 )
 from topotrain.jobs.runs import (
     fetch_run_revision_job,
+    release_run_weights_job,
     run_analysis_job,
     run_diagram_series_job,
     run_features_job,
     run_layers_job,
+    run_released_job,
     run_revisions_job,
     run_weight_topology_job,
 )
@@ -85,6 +87,8 @@ __all__ = [
     "fetch_pythia_job",
     "pythia_weight_topology_job",
     "release_pythia_weights_job",
+    "release_run_weights_job",
+    "run_released_job",
     "pythia_embedding_topology_job",
     "pythia_weight_tables_job",
     "pythia_embedding_tables_job",

@@ -57,3 +57,15 @@ def out_folder(out: dict, expected: dict[str, list[str]]) -> str:
             f"writes into one folder: {expected}"
         )
     return folders.pop()
+
+
+def _release(inputs: dict, out: str) -> None:
+    """A hub revision's release (keep_weights: false): once every record that reads its weights
+    (``inputs["records"]``) is there and whole, the weight blobs its fetch downloaded
+    (``inputs["revision"]``) go, and ``out`` records which (sources.hub_cache.release_weights)."""
+    from topotrain.sources.hub_cache import release_weights
+
+    for path in inputs["records"]:
+        _read_json(path)  # a record that does not parse stops the release: its weights stay
+    record = _read_json(inputs["revision"])
+    _write_json(out, {"revision": record["revision"], "removed": release_weights(record)})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topotrain.jobs.common import _hub_corpus, _read_json, _write_json, log
+from topotrain.jobs.common import _hub_corpus, _read_json, _release, _write_json, log
 
 
 def pythia_texts_job(corpus: dict, params: dict, out: str) -> None:
@@ -27,13 +27,10 @@ def fetch_pythia_job(model: str, step: int, out: str) -> None:
     log.info("%s step %d → %s", model, step, info["snapshot"])
 
 
-def release_pythia_weights_job(revision: str, out: str) -> None:
+def release_pythia_weights_job(inputs: dict, out: str) -> None:
     """Remove the weight blobs one revision's fetch downloaded (keep_weights: false); record
     which. Blobs the cache held before, or that another revision links to, stay."""
-    from topotrain.sources.hub_cache import release_weights
-
-    record = _read_json(revision)
-    _write_json(out, {"revision": record["revision"], "removed": release_weights(record)})
+    _release(inputs, out)
 
 
 def pythia_weight_topology_job(revision: str, params: dict, out: str) -> None:

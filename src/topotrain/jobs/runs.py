@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topotrain.jobs.common import _read_json, _tables, _write_json, log
+from topotrain.jobs.common import _read_json, _release, _tables, _write_json, log
 
 
 def run_revisions_job(name: str, entry: dict, out: str) -> None:
@@ -169,3 +169,16 @@ def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) 
     layers = _read_json(inputs["layers"])
     text = run_section(params, table, layers, assoc, summary, phases, notes, out)
     atomic_write_text(out["section"], text)
+
+
+def release_run_weights_job(inputs: dict, out: str) -> None:
+    """Remove the weight blobs one hub revision's fetch downloaded (the run's keep_weights:
+    false), once its record is written; record which. Blobs the cache held, or that another
+    revision links to, stay."""
+    _release(inputs, out)
+
+
+def run_released_job(released: list[str], out: str) -> None:
+    """One run's releases in one file: each revision and the blobs removed for it."""
+    docs = [_read_json(path) for path in released]
+    _write_json(out, {"revisions": docs, "removed": sum(len(d["removed"]) for d in docs)})

@@ -134,6 +134,15 @@ def run_checkpoints(name: str, entry: Mapping) -> list[Checkpoint]:
     return hub_checkpoints(revisions, regex, label)
 
 
+LISTING = ("path", "glob", "step_regex", "hub", "revisions", "revision_pattern")
+
+
+def listing(entry: Mapping) -> dict:
+    """The keys of an entry that decide which checkpoints it has (a job that lists them takes
+    only these as its param, so another key's change reruns nothing of it)."""
+    return {key: entry[key] for key in LISTING if key in entry}
+
+
 def lists_branches(entry: Mapping) -> bool:
     """Whether an entry's checkpoints come from a ``revision_pattern`` over a hub repo's branches
     (a hub query: the workflow's run_revisions job resolves it once, into a file)."""
