@@ -25,6 +25,14 @@ PROFILE_GRID = 2001  # grid over [−B_BOUND, B_BOUND] on which the profile of b
 EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
 MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
 K_OFFSET, K_LINE = 2, 1  # fitted parameters besides the intercept (c; the log-log intercept)
+LOGLOG_KEYS = (
+    "loglog_slope",
+    "loglog_slope_ci_low",
+    "loglog_slope_ci_high",
+    "loglog_intercept",
+    "loglog_r2",
+    "loglog_r2_adj",
+)  # loglog_line's values
 SCALING_COLUMNS = [
     "feature",
     "n_models",
@@ -37,12 +45,7 @@ SCALING_COLUMNS = [
     "r2_adj",
     "converged",
     "message",
-    "loglog_slope",
-    "loglog_slope_ci_low",
-    "loglog_slope_ci_high",
-    "loglog_intercept",
-    "loglog_r2",
-    "loglog_r2_adj",
+    *LOGLOG_KEYS,
     "spearman_rho",
     "spearman_p_exact",
     "spearman_p_asymptotic",
@@ -111,15 +114,7 @@ def loglog_line(n: np.ndarray, y: np.ndarray) -> dict[str, float | str]:
     The interval slope ± t(1−α/2; n−2)·se is the F-profile interval of a line (exact under Gaussian
     errors in log y); NaN below three points. Needs every y > 0.
     """
-    keys = (
-        "loglog_slope",
-        "loglog_slope_ci_low",
-        "loglog_slope_ci_high",
-        "loglog_intercept",
-        "loglog_r2",
-        "loglog_r2_adj",
-    )
-    out = dict.fromkeys(keys, np.nan) | {"message": ""}
+    out = dict.fromkeys(LOGLOG_KEYS, np.nan) | {"message": ""}
     if n.size < 2 or np.ptp(n) == 0:
         return {**out, "message": "log-log line needs two distinct N"}
     if np.any(y <= 0):

@@ -126,20 +126,9 @@ def bottom_line(
 def replication_section(replication: pd.DataFrame, rules: dict[str, str]) -> str:
     """The replication table (rule ids) and, below it, each rule used, listed once."""
     rep = with_rule_ids(replication, rules)
-    cols = [
-        "claim",
-        "table",
-        "paper",
-        "ours",
-        "ours_ci_low",
-        "ours_ci_high",
-        "verdict",
-        "rule",
-        "note",
-    ]
     used = [k for k in rules if k in set(rep["rule"])]
     legend = "\n".join(f"- `{k}`: {rules[k]}" for k in used)
-    return f"{to_markdown(rep[cols])}\n**Rules.**\n\n{legend}\n"
+    return f"{to_markdown(rep)}\n**Rules.**\n\n{legend}\n"  # the replication table's columns
 
 
 def to_html(markdown: str, title: str) -> str:

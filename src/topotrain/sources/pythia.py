@@ -23,6 +23,7 @@ from topotrain.sources.hub_files import download_hint as revision_hint
 from topotrain.sources.weights import weight_matrices
 from topotrain.topology.layers import diagrams_summaries, layer_records
 from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
+from topotrain.topology.summaries import DIAGRAM_KEYS
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 EMBEDDING_KEYS = (
@@ -31,14 +32,7 @@ EMBEDDING_KEYS = (
     "pca_dims",
     "pca_variance_ratio",
     "n_points",
-    "h0_count",
-    "h0_total",
-    "h0_max",
-    "h0_entropy",
-    "h1_count",
-    "h1_total",
-    "h1_max",
-    "h1_entropy",
+    *DIAGRAM_KEYS,
     "effective_rank",
     "participation_ratio",
     "spectral_alpha",

@@ -18,6 +18,7 @@ import numpy as np
 from topotrain.config import DEFAULTS
 from topotrain.topology.neural_persistence import neural_persistence, normalised_variance
 from topotrain.topology.summaries import (
+    DIAGRAM_KEYS,
     feature_count,
     max_persistence,
     persistence_entropy,
@@ -35,23 +36,9 @@ RECORD_KEYS = (
     "np_total",
     "np_p2",
     "np_rieck",
-    "h0_count",
-    "h0_total",
-    "h0_max",
-    "h0_entropy",
-    "h1_count",
-    "h1_total",
-    "h1_max",
-    "h1_entropy",
+    *DIAGRAM_KEYS,
     "l2_norm",
-    "h0_count_scalefree",
-    "h0_total_scalefree",
-    "h0_max_scalefree",
-    "h0_entropy_scalefree",
-    "h1_count_scalefree",
-    "h1_total_scalefree",
-    "h1_max_scalefree",
-    "h1_entropy_scalefree",
+    *(f"{key}_scalefree" for key in DIAGRAM_KEYS),
     "np_wvar",
 )  # one record per layer, in this order (README: `weights_layers` columns)
 
