@@ -51,6 +51,9 @@ from topotrain.analysis.stats import (
     spearman_ci,
     spearman_rows,
 )
+from topotrain.config import DEFAULTS
+
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +219,8 @@ def view_association(
     view: str,
     z=None,
     *,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
     confidence: float = 0.95,
     alpha: float = ALPHA,
     cond: str = "z",
@@ -309,8 +312,8 @@ def _run_rows(run_group: tuple, features: list, targets: Sequence[str], seed: in
 def association_table(
     df: pd.DataFrame,
     features: Sequence[str] | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
     confidence: float = 0.95,
     alpha: float = ALPHA,
     targets: Sequence[str] = TARGETS,

@@ -46,6 +46,8 @@ from topotrain.analysis.stats import (
 )
 from topotrain.config import DEFAULTS
 
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
+
 log = logging.getLogger(__name__)
 
 N_CHECKPOINTS, N_MODELS, STEP = 51, 5, 100
@@ -305,9 +307,9 @@ def _task(task: tuple[str, int | None], n_sim: int, n_resamples: int, seed: int)
 
 def calibration_table(
     n_sim: int = SIMULATIONS,
-    n_resamples: int = 1000,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
     seeds: tuple[int, ...] = SEEDS,
-    seed: int = 0,
+    seed: int = _ANALYSIS["bootstrap_seed"],
     threads: int = 1,
     progress: Callable[[str], None] = log.info,
 ) -> pd.DataFrame:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.config import DEFAULTS
 from topotrain.topology.checkpoint import load_tensors
 from topotrain.topology.embedding import embedding_topology, fourier_share
 from topotrain.topology.layers import layer_records
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 
 MODEL = "control"  # the model name of the control's rows (seed_contrast groups by model)
 EMBEDDING = "embed.weight"  # rows 0 … p − 1 are the residues, row p the '=' token
-FOURIER_K = 5  # frequencies counted by the Fourier share (Nanda et al. find about five)
+FOURIER_K = DEFAULTS["control"]["fourier_k"]  # the schema's: Nanda et al. find about five
 STEP = re.compile(r"step_(\d+)\.safetensors$")
 
 GROKKED = 0.95  # test accuracy that counts as generalised

@@ -22,6 +22,9 @@ from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.associations import association_table
 from topotrain.analysis.parallel import map_tasks
 from topotrain.analysis.stats import ALPHA
+from topotrain.config import DEFAULTS
+
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 LAYER_FEATURES = ["np_mean", "h0_total", "h1_total"]
 LAYER_BASELINES = ["step", "l2_norm_mean"]  # the clock, and the subset's own scale
@@ -89,8 +92,8 @@ def _split_table(task: tuple, losses: pd.DataFrame, n_resamples: int, seed: int)
 def layer_type_table(
     layers: pd.DataFrame,
     features: pd.DataFrame,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
     threads: int = 1,
 ) -> pd.DataFrame:
     """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES, and of LAYER_BASELINES beside

@@ -11,6 +11,9 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.stopping import DEFAULTS, topology_stop
+from topotrain.config import DEFAULTS as CONFIG_DEFAULTS
+
+_ANALYSIS = CONFIG_DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 MIN_CHECKPOINTS = 3  # a peak Δ and at least one Δ after it
 MIN_SEGMENT = 2  # checkpoints per ruptures segment
@@ -24,7 +27,9 @@ def sorted_finite(steps, values) -> tuple[np.ndarray, np.ndarray, int]:
     return steps[keep][order], values[keep][order], int((~keep).sum())
 
 
-def phase_transitions(steps, values, total_steps: int, threshold: float = 0.1) -> dict:
+def phase_transitions(
+    steps, values, total_steps: int, threshold: float = _ANALYSIS["phase_threshold"]
+) -> dict:
     """Peak |Δ| and the diminishing-returns step of a series sampled at checkpoints.
 
     Δ_i = v_i − v_{i−1} is attributed to step_i. Peak: the step with max |Δ| (first on ties).
@@ -123,7 +128,7 @@ def causal_step(steps, values, threshold: float, patience: int = DEFAULTS["topol
 def phase_table(
     df: pd.DataFrame,
     feature: str = "np_mean",
-    threshold: float = 0.1,
+    threshold: float = _ANALYSIS["phase_threshold"],
     changepoint_feature: str = "h0_total",
     n_bkps: int = 2,
 ) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from topotrain.analysis.predict_learned import (
     VECTOR_FEATURES as VECTOR_FEATURES,  # re-exported: the diagrams' summaries
 )
 from topotrain.analysis.scaling import profile_sse
+from topotrain.config import DEFAULTS
 
 PACE = "np_mean"  # the topological pacing series of topology_only and combined
 CLOCK = "step"  # the clock placebo: a function of the step alone (clock_pace)
@@ -54,7 +55,7 @@ METHODS = (
     "mean_loss_only_last",
     *LEARNED_EXTRAS,
 )
-FRACTIONS = (0.2, 0.3, 0.5)
+FRACTIONS = tuple(DEFAULTS["analysis"]["prediction_fractions"])  # the schema's
 MAXFEV = 10_000  # curve_fit's budget of function evaluations (read at call time)
 B_MAX = 10.0  # upper bound of the loss power-law exponent b
 GAMMA_BOUNDS = (-1.0, 4.0)  # NP rate r(t) ∝ t^(−γ−1): from constant rate (γ=−1) to fast decay

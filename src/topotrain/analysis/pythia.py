@@ -14,6 +14,10 @@ import pandas as pd
 from scipy import stats as sps
 
 from topotrain.analysis.stats import benjamini_hochberg, spearman_ci
+from topotrain.config import DEFAULTS
+
+_PYTHIA = DEFAULTS["pythia"]  # the schema's pythia: defaults
+_ANALYSIS_SEED = DEFAULTS["analysis"]["bootstrap_seed"]
 
 TOPOLOGICAL = [
     "h0_total",
@@ -102,7 +106,10 @@ def feature_kind(feature: str) -> str:
 
 
 def perplexity_correlations(
-    table: pd.DataFrame, features: list[str] | None = None, n_resamples: int = 1000, seed: int = 0
+    table: pd.DataFrame,
+    features: list[str] | None = None,
+    n_resamples: int = _PYTHIA["bootstrap_resamples"],
+    seed: int = _ANALYSIS_SEED,
 ) -> pd.DataFrame:
     """Per (model, feature): Spearman ρ (bootstrap CI) and Pearson r of the feature
     with perplexity."""

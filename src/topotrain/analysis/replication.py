@@ -39,6 +39,7 @@ from topotrain.analysis.verdicts import (
     rank_rho,
     read_paper_values,
 )
+from topotrain.config import DEFAULTS
 
 __all__ = [
     "ARTEFACT",
@@ -53,6 +54,8 @@ __all__ = [
     "read_paper_values",
     "replication_table",
 ]
+
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p", "p_bh"]
 T2_P = 1e-5  # Table 2's "all p < 1e-5" (the paper's iid p-values)
@@ -346,7 +349,10 @@ def tp1_weakening_row(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> dict:
 
 
 def replication_table(
-    paper: pd.DataFrame, tables: dict, warmup: int | None = None, threshold: float = 0.1
+    paper: pd.DataFrame,
+    tables: dict,
+    warmup: int | None = None,
+    threshold: float = _ANALYSIS["phase_threshold"],
 ) -> pd.DataFrame:
     """One row per claim (REPLICATION_COLUMNS) from the paper values and our tables.
 

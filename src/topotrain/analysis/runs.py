@@ -26,6 +26,9 @@ from topotrain.analysis.aggregate import (
 from topotrain.analysis.associations import association_summary, association_table, feature_kinds
 from topotrain.analysis.phases import phase_table
 from topotrain.analysis.stats import MIN_RUN, TOO_SHORT
+from topotrain.config import DEFAULTS
+
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +94,9 @@ def run_features(table: pd.DataFrame) -> list[str]:
 
 def run_analysis(
     table: pd.DataFrame,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    threshold: float = 0.1,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
+    threshold: float = _ANALYSIS["phase_threshold"],
     n_bkps: int = 2,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """(associations, their summary, phases, notes) of one run's feature table."""

@@ -15,6 +15,9 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.scaling import spearman_exact
+from topotrain.config import DEFAULTS
+
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 FEATURES = [
     "h0_total",
@@ -116,7 +119,11 @@ def _too_short(x: np.ndarray, y: np.ndarray, notes: list[str]) -> dict[str, floa
 
 
 def spearman_ci(
-    x, y, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+    x,
+    y,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    confidence: float = 0.95,
+    seed: int = _ANALYSIS["bootstrap_seed"],
 ) -> dict[str, float | int | str]:
     """Spearman ρ and p of (x, y) (scipy.stats.spearmanr) with a paired percentile bootstrap CI;
     below MIN_RUN checkpoints the exact permutation p and no CI (the note says too short).
@@ -189,8 +196,8 @@ def correlation_table(
     df: pd.DataFrame,
     features: Sequence[str] = (*FEATURES, *BASELINES),
     target: str = "val_loss",
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
     alpha: float = ALPHA,
 ) -> pd.DataFrame:
     """One row per (model, seed, feature): ρ with ``target`` over the run's checkpoints and its CI.

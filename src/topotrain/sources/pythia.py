@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topotrain.config import GPT_NEOX_LAYERS
+from topotrain.config import DEFAULTS, GPT_NEOX_LAYERS
 from topotrain.devices import resolve_device
 from topotrain.hub import revision_name
 from topotrain.sources.hub_files import HubFetchError, fetch_snapshot
@@ -26,6 +26,7 @@ from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summa
 from topotrain.topology.summaries import DIAGRAM_KEYS
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
+_EMBEDDINGS = DEFAULTS["pythia"]["embeddings"]  # the schema's defaults
 EMBEDDING_KEYS = (
     "n_texts",
     "dim",
@@ -133,7 +134,10 @@ def is_heading(text: str) -> bool:
 
 
 def select_texts(
-    paragraphs: Sequence[str], n_texts: int = 200, min_chars: int = 100, seed: int = 0
+    paragraphs: Sequence[str],
+    n_texts: int = _EMBEDDINGS["n_texts"],
+    min_chars: int = _EMBEDDINGS["min_chars"],
+    seed: int = _EMBEDDINGS["text_seed"],
 ) -> list[str]:
     """n_texts stripped paragraphs of ≥ min_chars characters, headings excluded, chosen without
     replacement by a seeded RNG and returned in their original order."""
@@ -222,8 +226,8 @@ def perplexity(nll_sum: float, n_tokens: int) -> float:
 
 def embedding_features(
     E: np.ndarray,
-    pca_dims: int = 50,
-    maxdim: int = 1,
+    pca_dims: int = _EMBEDDINGS["pca_dims"],
+    maxdim: int = _EMBEDDINGS["maxdim"],
     max_points: int | None = None,
     seed: int = 0,
     n_threads: int = 1,
