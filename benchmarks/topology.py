@@ -1,6 +1,6 @@
 """Benchmark: weight topology of one checkpoint per model size, project vs a plain reference.
 
-Project: ``checkpoint_topology`` (float64 MST for H0 and neural persistence, giotto-ph's kernel
+Project: ``checkpoint_topology`` (float64 MST for H0 and neural persistence, the Rips engine
 for H1), warm, in-process. Reference, measured in the same run on the same matrices: ripser.py
 per matrix for H0/H1 and a pure-Python union-find over the sorted edges for neural persistence.
 Both must agree: every diagram to 1e-6, NP to 1e-9. Also timed: a cold process running the

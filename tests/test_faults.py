@@ -32,12 +32,13 @@ from snakemake.utils import validate
 
 import topotrain.training.train as train
 from topotrain.analysis.aggregate import aggregate_weights
-from topotrain.config import ConfigError, check_config
+from topotrain.config import DEFAULTS, ConfigError, check_config
 from topotrain.jobs import prepare_corpus_job, train_model_job, weight_topology_job
 from topotrain.report.markdown import write_table
 from topotrain.sources.corpus import CorpusError, load_splits, prepare_corpus
 from topotrain.sources.pythia import PythiaError, fetch_revision
 from topotrain.topology.checkpoint import load_tensors, write_checkpoint_topology
+from topotrain.training.run_state import checkpoint_name
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 D = 8  # width of the fake checkpoints
@@ -203,8 +204,12 @@ def tokens(tmp_path_factory) -> tuple[str, str]:
 
 
 def run_train_job(root: Path, tokens) -> Path:
-    train_model_job("tiny", ARCH, TRAIN, *tokens, str(root / "out"), str(root / "state"))
-    return root / "out"
+    out = root / "out"
+    steps = range(0, TRAIN["steps"] + 1, TRAIN["checkpoint_interval"])
+    files = {"checkpoints": [str(out / checkpoint_name(s)) for s in steps]}
+    files.update(metrics=str(out / "metrics.csv"), evals=str(out / "evals.csv"))
+    train_model_job("tiny", ARCH, TRAIN, *tokens, files, str(root / "state"))
+    return out
 
 
 @pytest.mark.parametrize("bad_update, reported", [(25, 26), (29, 30)], ids=["mid", "at-ckpt"])
@@ -261,7 +266,7 @@ def test_unusable_validation_file_is_named_and_no_split_is_written(tmp_path, cas
         bad.write_bytes(content)
     out = tmp_path / "results" / "corpus"
     names = {"train": "train.bin", "validation": "validation.bin", "manifest": "manifest.json"}
-    corpus = {"source": "files", "train": str(good), "validation": str(bad)}
+    corpus = {**DEFAULTS["corpus"], "source": "files", "train": str(good), "validation": str(bad)}
     with pytest.raises(CorpusError, match=f"corpus file {re.escape(str(bad))} .*{message}"):
         prepare_corpus_job(corpus, {k: str(out / n) for k, n in names.items()})
     assert not (tmp_path / "results").exists()  # the train split was not written either
