@@ -10,16 +10,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.config import run_problems
+from topotrain.config import ConfigError, run_problems
 from topotrain.jobs import run_revisions_job
 from topotrain.sources.hub_files import HubFetchError
 from topotrain.sources.losses import LossesError, align_losses, read_losses
 from topotrain.sources.runs import (
     Checkpoint,
     RunError,
+    gone_steps,
     hub_checkpoints,
+    listed_runs,
     local_checkpoints,
     read_revisions,
+    run_losses,
     step_of,
 )
 
@@ -326,3 +329,38 @@ def test_unreadable_checkpoint_of_a_run_names_the_file_and_writes_nothing(tmp_pa
     assert len(record["layers"]) == 14 and record["step"] == 0
     digest = hashlib.sha256(open(files[0], "rb").read()).hexdigest()
     assert record["sha256"] == {"model.safetensors": digest}
+
+
+def test_gone_steps_are_records_with_diagrams_whose_checkpoint_is_not_listed(tmp_path):
+    for name in ("step_0.json", "step_0.npz", "step_5.json", "step_10.json", "step_10.npz"):
+        touch(tmp_path / name)
+    touch(tmp_path / "step_20.npz")
+    assert gone_steps(tmp_path, [10]) == [0]  # step 5 lacks its diagrams, 20 its record
+    assert gone_steps(tmp_path, []) == [0, 10]
+    assert gone_steps(tmp_path / "absent", [1]) == []
+
+
+def test_run_losses_are_given_else_a_local_runs_newest_trainer_state(tmp_path):
+    old, new = touch(tmp_path / "checkpoint-10/model.safetensors"), tmp_path / "checkpoint-20"
+    touch(new / "model.safetensors")
+    state = touch(new / "trainer_state.json", "{}")
+    touch(old.parent / "trainer_state.json", "{}")
+    listed = {10: Checkpoint(10, "a", (str(old),)), 20: Checkpoint(20, "b", (str(new / "x"),))}
+    assert run_losses({"path": "p", "losses": "l.csv"}, listed) == ("l.csv", False)
+    assert run_losses({"path": "p"}, listed) == (str(state), True)
+    assert run_losses({"hub": "a/b", "revisions": ["step1"]}, {}) == (None, False)
+    assert run_losses({"path": "p"}, {10: Checkpoint(10, "a")}) == (None, False)
+
+
+def test_listed_runs_leave_patterns_to_their_job_and_name_a_run_that_cannot_be_listed(tmp_path):
+    touch(tmp_path / "run/checkpoint-5/model.safetensors")
+    entries = {
+        "mine": {"path": str(tmp_path / "run")},
+        "theirs": {"hub": "a/b", "revisions": ["step3"]},
+        "branches": {"hub": "a/b", "revision_pattern": r"step\d+"},
+    }
+    listed = listed_runs(entries)
+    assert set(listed) == {"mine", "theirs"}
+    assert list(listed["mine"]) == [5] and listed["theirs"][3].revision == "step3"
+    with pytest.raises(ConfigError, match="runs.empty"):
+        listed_runs({"empty": {"path": str(tmp_path / "nothing"), "glob": "x-*"}})

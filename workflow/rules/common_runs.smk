@@ -2,13 +2,12 @@
 # the run_revisions checkpoint, once, into a file), inputs, outputs.
 from topotrain.sources.runs import (
     DEFAULT_GLOB,
-    RunError,
+    gone_steps,
     layer_options,
     listing,
-    lists_branches,
+    listed_runs,
     read_revisions,
-    run_checkpoints,
-    trainer_losses,
+    run_losses,
 )
 from topotrain.report.runs import RUN_FIGURES
 
@@ -17,22 +16,9 @@ RUN_ENTRIES = config["runs"]
 RUN_TOPO = f"{RUNS_DIR}/{{run}}/topology/step_{{step}}"
 
 
-def resolve_runs():
-    """{run: {step: Checkpoint}} of the entries listed while parsing, which asks no hub: a local
-    folder's glob, a hub run's revisions. A revision_pattern is left to its run_revisions job.
-    """
-    runs = {}
-    for name, entry in RUN_ENTRIES.items():
-        if lists_branches(entry):
-            continue
-        try:
-            runs[name] = {c.step: c for c in run_checkpoints(name, entry)}
-        except (RunError, OSError) as err:
-            raise ConfigError(f"invalid configuration:\n  - {err}") from None
-    return runs
-
-
-LISTED = resolve_runs()
+LISTED = listed_runs(
+    RUN_ENTRIES
+)  # {run: {step: Checkpoint}}, a revision_pattern's aside
 
 
 def checkpoints_of(run):
@@ -44,42 +30,23 @@ def checkpoints_of(run):
     return read_revisions(checkpoints.run_revisions.get(run=run).output[0])
 
 
-def run_losses(run):
-    """(the run's losses file or None, whether it was found rather than given): ``losses:``, else
-    a local run's newest checkpoint's trainer_state.json (transformers' Trainer leaves one in each).
-    """
-    given = RUN_ENTRIES[run]["losses"]
-    if given:
-        return given, False
-    if RUN_ENTRIES[run].get("hub"):
-        return None, False
-    found = trainer_losses(LISTED[run])
-    return (str(found), True) if found else (None, False)
-
-
-RUN_LOSSES = {run: run_losses(run) for run in RUN_ENTRIES}  # looked up once per parse
+RUN_LOSSES = {  # (file or None, found rather than given), looked up once per parse
+    run: run_losses(entry, LISTED.get(run, {})) for run, entry in RUN_ENTRIES.items()
+}
 
 
 def run_path(run, name):
     return f"{RUNS_DIR}/{run}/{name}"
 
 
-def gone_steps(run):
-    """Steps of a local run whose topology (record and diagrams) was computed by an earlier
-    invocation but whose checkpoint is no longer there (rotated away by save_total_limit): kept
-    in the series, flagged weights_gone."""
-    if RUN_ENTRIES[run].get("hub"):
-        return []
-    found = []
-    for record in glob.glob(RUN_TOPO.format(run=run, step="*") + ".json"):
-        step = re.search(r"step_(\d+)\.json$", record)
-        if step and int(step.group(1)) not in LISTED[run]:
-            if os.path.exists(record[: -len(".json")] + ".npz"):
-                found.append(int(step.group(1)))
-    return sorted(found)
-
-
-GONE = {run: gone_steps(run) for run in RUN_ENTRIES}
+GONE = {  # a local run's steps whose weights are gone since their topology was computed
+    run: (
+        gone_steps(run_path(run, "topology"), LISTED[run])
+        if run in LISTED and not e.get("hub")
+        else []
+    )
+    for run, e in RUN_ENTRIES.items()
+}
 
 
 def run_steps(run):
@@ -128,12 +95,7 @@ def get_run_layer_options(wildcards):
 
 def get_run_topology_params(wildcards):
     """The spine's topology settings (max_points, seed, maxdim) for a run's checkpoints."""
-    topo = config["topology"]
-    return dict(
-        max_points=topo["max_points"],
-        seed=topo["seed"],
-        maxdim=topo["maxdim"],
-    )
+    return {k: config["topology"][k] for k in ("max_points", "seed", "maxdim")}
 
 
 def get_run_checkpoint_diagrams(wildcards):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
@@ -61,6 +61,28 @@ def trainer_losses(checkpoints: Mapping[int, Checkpoint]) -> Path | None:
         if files and (path := Path(files[0]).parent / TRAINER_STATE).is_file():
             return path
     return None
+
+
+def run_losses(entry: Mapping, checkpoints: Mapping[int, Checkpoint]) -> tuple[str | None, bool]:
+    """(the run's losses file or None, whether it was found rather than given): ``losses:``, else a
+    local run's newest checkpoint's trainer_state.json (transformers' Trainer leaves one in each);
+    a hub run without ``losses:`` has none."""
+    if entry.get("losses"):
+        return entry["losses"], False
+    found = None if entry.get("hub") else trainer_losses(checkpoints)
+    return (str(found), True) if found else (None, False)
+
+
+def gone_steps(topology: str | Path, listed: Iterable[int]) -> list[int]:
+    """Steps whose topology (``step_<n>.json`` and ``.npz`` in the folder ``topology``) an earlier
+    invocation computed but whose checkpoint is not among ``listed`` now (rotated away by
+    save_total_limit): kept in the run's series, flagged weights_gone."""
+    listed, found = set(listed), []
+    for record in Path(topology).glob("step_*.json"):
+        step = re.fullmatch(r"step_(\d+)\.json", record.name)
+        if step and int(step.group(1)) not in listed and record.with_suffix(".npz").exists():
+            found.append(int(step.group(1)))
+    return sorted(found)
 
 
 def step_of(name: str, step_regex: str, label: str) -> int:
@@ -141,6 +163,23 @@ def listing(entry: Mapping) -> dict:
     """The keys of an entry that decide which checkpoints it has (a job that lists them takes
     only these as its param, so another key's change reruns nothing of it)."""
     return {key: entry[key] for key in LISTING if key in entry}
+
+
+def listed_runs(entries: Mapping[str, Mapping]) -> dict[str, dict[int, Checkpoint]]:
+    """{run: {step: Checkpoint}} of the entries the workflow lists while parsing, which asks no
+    hub: a local folder's glob, a hub run's ``revisions:`` (a ``revision_pattern`` is left to its
+    run_revisions job). A run that cannot be listed raises ConfigError naming it."""
+    from topotrain.config import ConfigError
+
+    runs = {}
+    for name, entry in entries.items():
+        if lists_branches(entry):
+            continue
+        try:
+            runs[name] = {c.step: c for c in run_checkpoints(name, entry)}
+        except (RunError, OSError) as err:
+            raise ConfigError(f"invalid configuration:\n  - {err}") from None
+    return runs
 
 
 def lists_branches(entry: Mapping) -> bool:
