@@ -110,8 +110,9 @@ def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
     """Wall time of a fresh interpreter running the topology job on one checkpoint."""
     code = (
         "from topotrain.jobs import weight_topology_job; "
-        f"weight_topology_job({str(path)!r}, {str(out / 'r.json')!r}, {str(out / 'r.npz')!r}, "
-        f"{{'patterns': {list(PATTERNS)!r}, 'max_points': 200}}, {threads})"
+        f"weight_topology_job({str(path)!r}, {{'patterns': {list(PATTERNS)!r}, "
+        f"'max_points': 200, 'seed': 0, 'maxdim': 1}}, "
+        f"{{'record': {str(out / 'r.json')!r}, 'diagrams': {str(out / 'r.npz')!r}}}, {threads})"
     )
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))

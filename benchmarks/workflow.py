@@ -46,6 +46,7 @@ def in_process_spine(workdir: Path, config: dict) -> float:
     from topotrain import jobs
     from topotrain.config import checkpoint_steps, layer_patterns
     from topotrain.sources.corpus import VOCAB_SIZE
+    from topotrain.training.run_state import published_files
 
     res, steps = workdir / "inproc", checkpoint_steps(config["train"])
     start = time.perf_counter()
@@ -59,10 +60,13 @@ def in_process_spine(workdir: Path, config: dict) -> float:
         arch = dict(arch, context=config["context"], vocab_size=VOCAB_SIZE)  # as get_model_arch
         state = str(res / "state" / model)
         data = (corpus["train"], corpus["validation"])
-        jobs.train_model_job(model, arch, dict(train, seed=42), *data, str(run), state)
+        jobs.train_model_job(
+            model, arch, dict(train, seed=42), *data, published_files(run, steps), state
+        )
         for s in steps:
             ckpt = str(run / f"step_{s:05d}.safetensors")
-            jobs.weight_topology_job(ckpt, str(run / f"{s}.json"), str(run / f"{s}.npz"), params)
+            out = {"record": str(run / f"{s}.json"), "diagrams": str(run / f"{s}.npz")}
+            jobs.weight_topology_job(ckpt, params, out)
     return time.perf_counter() - start
 
 

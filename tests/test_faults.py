@@ -38,7 +38,7 @@ from topotrain.report.markdown import write_table
 from topotrain.sources.corpus import CorpusError, load_splits, prepare_corpus
 from topotrain.sources.pythia import PythiaError, fetch_revision
 from topotrain.topology.checkpoint import load_tensors, write_checkpoint_topology
-from topotrain.training.run_state import checkpoint_name
+from topotrain.training.run_state import published_files
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 D = 8  # width of the fake checkpoints
@@ -68,9 +68,8 @@ def run_topology(tmp_path: Path, raw: bytes) -> tuple[Path, Path]:
     ckpt, out = tmp_path / CKPT, tmp_path / "out"
     ckpt.write_bytes(raw)
     out.mkdir()
-    weight_topology_job(
-        str(ckpt), str(out / "step_00010.json"), str(out / "step_00010.npz"), TOPOLOGY
-    )
+    files = {"record": str(out / "step_00010.json"), "diagrams": str(out / "step_00010.npz")}
+    weight_topology_job(str(ckpt), TOPOLOGY, files)
     return ckpt, out
 
 
@@ -205,9 +204,7 @@ def tokens(tmp_path_factory) -> tuple[str, str]:
 
 def run_train_job(root: Path, tokens) -> Path:
     out = root / "out"
-    steps = range(0, TRAIN["steps"] + 1, TRAIN["checkpoint_interval"])
-    files = {"checkpoints": [str(out / checkpoint_name(s)) for s in steps]}
-    files.update(metrics=str(out / "metrics.csv"), evals=str(out / "evals.csv"))
+    files = published_files(out, range(0, TRAIN["steps"] + 1, TRAIN["checkpoint_interval"]))
     train_model_job("tiny", ARCH, TRAIN, *tokens, files, str(root / "state"))
     return out
 

@@ -236,9 +236,9 @@ def test_topology_job_never_imports_torch_scipy_or_sklearn(tmp_path):
     fake_checkpoint(tmp_path / "c.safetensors")
     code = (
         "import sys; from topotrain.jobs import weight_topology_job; "
-        f"weight_topology_job({str(tmp_path / 'c.safetensors')!r}, {str(tmp_path / 'r.json')!r}, "
-        f"{str(tmp_path / 'r.npz')!r}, "
-        "{'patterns': ['*'], 'max_points': 50, 'seed': 0, 'maxdim': 1}); "
+        f"weight_topology_job({str(tmp_path / 'c.safetensors')!r}, "
+        "{'patterns': ['*'], 'max_points': 50, 'seed': 0, 'maxdim': 1}, "
+        f"{{'record': {str(tmp_path / 'r.json')!r}, 'diagrams': {str(tmp_path / 'r.npz')!r}}}); "
         "print(sorted(m for m in ('torch', 'scipy', 'sklearn', 'pandas') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,7 +6,7 @@ setup_logging(sm.log[0])
 gradient_topology_job(
     list(sm.input.checkpoints),
     sm.input.tokens,
-    dict(sm.output.items()),
     sm.params.gradients,
+    dict(sm.output.items()),
     sm.threads,
 )

@@ -42,21 +42,26 @@ def with_kept(paths: list[str], steps: list[int], kept: dict | None, suffix: str
     return [f"{kept[s]}{suffix}" if s in kept else next(listed) for s in steps]
 
 
-def out_folder(out: dict, expected: dict[str, list[str]]) -> str:
+def _paths(value) -> list[str]:
+    """A path or a list of paths as a list of strings."""
+    return [str(value)] if isinstance(value, str) else [str(p) for p in value]
+
+
+def out_folder(out: dict, expected) -> str:
     """The one folder a trainer writes into, from the rule's outputs ``out`` (key → path or
-    paths), checked against the files it writes there (``expected``: key → file names), so that
-    a rule and its trainer cannot drift apart silently."""
+    paths), checked against what the trainer writes there (``expected(folder)``, e.g.
+    ``published_files``), so that a rule and its trainer cannot drift apart silently."""
     from pathlib import Path
 
-    files = {k: [v] if isinstance(v, str) else list(v) for k, v in out.items()}
-    folders = {str(Path(p).parent) for paths in files.values() for p in paths}
-    names = {k: [Path(p).name for p in paths] for k, paths in files.items()}
-    if len(folders) != 1 or names != expected:
+    folder = str(Path(out["metrics"]).parent)
+    given = {k: _paths(v) for k, v in out.items()}
+    want = {k: _paths(v) for k, v in expected(folder).items()}
+    if given != want:
         raise ValueError(
-            f"the rule's outputs {names} in {sorted(folders)} are not the files the trainer "
-            f"writes into one folder: {expected}"
+            f"the rule's outputs {given} are not the files the trainer writes into {folder}: "
+            f"{want}"
         )
-    return folders.pop()
+    return folder
 
 
 def _release(inputs: dict, out: str) -> None:

@@ -11,12 +11,12 @@ def train_control_job(control: dict, seed: int, out: dict, threads: int = 1) -> 
 
     from topotrain.jobs.common import out_folder
     from topotrain.training.modular import ControlConfig, train_control
-    from topotrain.training.run_state import checkpoint_name
+    from topotrain.training.run_state import published_files
 
     torch.set_num_threads(threads)  # one thread: bit-identical reruns
     cfg = ControlConfig(**control, seed=seed)
-    files = [checkpoint_name(s) for s in range(0, cfg.steps + 1, cfg.interval)]
-    out_dir = out_folder(out, {"checkpoints": files, "metrics": ["metrics.csv"]})
+    steps = range(0, cfg.steps + 1, cfg.interval)
+    out_dir = out_folder(out, lambda folder: published_files(folder, steps, evals=False))
     log.info("control: training seed %d (p = %d, %d steps) → %s", seed, cfg.p, cfg.steps, out_dir)
     rows = train_control(cfg, out_dir)
     log.info("control: seed %d done, final test accuracy %.3f", seed, rows[-1][-1])

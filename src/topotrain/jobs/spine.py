@@ -35,13 +35,10 @@ def train_model_job(
     from topotrain.config import checkpoint_steps
     from topotrain.jobs.common import out_folder
     from topotrain.training.model import GPTConfig
-    from topotrain.training.run_state import checkpoint_name
+    from topotrain.training.run_state import published_files
     from topotrain.training.train import TrainConfig, train_model
 
-    files = [checkpoint_name(s) for s in checkpoint_steps(train)]
-    out_dir = out_folder(
-        out, {"checkpoints": files, "metrics": ["metrics.csv"], "evals": ["evals.csv"]}
-    )
+    out_dir = out_folder(out, lambda folder: published_files(folder, checkpoint_steps(train)))
 
     model_cfg = GPTConfig.from_study(arch, arch["context"], arch["vocab_size"])
     cfg = TrainConfig(**{**train, "threads": threads})
@@ -53,15 +50,15 @@ def train_model_job(
 
 
 def weight_topology_job(
-    checkpoint: str, record: str, diagrams: str, params: dict, threads: int = 1
+    checkpoint: str, params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
-    """Weight topology of one checkpoint → JSON record + npz diagrams."""
+    """Weight topology of one checkpoint → JSON record + npz diagrams (``out``)."""
     from topotrain.topology.checkpoint import write_checkpoint_topology
 
     write_checkpoint_topology(
         checkpoint,
-        record,
-        diagrams,
+        out["record"],
+        out["diagrams"],
         patterns=params["patterns"],
         max_points=params["max_points"],
         seed=params["seed"],
@@ -109,7 +106,7 @@ def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -
 
 
 def gradient_topology_job(
-    checkpoints: list[str], tokens: str, out: dict[str, list[str]], params: dict, threads: int = 1
+    checkpoints: list[str], tokens: str, params: dict, out: dict[str, list[str]], threads: int = 1
 ) -> None:
     """Topology of the probe-batch gradients of each checkpoint of one training → a JSON record
     and npz diagrams per checkpoint (one process for the training's checkpoints)."""

@@ -20,7 +20,7 @@ from torch import nn
 
 from topotrain.config import DEFAULTS, check_settings
 from topotrain.io import atomic_save_safetensors, atomic_torch_save
-from topotrain.training.run_state import checkpoint_name, write_csv
+from topotrain.training.run_state import METRICS_FILE, checkpoint_name, write_csv
 
 METRICS = ("step", "train_loss", "test_loss", "train_acc", "test_acc")
 
@@ -148,6 +148,6 @@ def train_control(cfg: ControlConfig, out: str | Path) -> list[tuple]:
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    write_csv(out / "metrics.csv", METRICS, rows)
+    write_csv(out / METRICS_FILE, METRICS, rows)
     (out / RESUME).unlink()
     return rows

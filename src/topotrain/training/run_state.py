@@ -179,6 +179,20 @@ def load_resume(
     return [tuple(r) for r in state["metrics"]], [tuple(r) for r in state["evals"]], state["step"]
 
 
+METRICS_FILE, EVALS_FILE = "metrics.csv", "evals.csv"  # beside the checkpoints in out_dir
+
+
+def published_files(out_dir: str | Path, steps: Iterable[int], evals: bool = True) -> dict:
+    """What a training publishes into ``out_dir`` (``publish``): {"checkpoints": [path per step],
+    "metrics": path, and "evals": path unless ``evals`` is false}, as strings."""
+    out = Path(out_dir)
+    files = {"checkpoints": [str(out / checkpoint_name(s)) for s in steps]}
+    files["metrics"] = str(out / METRICS_FILE)
+    if evals:
+        files["evals"] = str(out / EVALS_FILE)
+    return files
+
+
 def publish(
     state_dir: Path, out_dir: Path, steps: Iterable[int], metrics: list, evals: list
 ) -> None:
@@ -186,8 +200,8 @@ def publish(
     the state."""
     for step in steps:
         atomic_copy(state_dir / checkpoint_name(step), out_dir / checkpoint_name(step))
-    write_csv(out_dir / "metrics.csv", METRIC_COLUMNS, metrics)
-    write_csv(out_dir / "evals.csv", EVAL_COLUMNS, evals)
+    write_csv(out_dir / METRICS_FILE, METRIC_COLUMNS, metrics)
+    write_csv(out_dir / EVALS_FILE, EVAL_COLUMNS, evals)
     clear_state(state_dir)
     with contextlib.suppress(OSError):
         state_dir.rmdir()  # only if nothing else lives there
