@@ -127,12 +127,14 @@ def get_run_layer_options(wildcards):
 
 
 def get_run_topology_params(wildcards):
-    """The spine's topology settings (max_points, seed, maxdim) for a run's checkpoints."""
+    """The spine's topology settings (max_points, seed, maxdim, the Rips engine) for a run's
+    checkpoints."""
     topo = config["topology"]
     return dict(
         max_points=topo["max_points"],
         seed=topo["seed"],
         maxdim=topo["maxdim"],
+        engine=ENGINE,
     )
 
 

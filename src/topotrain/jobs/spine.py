@@ -67,6 +67,7 @@ def weight_topology_job(
         seed=params["seed"],
         maxdim=params["maxdim"],
         n_threads=threads,
+        engine=params.get("engine", "auto"),
     )
 
 
@@ -123,6 +124,6 @@ def gradient_topology_job(
         topo["patterns"],
         params["batch_size"],
         params["seed"],
-        {k: topo[k] for k in ("max_points", "seed", "maxdim")},
+        {k: topo[k] for k in ("max_points", "seed", "maxdim", "engine") if k in topo},
         n_threads=threads,
     )
