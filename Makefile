@@ -2,11 +2,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+TOOLS := $(VENV)-tools/bin
 CORES ?= 16
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install study calibrate control test test-slurm lint clean-results
+.PHONY: install study calibrate control test test-slurm lint licences citation clean-results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,10 +38,25 @@ test-slurm: install
 	$(BIN)/python -m pytest -m slurm $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check src tests workflow/scripts benchmarks
-	$(BIN)/ruff format --check src tests workflow/scripts benchmarks
+	$(BIN)/ruff check src tests workflow/scripts benchmarks tools
+	$(BIN)/ruff format --check src tests workflow/scripts benchmarks tools
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
+
+# pip-licenses and cffconvert in a venv of their own: cffconvert pins jsonschema < 4, topotrain
+# needs jsonschema >= 4.
+$(TOOLS)/python:
+	$(PYTHON) -m venv $(VENV)-tools
+	$(TOOLS)/python -m pip install "pip-licenses>=5" "cffconvert>=2"
+
+## The licences of the core install against licences/allowed.txt (a package outside it fails with
+## its name), and README's Licences paragraph naming every non-permissive extra.
+licences: install $(TOOLS)/python
+	$(BIN)/python tools/check_licences.py --pip-licenses $(TOOLS)/pip-licenses
+
+## CITATION.cff validated against the Citation File Format schema.
+citation: $(TOOLS)/python
+	$(TOOLS)/cffconvert --validate -i CITATION.cff
 
 clean-results:
 	rm -rf results .snakemake

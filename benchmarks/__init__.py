@@ -25,6 +25,7 @@ class Case(NamedTuple):
 CASES = {  # every benchmark, in the suite's order
     "training": Case("training", suite=True),
     "topology": Case("topology", suite=True),
+    "engines": Case("engines", suite=False),  # ripser.py vs giotto-ph (the `fast` extra), ~2 min
     "workflow": Case("workflow", suite=True),
     "pythia": Case("pythia_embedding", suite=True),
     "callback": Case("callback", suite=True),

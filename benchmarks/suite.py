@@ -49,6 +49,16 @@ COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, rati
         "cold_job_s",
         "series_run_s",
     ),
+    "engines": (
+        "ripser_ms",
+        "giotto_ph_ms",
+        "ratio",
+        "cold_ripser_s",
+        "cold_giotto_ph_s",
+        "cold_ratio",
+        "max_rel_difference",
+        "equal",
+    ),
     "tiny_workflow": ("workflow_s", "reference_in_process_s", "ratio"),
     "planning": ("study_dry_run_s", "reference_one_rule_dry_run_s", "ratio"),
     "callback": (

@@ -1,8 +1,9 @@
 """Benchmark: weight topology of one checkpoint per model size, project vs a plain reference.
 
 Project: ``checkpoint_topology`` (float64 MST for H0 and neural persistence, the Rips engine
-for H1), warm, in-process. Reference, measured in the same run on the same matrices: ripser.py
-per matrix for H0/H1 and a pure-Python union-find over the sorted edges for neural persistence.
+``auto`` picks for H1), warm, in-process. Reference, measured in the same run on the same matrices:
+ripser.py's public wrapper per matrix for H0/H1 and a pure-Python union-find over the sorted edges
+for neural persistence.
 Both must agree: every diagram to 1e-6, NP to 1e-9. Also timed: a cold process running the
 topology job on one checkpoint (what each Snakemake job pays: interpreter, imports, compute), and
 beside it the per-run diagram-series job (``topology.series.run_series``: step distances and
@@ -111,7 +112,7 @@ def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
     code = (
         "from topotrain.jobs import weight_topology_job; "
         f"weight_topology_job({str(path)!r}, {{'patterns': {list(PATTERNS)!r}, "
-        f"'max_points': 200, 'seed': 0, 'maxdim': 1}}, "
+        f"'max_points': 200, 'seed': 0, 'maxdim': 1, 'engine': 'auto'}}, "
         f"{{'record': {str(out / 'r.json')!r}, 'diagrams': {str(out / 'r.npz')!r}}}, {threads})"
     )
     start = time.perf_counter()

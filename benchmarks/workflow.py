@@ -54,7 +54,8 @@ def in_process_spine(workdir: Path, config: dict) -> float:
     jobs.prepare_corpus_job(config["corpus"], {**corpus, "manifest": str(res / "manifest.json")})
     train = {k: v for k, v in config["train"].items() if k != "threads"}
     topo = config["topology"]
-    params = {"patterns": layer_patterns(topo), "max_points": topo["max_points"]}
+    params = {"patterns": layer_patterns(topo), **{k: topo[k] for k in ("max_points", "seed")}}
+    params.update(maxdim=topo["maxdim"], engine=topo["engine"])
     for model, arch in config["models"].items():
         run = res / model
         arch = dict(arch, context=config["context"], vocab_size=VOCAB_SIZE)  # as get_model_arch

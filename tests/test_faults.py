@@ -44,7 +44,13 @@ SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 D = 8  # width of the fake checkpoints
 BLOCK = "transformer.h.0"
 CKPT = "step_00010.safetensors"
-TOPOLOGY = {"patterns": [f"{BLOCK}.*.weight"], "max_points": 200, "seed": 0, "maxdim": 1}
+TOPOLOGY = {
+    "patterns": [f"{BLOCK}.*.weight"],
+    "max_points": 200,
+    "seed": 0,
+    "maxdim": 1,
+    "engine": "auto",
+}
 
 
 def files_under(directory: Path) -> list[str]:

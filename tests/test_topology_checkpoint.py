@@ -209,6 +209,7 @@ def test_written_record_and_diagrams_round_trip(tmp_path):
         "max_points": 200,
         "seed": 3,
         "maxdim": 1,
+        "engine": "giotto-ph" if importlib.util.find_spec("gph") else "ripser",  # auto, resolved
     }
     _, diagrams = checkpoint_topology(ckpt, ["*.c_fc.weight"], seed=3)
     with np.load(out_npz) as npz:
@@ -228,19 +229,22 @@ def test_failed_json_write_leaves_no_npz_and_no_temp_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "c.safetensors"]
 
 
-def test_topology_job_never_imports_torch_scipy_or_sklearn(tmp_path):
-    """A cold job pays for every import 765 times a study: numpy, safetensors and giotto-ph's
-    kernel are all it needs."""
+@pytest.mark.parametrize("engine", ["ripser", "giotto-ph"])
+def test_topology_job_never_imports_torch_scipy_or_sklearn(tmp_path, engine):
+    """A cold job pays for every import 765 times a study: numpy, safetensors and the engine's
+    compiled kernel (ripser.py's or giotto-ph's) are all it needs."""
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed, so nothing could import it")
+    if engine == "giotto-ph":
+        pytest.importorskip("gph")
     fake_checkpoint(tmp_path / "c.safetensors")
     code = (
         "import sys; from topotrain.jobs import weight_topology_job; "
         f"weight_topology_job({str(tmp_path / 'c.safetensors')!r}, "
-        "{'patterns': ['*'], 'max_points': 50, 'seed': 0, 'maxdim': 1}, "
+        f"{{'patterns': ['*'], 'max_points': 50, 'seed': 0, 'maxdim': 1, 'engine': {engine!r}}}, "
         f"{{'record': {str(tmp_path / 'r.json')!r}, 'diagrams': {str(tmp_path / 'r.npz')!r}}}); "
         "print(sorted(m for m in ('torch', 'scipy', 'sklearn', 'pandas') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-    assert (tmp_path / "r.json").is_file()
+    assert json.loads((tmp_path / "r.json").read_text())["params"]["engine"] == engine

@@ -11,7 +11,13 @@ import pytest
 import yaml
 from conftest import planned_counts, run_snakemake, tiny_config, write_corpus
 
-from topotrain.config import n_params
+import topotrain
+from topotrain.config import config_hash, fill_defaults, n_params
+from topotrain.report.header import provenance_line
+from topotrain.topology.vietoris_rips import resolve_engine
+
+ENGINE = resolve_engine()  # what topology.engine: auto means here
+OTHER_ENGINE = "ripser" if ENGINE == "giotto-ph" else "giotto-ph"
 
 TOPO_COLUMNS = [
     "np_mean",
@@ -60,6 +66,7 @@ def test_tiny_study_writes_one_row_per_checkpoint(tiny_run):
         assert rows["val_loss"].iloc[0] == pytest.approx(np.log(128), abs=0.15)
     values = table[["train_loss", "val_loss", "grad_norm", *TOPO_COLUMNS]].to_numpy(float)
     assert np.isfinite(values).all()
+    assert set(table["engine"]) == {ENGINE}  # the Rips engine that computed every record
     assert (table["n_layers"] == 4).all() and (table["np_mean"] > 0).all()
     assert (table["h0_count"] > 0).all()
 
@@ -178,6 +185,8 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     corr = pd.read_csv(results / "tables" / "correlations.csv")
     assert set(corr["model"]) == set(config["models"])
     report = (results / "REPORT.md").read_text()
+    sha = config_hash(fill_defaults(yaml.safe_load((workdir / "config.yaml").read_text())))
+    assert report.split("\n\n")[1] == provenance_line(topotrain.__version__, sha, ENGINE).strip()
     assert "## Which feature tracks loss best" in report and "## Scaling with model size" in report
     sections = [line for line in report.splitlines() if line.startswith("## ")]
     assert sections[:3] == ["## Bottom line", "## Replication of the paper's claims", "## Findings"]
@@ -291,6 +300,7 @@ def test_changing_a_stopping_rule_reruns_only_the_stopping_table_and_report(tiny
         "topology:\n  max_points: 30\n",
         "topology:\n  layers: ['transformer.h.*.mlp.c_fc.weight']\n",
         "topology:\n  include_embeddings: true\n",
+        f"topology:\n  engine: {OTHER_ENGINE}\n",  # the engine auto did not pick
     ],
 )
 def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_run, overlay):

@@ -52,8 +52,9 @@ class TopologyCallback(TrainerCallback):
     ``every`` steps, and ``topology/diminishing_returns/<feature>`` once the causal rule fires.
 
     ``layers``, ``include_embeddings``, ``include_head``, ``max_points``, ``seed``, ``maxdim``,
-    ``n_threads``: as for ``weight_topology``. ``watch``, ``threshold``, ``patience``: the features
-    and the parameters of ``topology_stop`` (defaults: the study's, ``analysis.stopping.DEFAULTS``).
+    ``n_threads``, ``engine``: as for ``weight_topology``. ``watch``, ``threshold``, ``patience``:
+    the features and the parameters of ``topology_stop`` (defaults: the study's,
+    ``analysis.stopping.DEFAULTS``).
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class TopologyCallback(TrainerCallback):
         seed: int = _TOPOLOGY["seed"],
         maxdim: int = _TOPOLOGY["maxdim"],
         n_threads: int = 1,
+        engine: str = "auto",
         watch: Sequence[str] = tuple(DEFAULTS["topology_features"]),
         threshold: float = DEFAULTS["topology_threshold"],
         patience: int = DEFAULTS["topology_patience"],
@@ -87,6 +89,7 @@ class TopologyCallback(TrainerCallback):
             "seed": seed,
             "maxdim": maxdim,
             "n_threads": n_threads,
+            "engine": engine,
         }
         self.watch, self.threshold, self.patience = list(watch), threshold, patience
         self.stop_training = stop_training

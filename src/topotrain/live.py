@@ -121,6 +121,7 @@ def matrix_topology(
     seed: int = _TOPOLOGY["seed"],
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
+    engine: str = "auto",
 ) -> tuple[dict[str, float | int], list[dict]]:
     """(summary columns, per-layer records) of oriented matrices: ``layer_records`` over all of them
     (rows subsampled to ``max_points``), then ``summary_columns``.
@@ -129,7 +130,9 @@ def matrix_topology(
     and, on a small CPU, slow the training step that follows by about as much as this call takes.
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        records, _ = layer_records(mats, ["*"], max_points, seed, maxdim, n_threads, SOURCE)
+        records, _ = layer_records(
+            mats, ["*"], max_points, seed, maxdim, n_threads, SOURCE, engine=engine
+        )
     return summary_columns(records, maxdim), records
 
 
@@ -178,6 +181,7 @@ def weight_topology(
     n_threads: int = 1,
     per_layer: bool = False,
     config=None,
+    engine: str = "auto",
 ) -> dict:
     """The study's per-checkpoint topology columns (np_mean, np_std, h0_total, h1_total, …; NP is
     unitless, VR totals in weight units) of a model's weight matrices now, as a flat dict of
@@ -194,6 +198,8 @@ def weight_topology(
       "*.c_fc.weight"]``); a warning names them.
 
     ``per_layer``: also return the per-layer records (``topology.layers.RECORD_KEYS``) as "layers".
+    ``engine``: the Vietoris–Rips engine, ``ripser``, ``giotto-ph`` (the ``fast`` extra) or ``auto``
+    (giotto-ph when installed), as the workflow's ``topology.engine``; the bars agree (tested).
     """
     obj = model_or_state_dict
     if is_module(obj):
@@ -207,5 +213,5 @@ def weight_topology(
         mats = state_matrices(obj, layers, transposed, config, *options)
     else:
         raise TypeError(f"need an nn.Module or a state dict, got {type(obj).__name__}")
-    summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads)
+    summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
     return {**summary, "layers": records} if per_layer else summary

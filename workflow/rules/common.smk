@@ -30,6 +30,7 @@ from topotrain.config import (
 )
 from topotrain.devices import wants_gpu
 from topotrain.sources.corpus import VOCAB_SIZE
+from topotrain.topology.vietoris_rips import resolve_engine
 
 SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 with open(SCHEMA) as fh:
@@ -45,6 +46,12 @@ order_like_schema(config, CONFIG_SCHEMA)
 check_config(config, schema=CONFIG_SCHEMA)
 
 RESULTS = config["results"].rstrip("/")
+# The Vietoris–Rips engine every topology job runs, resolved once: auto → giotto-ph (the `fast`
+# extra) when importable here, unless jobs run in the conda envs (envs/*.yaml hold ripser only).
+CONDA_JOBS = "CONDA" in {m.name for m in workflow.deployment_settings.deployment_method}
+ENGINE = resolve_engine(
+    config["topology"]["engine"], fast=None if not CONDA_JOBS else False
+)
 SPINE_ON = spine_enabled(config)  # the paper's study, trained here (spine.enabled)
 MODELS = list(config["models"]) if SPINE_ON else []
 SEEDS = [int(s) for s in config["seeds"]]

@@ -26,9 +26,9 @@ def get_hub_needs(jobs):
         for job in readers
         if "slug" in job.wildcards.keys()
     }
-    runs = [
+    runs = [  # in step order, whatever order the DAG lists its jobs in
         (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
-        for job in readers
+        for job in sorted(readers, key=lambda job: int(job.wildcards.get("step", -1)))
         if {"run", "step"} <= set(job.wildcards.keys())
     ]
     corpus = any(not {"slug", "run"} & set(job.wildcards.keys()) for job in readers)

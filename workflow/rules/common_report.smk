@@ -1,4 +1,6 @@
 # Helpers of the report: the tables REPORT.md is assembled from, the replication inputs.
+import topotrain
+from topotrain.config import config_hash
 from topotrain.report.markdown import ORDER as REPORT_ORDER
 
 
@@ -31,6 +33,17 @@ def report_tables():
     if SPINE_ON:  # NP against its layers' weight variance, in the control's section
         csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
     return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUN_ENTRIES]}
+
+
+def get_provenance():
+    """What REPORT.md's header names: the package version that runs (its code, imported from
+    src/ or the install), the validated config's hash and the Rips engine resolved (ENGINE).
+    """
+    return dict(
+        version=topotrain.__version__,
+        config_sha256=config_hash(config),
+        engine=ENGINE,
+    )
 
 
 REPLICATION_CATEGORY = (

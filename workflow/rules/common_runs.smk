@@ -94,8 +94,10 @@ def get_run_layer_options(wildcards):
 
 
 def get_run_topology_params(wildcards):
-    """The spine's topology settings (max_points, seed, maxdim) for a run's checkpoints."""
-    return {k: config["topology"][k] for k in ("max_points", "seed", "maxdim")}
+    """The spine's topology settings (max_points, seed, maxdim, the Rips engine) for a run's
+    checkpoints."""
+    topo = {k: config["topology"][k] for k in ("max_points", "seed", "maxdim")}
+    return {**topo, "engine": ENGINE}
 
 
 def get_run_checkpoint_diagrams(wildcards):

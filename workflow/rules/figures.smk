@@ -58,5 +58,7 @@ rule report_markdown:
     resources:
         mem_mb=500,
         runtime=5,
+    params:
+        provenance=get_provenance(),
     script:
         "../scripts/report_markdown.py"

@@ -82,7 +82,8 @@ rule pythia_weight_topology:
         runtime=20,
     params:
         weights=lambda wc: {
-            k: PYTHIA["weights"][k] for k in ("layers", "max_points", "seed")
+            **{k: PYTHIA["weights"][k] for k in ("layers", "max_points", "seed")},
+            "engine": ENGINE,
         },
     script:
         "../scripts/pythia_weight_topology.py"
@@ -107,9 +108,12 @@ rule pythia_embedding_topology:
         gpu=pythia_device_gpu(),
     params:
         embeddings=lambda wc: {
-            k: v
-            for k, v in PYTHIA["embeddings"].items()
-            if k not in ("models", "steps")
+            **{
+                k: v
+                for k, v in PYTHIA["embeddings"].items()
+                if k not in ("models", "steps")
+            },
+            "engine": ENGINE,
         },
     script:
         "../scripts/pythia_embedding_topology.py"

@@ -6,7 +6,8 @@ Two tables come out (columns documented in the README):
   counts summed over layers, entropies averaged over layers, max persistence maxed over layers (the
   *_scalefree ones alike), and the mean finite H0 bar Σ h0_total / Σ h0_count; with the per-run
   diagram series (``topology.series``): the step distances summed (W1) or maxed (bottleneck) over
-  layers and the vectorisation summaries averaged over layers, under their per-layer names.
+  layers and the vectorisation summaries averaged over layers, under their per-layer names. Both
+  name the Rips engine that computed the records (``engine``: ripser or giotto-ph).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.io import Writer, atomic_write_all
+from topotrain.topology.vietoris_rips import UNNAMED
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +77,14 @@ def series_features(series: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.DataFrame:
-    """Read per-checkpoint topology JSON files into one long table;
-    ``keys`` adds model/seed/step."""
+    """Read per-checkpoint topology JSON files into one long table; ``keys`` adds model/seed/step
+    and each record's Rips engine (its params') is the ``engine`` column."""
     frames = []
     for path, key in zip(paths, keys, strict=True):
         try:
             with open(path) as fh:
-                layers = json.load(fh)["layers"]
+                doc = json.load(fh)
+            layers, params = doc["layers"], doc.get("params") or {}
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ValueError(
                 f"cannot read topology record {path} ({type(err).__name__}: {err}); delete it and "
@@ -89,7 +92,7 @@ def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.
             ) from err
         if not layers:
             raise ValueError(f"{path}: topology record holds no layers")
-        frame = pd.DataFrame(layers)
+        frame = pd.DataFrame(layers).assign(engine=params.get("engine", UNNAMED))
         for col, value in reversed(key.items()):
             frame.insert(0, col, value)
         frames.append(frame)
@@ -144,6 +147,8 @@ def checkpoint_features(layers: pd.DataFrame) -> pd.DataFrame:
     agg = {c: ("sum" if c in SUMMED else "mean" if c in AVERAGED else "max") for c in present}
     out = out.join(grouped.agg(agg))
     out = out.rename(columns={c: f"{c}_mean" for c in AVERAGED if c in out})
+    if "engine" in layers:  # the Rips engine that computed the checkpoint's records
+        out["engine"] = grouped["engine"].first()
     for suffix in ("", SCALEFREE):
         total, count = f"h0_total{suffix}", f"h0_count{suffix}"
         if total in out and count in out:
@@ -176,7 +181,8 @@ def build_tables(
     if series is not None:
         feats = feats.merge(series_features(series), on=keys, how="left")
     if gradients is not None:
-        grad = prefixed(checkpoint_features(gradients).drop(columns="n_layers"), keys)
+        grad = checkpoint_features(gradients).drop(columns=["n_layers", "engine"], errors="ignore")
+        grad = prefixed(grad, keys)
         feats = feats.merge(grad, on=keys, how="left")
     pieces = []
     for (model, seed), info in runs.items():
@@ -233,6 +239,7 @@ def aggregate_weights(
     if extra is not None:
         layers = layers.merge(extra, on=on, how="left")
     if grads is not None:
+        grads = grads.drop(columns="engine")  # the weights' engine (one topology setting)
         layers = layers.merge(prefixed(grads, on), on=on, how="left")
     writers = table_writers(layers, out["layers"], out["layers_csv"])
     atomic_write_all({**writers, **table_writers(table, out["table"], out["table_csv"])})

@@ -29,6 +29,7 @@ from topotrain.topology.checkpoint import load_tensors
 from topotrain.topology.embedding import embedding_topology, fourier_share
 from topotrain.topology.layers import layer_records
 from topotrain.topology.spectral import spectral_summary
+from topotrain.topology.vietoris_rips import resolve_engine
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def lead(grok: int | None, onset: int | None) -> float:
 def checkpoint_row(path: Path, p: int, k: int = FOURIER_K, topology: dict | None = None):
     """(row, records) of one checkpoint: the weights' L2 norm √(Σ w²) over every tensor and the
     residues' embedding features; records: the workflow's weight topology of every 2-D matrix
-    (``topology.layers.layer_records`` with ``topology``'s max_points, seed, maxdim)."""
+    (``topology.layers.layer_records`` with ``topology``'s max_points, seed, maxdim, engine)."""
     tensors = load_tensors(path)
     if EMBEDDING not in tensors:
         raise ValueError(f"{path}: no {EMBEDDING} tensor (a grokking-control checkpoint has one)")
@@ -76,7 +77,8 @@ def checkpoint_row(path: Path, p: int, k: int = FOURIER_K, topology: dict | None
     weight_l2 = float(
         np.sqrt(sum(float((t.astype(np.float64) ** 2).sum()) for t in tensors.values()))
     )
-    topo = {f"emb_{key}": value for key, value in embedding_topology(emb).items()}
+    engine = (topology or {}).get("engine", "auto")
+    topo = {f"emb_{key}": v for key, v in embedding_topology(emb, engine=engine).items()}
     row = {
         "weight_l2": weight_l2,
         **topo,
@@ -93,19 +95,23 @@ def control_features(
     """(checkpoints, layers) of a seed's run directory. checkpoints: one row per checkpoint,
     metrics.csv joined with checkpoint_row and the weight topology aggregated over matrices as
     in the GPT study (np_mean, h0_total, np_wvar_mean, …); layers: one record per matrix and
-    checkpoint. A checkpoint without a metrics row (or the reverse) is an error naming it."""
+    checkpoint; both name the Rips engine (``engine``). A checkpoint without a metrics row (or the
+    reverse) is an error naming it."""
     run_dir = Path(run_dir)
     metrics = pd.read_csv(run_dir / "metrics.csv")
     files = {int(m.group(1)): f for f in run_dir.iterdir() if (m := STEP.search(f.name))}
     if set(files) != set(metrics["step"]):
         odd = sorted(set(files) ^ set(metrics["step"]))
         raise ValueError(f"{run_dir}: checkpoints and metrics.csv disagree at steps {odd}")
+    topology = dict(topology or {})
+    topology["engine"] = resolve_engine(topology.get("engine", "auto"))
     rows, layers = [], []
     for step in sorted(files):
         log.info("control features: %s step %d", run_dir, step)
         row, records = checkpoint_row(files[step], p, k, topology)
         rows.append({"step": step, **row})
-        layers += [{"model": MODEL, "seed": seed, "step": step, **r} for r in records]
+        keys = {"model": MODEL, "seed": seed, "step": step}
+        layers += [{**keys, **r, "engine": topology["engine"]} for r in records]
     layers = pd.DataFrame(layers)
     weights = checkpoint_features(layers).drop(columns=["model", "seed"])
     table = metrics.merge(pd.DataFrame(rows), on="step").merge(weights, on="step")

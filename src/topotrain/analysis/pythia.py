@@ -15,6 +15,7 @@ from scipy import stats as sps
 
 from topotrain.analysis.stats import benjamini_hochberg, spearman_ci
 from topotrain.config import DEFAULTS
+from topotrain.topology.vietoris_rips import UNNAMED
 
 _PYTHIA = DEFAULTS["pythia"]  # the schema's pythia: defaults
 _ANALYSIS_SEED = DEFAULTS["analysis"]["bootstrap_seed"]
@@ -43,7 +44,8 @@ def read_records(paths: list[str | Path]) -> list[dict]:
 
 
 def weights_table(docs: list[dict]) -> pd.DataFrame:
-    """One row per (model, step): NP mean/std over layers, H0/H1 totals summed over layers."""
+    """One row per (model, step): NP mean/std over layers, H0/H1 totals summed over layers, and
+    the Rips engine that computed them."""
     rows = []
     for doc in docs:
         layers = pd.DataFrame(doc["layers"])
@@ -56,6 +58,7 @@ def weights_table(docs: list[dict]) -> pd.DataFrame:
                 "np_std": layers["np_total"].std(ddof=0),
                 "h0_total": layers["h0_total"].sum(),
                 "h1_total": layers["h1_total"].sum(),
+                "engine": doc.get("engine", UNNAMED),
             }
         )
     return pd.DataFrame(rows).sort_values(["model", "step"]).reset_index(drop=True)
@@ -85,8 +88,16 @@ def h1_wasserstein_steps(diagrams: list[np.ndarray]) -> np.ndarray:
 
 def embeddings_table(docs: list[dict], diagram_files: list[str | Path]) -> pd.DataFrame:
     """One row per (model, step): perplexity, topological and spectral features,
-    H1 Wasserstein step."""
-    rows = [{"model": d["model"], "step": d["step"], **d["features"]} for d in docs]
+    H1 Wasserstein step, the Rips engine."""
+    rows = [
+        {
+            "model": d["model"],
+            "step": d["step"],
+            **d["features"],
+            "engine": d.get("engine", UNNAMED),
+        }
+        for d in docs
+    ]
     table = pd.DataFrame(rows)
     h1 = []
     for path in diagram_files:

@@ -5,12 +5,16 @@ it declares (the one place a knob's default is written) and the checks of a sect
 section the config omits takes ``default: {}`` and then its keys' defaults, and a map of names
 (``models``, ``runs``) that the config gives is taken whole, its entries filled key by key.
 ``DEFAULTS`` is the config the schema alone describes; library code (``live``, the trainer, the
-series) takes its keyword defaults from it.
+series) takes its keyword defaults from it. ``config_hash`` names a validated config in a few
+characters (REPORT.md's header).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -85,3 +89,10 @@ def section_problems(section: str, values: dict) -> list[str]:
         else:
             problems.append(f"{where}: {error.message}")
     return problems
+
+
+def config_hash(config: Mapping) -> str:
+    """The first 12 hex digits of the sha256 of ``config`` as canonical JSON (keys sorted, no
+    spaces): the same for the same validated config however its YAML was written or ordered."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

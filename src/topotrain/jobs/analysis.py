@@ -205,10 +205,16 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     )
 
 
-def report_markdown_job(tables: dict[str, str], out: str, bottom_html: str | None = None) -> None:
-    """Assemble REPORT.md: the bottom line, the replication verdicts (a rule id per row, the rules
-    listed once), findings from the CSV tables, then every other Markdown table explained, then
-    each run's section (``tables["runs"]``)."""
+def report_markdown_job(
+    tables: dict[str, str],
+    out: str,
+    bottom_html: str | None = None,
+    provenance: dict[str, str] | None = None,
+) -> None:
+    """Assemble REPORT.md: its header (``provenance``: version, config_sha256, engine), the bottom
+    line, the replication verdicts (a rule id per row, the rules listed once), findings from the
+    CSV tables, then every other Markdown table explained, then each run's section
+    (``tables["runs"]``)."""
     import pandas as pd
 
     from topotrain.analysis.replication import RULES
@@ -241,7 +247,7 @@ def report_markdown_job(tables: dict[str, str], out: str, bottom_html: str | Non
         if k in SECTIONS
     ]
     lead = int("control" in tables) + int("replication" in tables)
-    assemble_report(sections, out, preface, lead=lead, appendix=runs, top=top)
+    assemble_report(sections, out, preface, lead, runs, top, provenance)
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
         text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
         atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))

@@ -58,8 +58,7 @@ def out_folder(out: dict, expected) -> str:
     want = {k: _paths(v) for k, v in expected(folder).items()}
     if given != want:
         raise ValueError(
-            f"the rule's outputs {given} are not the files the trainer writes into {folder}: "
-            f"{want}"
+            f"the rule's outputs {given} are not the files the trainer writes into {folder}: {want}"
         )
     return folder
 

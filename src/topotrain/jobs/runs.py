@@ -76,6 +76,7 @@ def run_weight_topology_job(
     from topotrain.sources.hub_files import weight_hashes
     from topotrain.sources.runs import run_checkpoint_topology
     from topotrain.topology.checkpoint import write_record
+    from topotrain.topology.vietoris_rips import resolve_engine
 
     if not checkpoint:
         from topotrain.sources.runs import RunError
@@ -86,7 +87,8 @@ def run_weight_topology_job(
             f"{out['record']} (and its .npz) to drop the step from the run"
         )
     files, hashes, label = checkpoint_files(checkpoint)
-    topo = params["topology"]
+    topo = dict(params["topology"])
+    topo["engine"] = resolve_engine(topo.get("engine", "auto"))
     records, diagrams = run_checkpoint_topology(files, _read_json(layers), label, topo, threads)
     if hashes is None:
         hashes = weight_hashes(files)

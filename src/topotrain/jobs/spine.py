@@ -64,6 +64,7 @@ def weight_topology_job(
         seed=params["seed"],
         maxdim=params["maxdim"],
         n_threads=threads,
+        engine=params["engine"],
     )
 
 
@@ -120,6 +121,6 @@ def gradient_topology_job(
         topo["patterns"],
         params["batch_size"],
         params["seed"],
-        {k: topo[k] for k in ("max_points", "seed", "maxdim")},
+        {k: topo[k] for k in ("max_points", "seed", "maxdim", "engine")},
         n_threads=threads,
     )

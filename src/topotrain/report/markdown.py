@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from topotrain.io import atomic_write_text, atomic_write_texts
+from topotrain.report.header import report_header
 
 
 def format_cell(value, digits: int = 4) -> str:
@@ -153,19 +154,14 @@ def assemble_report(
     lead: int = 0,
     appendix: Sequence[str | Path] = (),
     top: str = "",
+    provenance: Mapping[str, str] | None = None,
 ) -> None:
-    """REPORT.md: a title, ``top`` (the bottom line), the first ``lead`` sections, an optional
-    preface (findings), then the other sections; each section is (heading, text, Markdown table
-    file or a Body); then the ``appendix`` files as they are (each run's section). The header
-    names the results folder in use: the one REPORT.md is written to."""
-    res = Path(out).parent.as_posix()
-    parts = [
-        "# topotrain — weight-space study report\n",
-        "Every number below is produced by the workflow from its feature tables "
-        f"(`{res}/features/weights.parquet`; a run's `{res}/runs/<name>/features.parquet`); "
-        f"each table also exists as CSV under `{res}/tables/` (a run's under "
-        f"`{res}/runs/<name>/tables/`), figures under `{res}/figures/`.\n",
-    ]
+    """REPORT.md: the header (``header.report_header``: the title, ``provenance`` — version, config
+    hash, engine — and the results folder in use, the one REPORT.md is written to), ``top`` (the
+    bottom line), the first ``lead`` sections, an optional preface (findings), then the other
+    sections; each section is (heading, text, Markdown table file or a Body); then the
+    ``appendix`` files as they are (each run's section)."""
+    parts = report_header(Path(out).parent.as_posix(), provenance)
     if top:
         parts.append(top)
     for i, (heading, text, table) in enumerate(sections):

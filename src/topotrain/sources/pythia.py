@@ -24,7 +24,7 @@ from topotrain.sources.weights import weight_matrices
 from topotrain.topology.layers import diagrams_summaries, layer_records
 from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
 from topotrain.topology.summaries import DIAGRAM_KEYS
-from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
+from topotrain.topology.vietoris_rips import resolve_engine, subsample_rows, vr_diagrams
 
 _EMBEDDINGS = DEFAULTS["pythia"]["embeddings"]  # the schema's defaults
 EMBEDDING_KEYS = (
@@ -231,8 +231,10 @@ def embedding_features(
     max_points: int | None = None,
     seed: int = 0,
     n_threads: int = 1,
+    engine: str = "auto",
 ) -> tuple[dict, list[np.ndarray]]:
-    """Record (EMBEDDING_KEYS) and Rips diagrams of the embeddings E (n texts × d).
+    """Record (EMBEDDING_KEYS) and Rips diagrams of the embeddings E (n texts × d); ``engine``:
+    the Rips engine (``vietoris_rips.resolve_engine``).
 
     Topology: Rips H0/H1 of the top-pca_dims PCA scores (max_points rows drawn with seed if set).
     Spectral baselines: on the full centred E, not the PCA scores. pca_variance_ratio is the
@@ -243,7 +245,7 @@ def embedding_features(
     E = np.asarray(E, dtype=np.float64)
     Z, var = pca(E, pca_dims)
     cloud = Z if max_points is None else subsample_rows(Z, max_points, np.random.default_rng(seed))
-    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads, engine=engine)
     record = {
         "n_texts": int(E.shape[0]),
         "dim": int(E.shape[1]),
@@ -296,19 +298,22 @@ def weights_present(revision: dict) -> None:
 
 
 def weight_record(revision: dict, params: dict) -> dict:
-    """The weight-topology record of one fetched revision: per-layer records under "layers"."""
+    """The weight-topology record of one fetched revision: per-layer records under "layers", the
+    Rips engine that computed them under "engine"."""
     weights_present(revision)
+    engine = resolve_engine(params.get("engine", "auto"))
     layers = revision_topology(
-        revision["snapshot"], params["layers"], params["max_points"], params["seed"]
+        revision["snapshot"], params["layers"], params["max_points"], params["seed"], engine=engine
     )
-    return revision_doc(revision, layers=layers)
+    return revision_doc(revision, engine=engine, layers=layers)
 
 
 def embedding_record(
     revision: dict, texts: Sequence[str], params: dict
 ) -> tuple[dict, list[np.ndarray]]:
     """The embedding record of one fetched revision — features (EMBEDDING_KEYS, perplexity,
-    n_tokens) and wall-clock seconds — and the Rips diagrams of its embedding cloud."""
+    n_tokens), the Rips engine and wall-clock seconds — and the Rips diagrams of its embedding
+    cloud."""
     weights_present(revision)
     start = time.perf_counter()
     model, tokenizer = load_model(
@@ -317,7 +322,9 @@ def embedding_record(
     E, nll, n_tokens = embed_texts(
         model, tokenizer, texts, params["max_length"], params["batch_size"]
     )
-    features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"])
+    engine = resolve_engine(params.get("engine", "auto"))
+    features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"], engine=engine)
     features = {**features, "perplexity": perplexity(nll, n_tokens), "n_tokens": n_tokens}
-    doc = revision_doc(revision, features=features, seconds=time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    doc = revision_doc(revision, engine=engine, features=features, seconds=seconds)
     return doc, diagrams

@@ -302,6 +302,6 @@ def run_checkpoint_topology(
     maps = [WeightMap(**m) for m in layers["layers"]]
     tensors = read_weights(files, label, names={m.name for m in maps})
     matrices = oriented_matrices(maps, tensors, label)
-    keep = ("max_points", "seed", "maxdim")
+    keep = ("max_points", "seed", "maxdim", "engine")
     options = {k: params[k] for k in keep if k in params}
     return layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)

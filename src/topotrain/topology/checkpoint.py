@@ -15,6 +15,7 @@ import numpy as np
 from topotrain.config import DEFAULTS, GPT_LAYERS
 from topotrain.io import atomic_write_all
 from topotrain.topology.layers import layer_records
+from topotrain.topology.vietoris_rips import resolve_engine
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
@@ -36,8 +37,8 @@ def checkpoint_topology(
     path: str | Path, patterns: Sequence[str] = GPT_LAYERS, *args, **options
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Per-layer records (layers.RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of one
-    checkpoint: ``layers.layer_records`` (max_points, seed, maxdim, n_threads as there) on its
-    tensors; errors name the checkpoint and the layer."""
+    checkpoint: ``layers.layer_records`` (max_points, seed, maxdim, n_threads, engine as there) on
+    its tensors; errors name the checkpoint and the layer."""
     options["source"] = f"checkpoint {path}"
     return layer_records(load_tensors(path), patterns, *args, **options)
 
@@ -51,13 +52,16 @@ def write_checkpoint_topology(
     seed: int = _TOPOLOGY["seed"],
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
+    engine: str = "auto",
 ) -> list[dict]:
     """Write a checkpoint's records as JSON and its diagrams as npz, both or neither.
 
-    JSON: {"checkpoint", "params" (those the result depends on: not n_threads), "layers"}. Both
+    JSON: {"checkpoint", "params" (those the result depends on, the engine resolved: not
+    n_threads), "layers"}. Both
     files are written to temp files beside them and renamed only once both are complete.
     """
     params = {"patterns": list(patterns), "max_points": max_points, "seed": seed, "maxdim": maxdim}
+    params["engine"] = resolve_engine(engine)
     records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
     doc = {"checkpoint": str(ckpt_path), "params": params, "layers": records}
     write_record(out_json, out_npz, doc, diagrams)

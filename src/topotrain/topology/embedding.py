@@ -40,13 +40,13 @@ def fourier_share(E: np.ndarray, k: int = 1) -> float:
     return float(energy[:k].sum() / total) if total > 1e-20 * scale else float("nan")
 
 
-def embedding_topology(E: np.ndarray, n_threads: int = 1) -> dict[str, float]:
+def embedding_topology(E: np.ndarray, n_threads: int = 1, engine: str = "auto") -> dict[str, float]:
     """h0_total, h0_max, h1_total, h1_max of the rows of E scaled by their mean norm, and that
-    mean norm (``row_norm``); all zero rows give zeros."""
+    mean norm (``row_norm``); all zero rows give zeros. ``engine``: the Rips engine."""
     E = check_cloud(E)
     norm = float(np.linalg.norm(E, axis=1).mean())
     cloud = E / norm if norm > 0 else E
-    h0, h1 = vr_diagrams(cloud, maxdim=1, n_threads=n_threads)
+    h0, h1 = vr_diagrams(cloud, maxdim=1, n_threads=n_threads, engine=engine)
     return {
         "h0_total": total_persistence(h0),
         "h0_max": max_persistence(h0),

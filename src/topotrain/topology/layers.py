@@ -110,13 +110,14 @@ def layer_topology(
     maxdim: int,
     n_threads: int,
     global_max: float | None = None,
+    engine: str = "auto",
 ) -> tuple[dict, list[np.ndarray]]:
     """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix;
     the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W).
     ``global_max``: the largest |w| over all matrices analysed with W
-    (np_rieck; default W's own)."""
+    (np_rieck; default W's own); ``engine``: the Rips engine (``vietoris_rips.resolve_engine``)."""
     cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
-    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads)
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads, engine=engine)
     record = {
         "layer": layer,
         "rows": int(W.shape[0]),
@@ -139,11 +140,13 @@ def layer_records(
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     source: str = "weights",
+    engine: str = "auto",
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Per-layer records (RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of the matrices that
     match ``patterns``, in natural name order.
 
-    maxdim is 0 or 1; with 0 the h1_* fields are None and no ``/h1`` diagram is returned. Errors
+    maxdim is 0 or 1; with 0 the h1_* fields are None and no ``/h1`` diagram is returned.
+    ``engine``: the Rips engine of every layer (``vietoris_rips.resolve_engine``). Errors
     (no match, NaN/inf weights, degenerate layer) are ValueErrors naming ``source`` and the layer.
     """
     if maxdim not in (0, 1):
@@ -161,7 +164,9 @@ def layer_records(
     for layer, W in chosen.items():
         W = np.asarray(W, dtype=np.float64)
         try:
-            record, dgms = layer_topology(W, layer, max_points, seed, maxdim, n_threads, top)
+            record, dgms = layer_topology(
+                W, layer, max_points, seed, maxdim, n_threads, top, engine=engine
+            )
         except ValueError as err:
             raise ValueError(f"{source}, layer {layer}: {err}") from err
         records.append(record)

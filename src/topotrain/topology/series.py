@@ -2,11 +2,11 @@
 (the "topological velocity"), and the diagrams as vectors (landscapes, images, Betti curves).
 
 One job per run reads the Rips diagrams the per-checkpoint jobs saved (``{layer}/h{k}`` in each
-checkpoint's npz), so no per-checkpoint job imports gudhi and there is no chain of per-checkpoint
-dependencies. Distances and vectorisations come from gudhi (C++; hera for Wasserstein):
+checkpoint's npz), so there is no chain of per-checkpoint dependencies. Distances come from
+``topology.distances`` (exact, SciPy's assignment solver), vectorisations are NumPy here (their
+values equal gudhi's, tested; gudhi itself is not a dependency: its package loads GPL-3 modules):
 
-- ``h{k}_w1_step``: the 1-Wasserstein distance (L∞ ground metric, unmatched points to the diagonal;
-  hera's auction, within 1 % relative error)
+- ``h{k}_w1_step``: the 1-Wasserstein distance (L∞ ground metric, unmatched points to the diagonal)
   between the layer's H_k diagram at this checkpoint and at the previous one;
   ``h{k}_bottleneck_step`` the bottleneck distance. Finite bars only (H0's one infinite bar is left
   out). The first checkpoint has none (NaN).
@@ -29,75 +29,41 @@ from collections.abc import Sequence
 import numpy as np
 
 from topotrain.config import DEFAULTS
+from topotrain.topology.distances import bottleneck, finite_bars, w1_distance
 
 SERIES_DEFAULTS = DEFAULTS["topology"]["series"]  # the schema's (topology.series)
-W1_DELTA = 0.01  # hera's relative error bound on W1 (its default); 1e-6 cost twice the time
 SCALARS = ("w1_step", "bottleneck_step", "landscape_l2", "image_mass", "betti_auc")
 LAYER_COLUMNS = ["step", "layer"] + [f"h{k}_{s}" for k in (0, 1) for s in SCALARS]
 
 
-def finite_bars(d: np.ndarray) -> np.ndarray:
-    """The (n, 2) finite bars of a diagram (infinite deaths left out)."""
-    d = np.asarray(d, dtype=np.float64).reshape(-1, 2)
-    return d[np.isfinite(d).all(axis=1)]
-
-
-def w1_distance(a: np.ndarray, b: np.ndarray, delta: float = W1_DELTA) -> float:
-    """1-Wasserstein distance between two diagrams' finite bars (gudhi.hera, L∞ ground metric),
-    within a relative error ``delta`` (hera's auction stops there)."""
-    from gudhi.hera import wasserstein_distance
-
-    a, b = finite_bars(a), finite_bars(b)
-    return float(wasserstein_distance(a, b, order=1, internal_p=np.inf, delta=delta))
-
-
-def bottleneck(a: np.ndarray, b: np.ndarray) -> float:
-    """Bottleneck distance between two diagrams' finite bars (gudhi, exact)."""
-    from gudhi import bottleneck_distance
-
-    return float(bottleneck_distance(finite_bars(a), finite_bars(b), 0.0))
-
-
 def landscapes(d: np.ndarray, n: int, grid: np.ndarray) -> np.ndarray:
-    """(n, len(grid)) persistence landscapes λ_1 … λ_n of the finite bars on an even ``grid``."""
-    from gudhi.representations import Landscape
-
+    """(n, len(grid)) persistence landscapes λ_1 … λ_n of the finite bars on ``grid``: λ_j(t) the
+    j-th largest tent max(0, min(t − b, d − t)) (Bubenik), 0 where fewer than j bars."""
     bars = finite_bars(d)
-    if bars.size == 0:
-        return np.zeros((n, grid.size))
-    values = Landscape(num_landscapes=n, resolution=grid.size, sample_range=[grid[0], grid[-1]])
-    # gudhi's landscapes live in rotated coordinates: √2 times Bubenik's
-    # (tests check the closed form)
-    return values.fit_transform([bars]).reshape(n, grid.size) / math.sqrt(2)
+    tents = np.maximum(0.0, np.minimum(grid[None, :] - bars[:, :1], bars[:, 1:] - grid[None, :]))
+    tents = np.vstack([tents, np.zeros((max(n - len(bars), 0), grid.size))])
+    return -np.sort(-tents, axis=0)[:n]
 
 
 def betti_curve(d: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Number of finite bars alive (b ≤ t < d) at each point of an even ``grid``."""
-    from gudhi.representations import BettiCurve
-
+    """Number of finite bars alive (b ≤ t < d) at each point of ``grid``."""
     bars = finite_bars(d)
-    if bars.size == 0:
-        return np.zeros(grid.size)
-    curve = BettiCurve(resolution=grid.size, sample_range=[grid[0], grid[-1]])
-    return curve.fit_transform([bars]).reshape(grid.size).astype(np.float64)
+    alive = (bars[:, :1] <= grid[None, :]) & (grid[None, :] < bars[:, 1:])
+    return alive.sum(axis=0).astype(np.float64)
 
 
 def persistence_image(d: np.ndarray, resolution: int, im_range: Sequence[float], sigma: float):
-    """(resolution, resolution) persistence image (birth × persistence) of the finite bars: each
-    bar a Gaussian of std ``sigma`` at (b, d − b), weighted by d − b, sampled at ``resolution``
-    points per side of ``im_range`` = [b_min, b_max, p_min, p_max], both ends included (gudhi)."""
-    from gudhi.representations import PersistenceImage
-
+    """(resolution, resolution) persistence image of the finite bars, rows = persistence, columns
+    = birth: Σ over bars (b, p = d − b) of p · exp(−((x − b)² + (y − p)²) / 2σ²) / (2πσ²) at the
+    ``resolution`` points per side of ``im_range`` = [b_min, b_max, p_min, p_max], both ends
+    included (Adams et al. 2017, weighted by persistence; gudhi's PersistenceImage, tested)."""
     bars = finite_bars(d)
-    if bars.size == 0:
-        return np.zeros((resolution, resolution))
-    image = PersistenceImage(
-        bandwidth=sigma,
-        weight=lambda x: x[1],
-        resolution=[resolution, resolution],
-        im_range=list(im_range),
-    )
-    return image.fit_transform([bars]).reshape(resolution, resolution)
+    x = np.linspace(im_range[0], im_range[1], resolution)
+    y = np.linspace(im_range[2], im_range[3], resolution)
+    births, pers = bars[:, 0], bars[:, 1] - bars[:, 0]
+    gx = np.exp(-np.square(x[None, :] - births[:, None]) / (2 * sigma**2))  # (bars, x)
+    gy = np.exp(-np.square(y[None, :] - pers[:, None]) / (2 * sigma**2))  # (bars, y)
+    return np.einsum("k,ky,kx->yx", pers, gy, gx) / (2 * np.pi * sigma**2)
 
 
 def run_grid(diagrams: Sequence[np.ndarray], resolution: int) -> np.ndarray:
@@ -138,7 +104,7 @@ def layer_series(dgms: Sequence[np.ndarray], params: dict) -> tuple[dict, dict]:
     land = np.stack([landscapes(d, p["n_landscapes"], grid) for d in dgms])
     betti = np.stack([betti_curve(d, grid) for d in dgms])
     images = np.stack([persistence_image(d, p["image_resolution"], im_range, sigma) for d in dgms])
-    # gudhi samples the image on resolution points per side, both ends included
+    # the image is sampled on resolution points per side, both ends included
     pixel = (
         (im_range[1] - im_range[0]) * (im_range[3] - im_range[2]) / (p["image_resolution"] - 1) ** 2
     )

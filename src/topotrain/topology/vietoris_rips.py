@@ -1,4 +1,9 @@
-"""Vietoris–Rips persistence (H0, H1) of a point cloud: the rows of a weight matrix."""
+"""Vietoris–Rips persistence (H0, H1) of a point cloud: the rows of a weight matrix.
+
+H0 is exact (float64 MST); H≥1 come from an engine: ripser.py (MIT, the core install) or giotto-ph
+(AGPL-3.0, the opt-in `fast` extra, about twice as fast). Both compute on float32 distances and give
+the same bars (tested); ``resolve_engine`` says which one `auto` means here.
+"""
 
 from __future__ import annotations
 
@@ -48,6 +53,30 @@ def diagram(births: np.ndarray, deaths: np.ndarray) -> np.ndarray:
     return d[d[:, 1] > d[:, 0]]
 
 
+ENGINES = ("ripser", "giotto-ph")  # the Vietoris–Rips engines (H≥1); "auto" picks one
+FAST = "giotto-ph"  # the opt-in `fast` extra (AGPL-3.0): ~2× ripser.py (docs/benchmarks.md)
+UNNAMED = "giotto-ph"  # what computed a record that names no engine (topotrain before engines)
+FAST_HINT = "pip install 'topotrain[fast]' (giotto-ph, AGPL-3.0), or use the engine ripser"
+
+
+def fast_installed() -> bool:
+    """Whether giotto-ph can be imported here (found, not imported: its wrapper is slow to load)."""
+    try:
+        return importlib.util.find_spec("gph") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def resolve_engine(engine: str = "auto", fast: bool | None = None) -> str:
+    """The engine that computes H≥1: ``auto`` → giotto-ph when ``fast`` (default: when giotto-ph
+    is installed here), else ripser.py; ``ripser`` or ``giotto-ph`` as given."""
+    if engine == "auto":
+        return FAST if (fast_installed() if fast is None else fast) else "ripser"
+    if engine not in ENGINES:
+        raise ValueError(f"unknown Vietoris–Rips engine {engine!r}; choose auto, ripser, giotto-ph")
+    return engine
+
+
 @functools.cache
 def _gph_kernel():
     """giotto-ph's compiled Rips module, loaded without running ``gph/__init__`` (whose Python
@@ -70,13 +99,14 @@ def _gph_kernel():
     return module if hasattr(module, "rips_dm") else None
 
 
-def rips_higher(square: np.ndarray, maxdim: int, n_threads: int) -> list[np.ndarray]:
+def rips_gph(square: np.ndarray, maxdim: int, n_threads: int, thresh: float) -> list[np.ndarray]:
     """giotto-ph Rips diagrams H1..H``maxdim`` (Z/2) of n points from their (n, n) distances.
 
-    As ``gph.ripser_parallel(X)`` does for a point cloud: float32 distances, threshold at the
-    enclosing radius min_i max_j d(i, j) (homology is trivial beyond it), dense kernel. Falls back
-    to the public ``ripser_parallel`` on a precomputed matrix if the kernel cannot be loaded.
+    As ``gph.ripser_parallel(X)`` does for a point cloud: float32 distances, dense kernel. Falls
+    back to the public ``ripser_parallel`` on a precomputed matrix if the kernel cannot be loaded.
     """
+    if not fast_installed():
+        raise ImportError(f"the Vietoris–Rips engine giotto-ph is not installed: {FAST_HINT}")
     kernel = _gph_kernel()
     if kernel is None:  # another giotto-ph layout: the public wrapper (slower import)
         from gph import ripser_parallel
@@ -84,30 +114,52 @@ def rips_higher(square: np.ndarray, maxdim: int, n_threads: int) -> list[np.ndar
         return ripser_parallel(square, maxdim=maxdim, metric="precomputed", n_threads=n_threads)[
             "dgms"
         ][1:]
-    n, thresh = square.shape[0], float(square.max(axis=1).min())
-    res = kernel.rips_dm(
-        condensed(square).astype(np.float32),
-        np.zeros(n, np.float32),
-        2,
-        maxdim,
-        thresh,
-        n_threads,
-        False,
-    )
+    n = square.shape[0]
+    dists = condensed(square).astype(np.float32)
+    res = kernel.rips_dm(dists, np.zeros(n, np.float32), 2, maxdim, thresh, n_threads, False)
     return [np.reshape(np.array(d), (-1, 2)) for d in res.births_and_deaths_by_dim()[1:]]
 
 
-def vr_diagrams(X: np.ndarray, maxdim: int = 1, n_threads: int = 1) -> list[np.ndarray]:
+def rips_ripser(square: np.ndarray, maxdim: int, thresh: float) -> list[np.ndarray]:
+    """ripser.py's Rips diagrams H1..H``maxdim`` (Z/2, one thread) from the (n, n) distances, as
+    ``ripser.ripser`` computes them (float32 distances), through its compiled module ``pyRipser``
+    (the package's own ``__init__`` imports scikit-learn, ~2 s per job); else the public one."""
+    try:
+        from pyRipser import doRipsFiltrationDM
+    except ImportError:  # another ripser.py layout
+        from ripser import ripser
+
+        return ripser(square, maxdim=maxdim, thresh=thresh, distance_matrix=True)["dgms"][1:]
+    res = doRipsFiltrationDM(condensed(square).astype(np.float32), maxdim, thresh, 2, False)
+    return [np.reshape(np.array(d), (-1, 2)) for d in res["births_and_deaths_by_dim"][1:]]
+
+
+def rips_higher(
+    square: np.ndarray, maxdim: int, n_threads: int, engine: str = "auto"
+) -> list[np.ndarray]:
+    """Rips diagrams H1..H``maxdim`` from the (n, n) distances by ``engine`` (resolve_engine),
+    thresholded at the enclosing radius min_i max_j d(i, j): beyond it the complex is a cone, so
+    every class has died and both engines return the unthresholded diagrams, faster."""
+    thresh = float(square.max(axis=1).min())
+    if resolve_engine(engine) == "ripser":
+        return rips_ripser(square, maxdim, thresh)
+    return rips_gph(square, maxdim, n_threads, thresh)
+
+
+def vr_diagrams(
+    X: np.ndarray, maxdim: int = 1, n_threads: int = 1, engine: str = "auto"
+) -> list[np.ndarray]:
     """Rips diagrams [H0, …, H``maxdim``] of the rows of X, Euclidean distance.
 
     H0 is exact in float64 from the MST, plus the one infinite bar [0, inf] added here (the only
-    place infinite bars arise); H≥1 come from giotto-ph. Zero-length bars are dropped, so one point
-    or identical points give H0 = [[0, inf]] and empty H≥1. 0 rows or NaN/inf → ValueError.
+    place infinite bars arise); H≥1 come from ``engine`` (ripser.py, or giotto-ph on ``n_threads``
+    threads; ``auto``: resolve_engine). Zero-length bars are dropped, so one point or identical
+    points give H0 = [[0, inf]] and empty H≥1. 0 rows or NaN/inf → ValueError.
     """
     X = check_cloud(X)
     if maxdim < 0:
         raise ValueError(f"maxdim must be >= 0, got {maxdim}")
     square = pairwise_distances(X)  # float64
     deaths = np.append(h0_deaths(square), np.inf)
-    higher = rips_higher(square, maxdim, n_threads) if maxdim > 0 else []
+    higher = rips_higher(square, maxdim, n_threads, engine) if maxdim > 0 else []
     return [diagram(np.zeros_like(deaths), deaths)] + [diagram(d[:, 0], d[:, 1]) for d in higher]

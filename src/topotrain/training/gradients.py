@@ -18,6 +18,7 @@ import torch
 
 from topotrain.topology.checkpoint import write_record
 from topotrain.topology.layers import layer_records
+from topotrain.topology.vietoris_rips import resolve_engine
 from topotrain.training.model import GPT
 from topotrain.training.run_state import load_checkpoint
 from topotrain.training.train import get_batch, load_tokens, sample_offsets
@@ -61,7 +62,8 @@ def gradient_topology(
     n_threads: int = 1,
 ) -> tuple[dict, dict[str, np.ndarray]]:
     """The record {"checkpoint", "params", "probe_loss", "layers"} and the diagrams of one
-    checkpoint's probe-batch gradients; ``topology`` holds max_points, seed and maxdim.
+    checkpoint's probe-batch gradients; ``topology`` holds max_points, seed, maxdim and the
+    Rips engine (``engine``, default auto; the record's params name the one that ran).
     ``train_tokens``: the training split's file, or its tokens already loaded (``probe_tokens``)."""
     model, step = load_checkpoint(checkpoint)
     tokens = (
@@ -71,6 +73,7 @@ def gradient_topology(
     grads, loss = probe_gradients(model, tokens, offsets)
     if not np.isfinite(loss):
         raise ValueError(f"{checkpoint}: probe loss is {loss}: the checkpoint's weights diverged")
+    engine = resolve_engine(topology.get("engine", "auto"))
     records, diagrams = layer_records(
         grads,
         patterns,
@@ -79,8 +82,10 @@ def gradient_topology(
         topology["maxdim"],
         n_threads,
         source=f"gradients of checkpoint {checkpoint}",
+        engine=engine,
     )
     params = {"patterns": list(patterns), "batch_size": batch_size, "probe_seed": seed, **topology}
+    params["engine"] = engine
     doc = {
         "checkpoint": str(checkpoint),
         "step": step,

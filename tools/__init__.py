@@ -1,0 +1,1 @@
+"""Repository tools run by CI (not part of the package): the licence check."""
