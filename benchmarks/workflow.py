@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 import tempfile
@@ -44,10 +45,11 @@ def planned_jobs(cmd: list[str], cwd: Path) -> int:
 def in_process_spine(workdir: Path, config: dict) -> float:
     """The tiny study's spine jobs, serially in this process (imports already paid)."""
     from topotrain import jobs
-    from topotrain.config import checkpoint_steps, layer_patterns
+    from topotrain.config import checkpoint_steps, fill_defaults, layer_patterns
     from topotrain.sources.corpus import VOCAB_SIZE
     from topotrain.training.run_state import published_files
 
+    config = fill_defaults(copy.deepcopy(config))  # the workflow's view of it
     res, steps = workdir / "inproc", checkpoint_steps(config["train"])
     start = time.perf_counter()
     corpus = {k: str(res / f"{k}.bin") for k in ("train", "validation")}
