@@ -111,7 +111,8 @@ def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
     code = (
         "from topotrain.jobs import weight_topology_job; "
         f"weight_topology_job({str(path)!r}, {str(out / 'r.json')!r}, {str(out / 'r.npz')!r}, "
-        f"{{'patterns': {list(PATTERNS)!r}, 'max_points': 200}}, {threads})"
+        f"{{'patterns': {list(PATTERNS)!r}, 'max_points': 200, 'seed': 0, 'maxdim': 1}}, "
+        f"{threads})"
     )
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
