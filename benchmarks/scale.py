@@ -12,10 +12,12 @@ time; and Pythia-12B's two MLP matrices (20480 × 5120, 5120 × 20480) in a file
 - eager (reference, same run): the same loop on the whole state dict loaded first;
 - read (reference): reading every analysed tensor once, the floor that loading sets.
 
-Peak memory is the process's peak RSS; ``working_mb`` is that less the RSS after imports, set
-against the largest matrix's float32 size. The kernel shares (NP, moments, subsample, distances,
-H0, H1, loading) come from timers around the loop's functions in the 1-thread project run.
-``equal``: the project's records (1 and 2 threads) are the eager path's, diagrams too.
+Seconds are wall time, with the process's CPU seconds beside (other processes on a shared machine
+inflate the first, hardly the second). Peak memory is the process's peak RSS (VmHWM);
+``working_mb`` is that less the RSS after imports, set against the largest matrix's float32 size.
+The kernel shares (NP, moments, subsample, distances, H0, H1, loading) come from CPU timers around
+the loop's functions in the 1-thread project run. ``equal``: the project's records (1 and 2
+threads) are the eager path's, diagrams too. ``--cost`` fits the cost model (docs/cost.md).
 """
 
 from __future__ import annotations
@@ -78,10 +80,10 @@ def topology_path(spec: dict, totals: dict) -> tuple[list[dict], dict]:
     """The per-layer loop on the checkpoint: lazy (project) or loaded whole first (eager)."""
     from topotrain.topology.layers import layer_records
 
-    start = time.perf_counter()
+    start = time.thread_time()
     matrices, patterns = analysed(spec, lazy=spec["path"] == "project")
     if spec["path"] == "eager":
-        totals["loading"] += time.perf_counter() - start
+        totals["loading"] += time.thread_time() - start
     return layer_records(matrices, patterns, **TOPO, n_threads=spec["threads"], source="scale")
 
 
@@ -145,17 +147,18 @@ TOPOLOGY_MODULES = ("topotrain.topology.checkpoint", "topotrain.sources.weights"
 
 
 def install_timers(totals: dict) -> None:
-    """Wrap KERNELS' functions so each call adds its seconds to ``totals[kernel]``."""
+    """Wrap KERNELS' functions so each call adds its CPU seconds (its thread's: a count that
+    other processes on the machine do not inflate) to ``totals[kernel]``."""
     lock = threading.Lock()
 
     def timed(fn, kernel):
         def wrapper(*args, **kwargs):
-            start = time.perf_counter()
+            start = time.thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 with lock:
-                    totals[kernel] += time.perf_counter() - start
+                    totals[kernel] += time.thread_time() - start
 
         return wrapper
 
@@ -174,18 +177,20 @@ def child(spec_json: str) -> None:
     spec = json.loads(spec_json)
     for module in PRELOAD.get(spec["path"], TOPOLOGY_MODULES):
         importlib.import_module(module)
+    importlib.import_module("topotrain.topology.vietoris_rips").gph_kernel()  # giotto-ph's module
     totals = collections.defaultdict(float)
     if spec.get("timers"):
         install_timers(totals)
     base = memory_mb("VmRSS")
-    start = time.perf_counter()
+    load, start, cpu = os.getloadavg()[0], time.perf_counter(), time.process_time()
     records, diagrams = PATHS[spec["path"]](spec, totals)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = memory_mb("VmHWM")
     if spec.get("out"):
         doc = {"layers": records}
         write_record(spec["out"] + ".json", spec["out"] + ".npz", doc, diagrams)
-    result = {"seconds": seconds, "peak_mb": peak, "base_mb": base, **totals}
+    result = {"seconds": seconds, "cpu_s": cpu, "load": load, "peak_mb": peak, "base_mb": base}
+    result |= totals
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -264,8 +269,11 @@ def summary(name: str, shapes: list, threads: int, runs: dict) -> dict:
         "params": sum(math.prod(s) for s in shapes_of_model(name).values()),
         "matrices": len(shapes),
         "entries": sum(r * c for r, c in shapes),
+        "points_dims": sum(min(r, TOPO["max_points"]) ** 2 * c for r, c in shapes),  # Σ n²·C
         "largest_mb": largest,
         "project_s": project["seconds"],
+        "project_cpu_s": project["cpu_s"],
+        "load_avg": project["load"],  # other processes on the machine at the start
         "eager_s": eager["seconds"],
         "read_s": runs["read"]["seconds"],
         "peak_mb": project["peak_mb"],
@@ -275,12 +283,13 @@ def summary(name: str, shapes: list, threads: int, runs: dict) -> dict:
         "working_over_largest": (project["peak_mb"] - project["base_mb"]) / largest,
         "equal": runs["equal"],
     }
-    kernels = {k: project.get(k, 0.0) / project["seconds"] for k in KERNELS}
+    kernels = {k: project.get(k, 0.0) / project["cpu_s"] for k in KERNELS}
     row |= {f"share_{k}": v for k, v in kernels.items()}
     row["share_other"] = 1.0 - sum(kernels.values())
     if "spread" in runs:
         row |= {"threads": threads, "threads_s": runs["spread"]["seconds"]}
         row["thread_speedup"] = project["seconds"] / runs["spread"]["seconds"]
+        row["threads_cores_used"] = runs["spread"]["cpu_s"] / runs["spread"]["seconds"]
     if "gradients" in runs:
         row |= {"gradients_s": runs["gradients"]["seconds"]}
         row["gradients_peak_mb"] = runs["gradients"]["peak_mb"]
@@ -317,7 +326,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", choices=list(MODELS))
     parser.add_argument("--max-params", type=float, help="skip larger models, e.g. 2e8")
     parser.add_argument("--threads", type=int, default=2, help="threads of the spread run")
+    parser.add_argument(
+        "--cost", action="store_true", help="only the cost model fitted to scale.json's rows"
+    )
     args = parser.parse_args(argv)
+    if args.cost:
+        from benchmarks.scale_cost import markdown
+
+        print(markdown(json.loads((RESULTS / "scale.json").read_text())["rows"]))
+        return 0
     start = time.perf_counter()
     rows = run(args.models, args.max_params, args.threads, progress=say)
     doc = {"environment": environment(), "seconds": time.perf_counter() - start, "rows": rows}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -86,3 +88,29 @@ def test_moments_in_row_blocks_equal_the_whole_matrix_to_rounding(monkeypatch):
     np.testing.assert_allclose(got, expected, rtol=1e-14, atol=0)
     W[7, 7], W[300, 0] = np.nan, -np.inf
     assert norms(W)[2] == 2
+
+
+FIRST_CALLS = """
+import json, threading, numpy as np
+import topotrain.topology.layers as layers
+from topotrain.topology.layers import layer_records
+rng = np.random.default_rng(0)
+mats = {f"l.{i}.weight": rng.normal(size=(40, 9 + i)).astype(np.float32) for i in range(8)}
+layers.SPREAD_ENTRIES = 0
+spread, _ = layer_records(mats, ["*"], max_points=30, n_threads=4)
+layers.SPREAD_ENTRIES = 1 << 60
+one, _ = layer_records(mats, ["*"], max_points=30)
+print(json.dumps(spread) == json.dumps(one))
+"""
+
+
+def test_threads_that_first_call_the_rips_kernel_at_once_do_not_deadlock():
+    """The first ``births_and_deaths_by_dim`` of giotto-ph's kernel initialises static state
+    (importing NumPy's C API); two threads making it at once deadlock (each holds what the other
+    waits for: the GIL, the state's guard), as a fresh process with layers spread over 4 threads
+    did 4 times in 5. The kernel is now loaded and first called by one thread, under a lock."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_CALLS], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
