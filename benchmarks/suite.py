@@ -30,6 +30,7 @@ COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, rati
     "scale": (
         "params",
         "project_s",
+        "project_cpu_s",
         "eager_s",
         "peak_mb",
         "eager_peak_mb",
