@@ -30,6 +30,7 @@ CASES = {  # every benchmark, in the suite's order
     "pythia": Case("pythia_embedding", suite=True),
     "callback": Case("callback", suite=True),
     "gradients": Case("gradients", suite=False),  # three designs of the gradient job, ~4 min
+    "scale": Case("scale", suite=False),  # 3 k to 1 B parameters, ~3 min; --max-params 2e8: ~1
     "attention": Case("attention", suite=False),  # also part of training's rows on a CPU
     "gelu": Case("gelu", suite=False),
     "study_overhead": Case("study_overhead", suite=False),  # reads a finished study's log

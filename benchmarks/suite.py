@@ -27,6 +27,17 @@ COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, rati
         "saved_gradients_ratio",
         "equal",
     ),
+    "scale": (
+        "params",
+        "project_s",
+        "project_cpu_s",
+        "eager_s",
+        "peak_mb",
+        "eager_peak_mb",
+        "working_over_largest",
+        "thread_speedup",
+        "equal",
+    ),
     "training": (
         "threads",
         "project_tokens_per_s",

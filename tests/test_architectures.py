@@ -20,11 +20,13 @@ from topotrain.sources.architectures import (
 from topotrain.sources.runs import layer_map, run_checkpoint_topology
 from topotrain.sources.weights import (
     UnsafeCheckpointError,
+    lazy_weights,
     read_weights,
     tensor_shapes,
     weight_files,
 )
 from topotrain.topology.layers import layer_records
+from topotrain.topology.tensors import LazyTensors, shapes_of
 
 # per architecture: the linear maps of block 0, in the module order, as transformers names them
 BLOCK0 = {
@@ -193,6 +195,21 @@ def test_without_a_config_the_layers_come_from_patterns_or_the_error_says_how(tm
     }
 
 
+def test_read_one_at_a_time_the_oriented_matrices_and_records_are_the_eager_ones(saved):
+    model_type, folder, _ = saved
+    files, maps = weight_files(folder), select_maps(config_weight_maps(folder)[0])
+    names = {m.name for m in maps}
+    eager, lazy = read_weights(files, "t", names), lazy_weights(files, "t", names)
+    assert isinstance(lazy, LazyTensors) and set(lazy) == set(eager) == names
+    assert all(lazy[n].dtype == np.float32 and np.array_equal(lazy[n], eager[n]) for n in names)
+    expected, oriented = oriented_matrices(maps, eager, "t"), oriented_matrices(maps, lazy, "t")
+    assert isinstance(oriented, LazyTensors)
+    assert shapes_of(oriented) == {n: W.shape for n, W in expected.items()}  # nothing read
+    assert all(np.array_equal(oriented[n], W) for n, W in expected.items())
+    records, diagrams = layer_records(oriented, ["*"], max_points=30, seed=1)
+    assert records == layer_records(expected, ["*"], max_points=30, seed=1)[0]
+
+
 def test_a_checkpoint_lacking_a_layer_of_the_map_names_it(saved, tmp_path):
     from safetensors.numpy import save_file
 
@@ -239,6 +256,20 @@ def test_sharded_checkpoint_reads_every_shard_through_its_index(tmp_path):
     files[-1].unlink()
     with pytest.raises(FileNotFoundError, match=r"index\.json lists shards that are missing"):
         weight_files(tmp_path)
+
+
+def test_lazy_weights_read_shards_and_leave_pytorch_files_to_the_unpickler(tmp_path):
+    model = tiny_model("llama", seed=1)
+    model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+    files = weight_files(tmp_path / "sharded")
+    lazy, eager = lazy_weights(files, "sharded"), read_weights(files, "sharded")
+    assert len(files) > 1 and isinstance(lazy, LazyTensors) and set(lazy) == set(eager)
+    assert all(np.array_equal(lazy[n], W) for n, W in eager.items())
+    torch.save({"fc.weight": torch.ones(3, 2)}, tmp_path / "flat.bin")
+    pickled = lazy_weights([tmp_path / "flat.bin"], "flat")
+    assert isinstance(pickled, dict) and pickled["fc.weight"].shape == (3, 2)
+    with pytest.raises(FileNotFoundError, match="x: weight file .*nope.safetensors"):
+        lazy_weights([tmp_path / "nope.safetensors"], "x")
 
 
 def test_pytorch_files_load_through_the_restricted_unpickler_nested_or_flat(tmp_path):

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from topotrain.topology.tensors import LazyTensors
+
 ROLES = ("linear", "embedding", "head")
 
 
@@ -204,8 +206,9 @@ def select_maps(
 def oriented_matrices(
     maps: Sequence[WeightMap], tensors: Mapping[str, np.ndarray], source: str
 ) -> dict[str, np.ndarray]:
-    """{name: matrix with one row per output neuron} for each map, from a checkpoint's tensors;
-    a missing or non-2-D tensor is an ArchitectureError naming ``source`` and the tensor."""
+    """{name: matrix with one row per output neuron} for each map, from a checkpoint's tensors
+    (from a LazyTensors, a LazyTensors: each matrix read and oriented when looked up); a missing
+    or non-2-D tensor is an ArchitectureError naming ``source`` and the tensor."""
     missing = [m.name for m in maps if m.name not in tensors]
     if missing:
         some = sorted(tensors)[:8]
@@ -214,10 +217,33 @@ def oriented_matrices(
             f"({len(missing)} of {len(maps)} layers missing; it holds "
             f"{some}{' …' * (len(tensors) > 8)})"
         )
+    if isinstance(tensors, LazyTensors):
+        return lazy_oriented(maps, tensors, source)
     out = {}
     for m in maps:
         W = np.asarray(tensors[m.name])
         if W.ndim != 2:
-            raise ArchitectureError(f"{source}: tensor {m.name} has shape {W.shape}, not 2-D")
+            raise ArchitectureError(not_a_matrix(source, m.name, W.shape))
         out[m.name] = W.T if m.transposed else W
     return out
+
+
+def not_a_matrix(source: str, name: str, shape: tuple[int, ...]) -> str:
+    return f"{source}: tensor {name} has shape {shape}, not 2-D"
+
+
+def lazy_oriented(maps: Sequence[WeightMap], tensors: LazyTensors, source: str) -> LazyTensors:
+    """``oriented_matrices`` of tensors read one at a time: a LazyTensors whose lookups read the
+    stored tensor and transpose it (a view) where the map says so."""
+    flipped = {m.name for m in maps if m.transposed}
+    shapes = {m.name: tuple(tensors.shapes[m.name]) for m in maps}
+    for name, shape in shapes.items():
+        if len(shape) != 2:
+            raise ArchitectureError(not_a_matrix(source, name, shape))
+
+    def read(name: str) -> np.ndarray:
+        W = np.asarray(tensors[name])
+        return W.T if name in flipped else W
+
+    oriented = {n: shape[::-1] if n in flipped else shape for n, shape in shapes.items()}
+    return LazyTensors(oriented, read, tensors.dtypes, tensors.files)

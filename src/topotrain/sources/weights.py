@@ -2,12 +2,13 @@
 safetensors or PyTorch files) as NumPy matrices, without building a model.
 
 safetensors is read directly (``safetensors.numpy`` when NumPy knows every dtype, else through
-torch for bf16/fp8). A PyTorch file (``.bin``, ``.pt``, ``.pth``) is read only through
-``torch.load(weights_only=True)``, PyTorch's restricted unpickler: a file that needs anything more
-(pickled classes, argparse namespaces, …) is refused with the command that converts it to
-safetensors. A sharded checkpoint is read through its index (``model.safetensors.index.json``), or
-as every shard in the folder. Every matrix comes back as float32, keyed as in the checkpoint.
-"""
+torch for bf16/fp8); ``lazy_weights`` reads it one tensor at a time (a ``LazyTensors``: the
+per-layer loop then holds one matrix, not the checkpoint). A PyTorch file (``.bin``, ``.pt``,
+``.pth``) is read only through ``torch.load(weights_only=True)``, PyTorch's restricted
+unpickler: a file that needs anything more (pickled classes, argparse namespaces, …) is refused
+with the command that converts it to safetensors. A sharded checkpoint is read through its index
+(``model.safetensors.index.json``), or as every shard in the folder. Every matrix comes back as
+float32, keyed as in the checkpoint."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from topotrain.hub import WEIGHT_PATTERNS
 from topotrain.topology.checkpoint import load_tensors
+from topotrain.topology.tensors import LazyTensors, open_safetensors, read_tensor, reraised
 
 NUMPY_DTYPES = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL"}  # safetensors.numpy
 TORCH_SUFFIXES = (".bin", ".pt", ".pth")  # read with torch.load(weights_only=True)
@@ -190,12 +192,8 @@ def read_weights(
 ) -> dict[str, np.ndarray]:
     """Every 2-D floating tensor (or those in ``names``) of a checkpoint's files (all shards),
     float32; errors are prefixed with ``label``."""
-    if not paths:
-        raise FileNotFoundError(f"{label}: no weight files")
     matrices = {}
-    for path in map(Path, paths):
-        if not path.is_file():
-            raise FileNotFoundError(f"{label}: weight file {path} does not exist")
+    for path in existing(paths, label):
         try:
             matrices.update(read_weight_file(path, names))
         except ValueError as err:
@@ -203,11 +201,59 @@ def read_weights(
     return matrices
 
 
-def weight_matrices(folder: str | Path, label: str | None = None) -> dict[str, np.ndarray]:
+def existing(paths: Sequence[str | Path], label: str) -> list[Path]:
+    """The weight files as Paths; FileNotFoundError (prefixed with ``label``) for none or a
+    missing one."""
+    if not paths:
+        raise FileNotFoundError(f"{label}: no weight files")
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise FileNotFoundError(f"{label}: weight file {path} does not exist")
+    return [Path(p) for p in paths]
+
+
+def lazy_weights(
+    paths: Sequence[str | Path], label: str, names: Collection[str] | None = None
+) -> Mapping[str, np.ndarray]:
+    """``read_weights`` read one tensor at a time: the same float32 matrices as a LazyTensors
+    (each read when looked up, none kept) where every file is safetensors; a PyTorch file is
+    unpickled whole, so such a checkpoint comes back as ``read_weights`` gives it."""
+    files = existing(paths, label)
+    if any(path.suffix in TORCH_SUFFIXES for path in files):
+        return read_weights(files, label, names)
+
+    def named(path: Path, err: Exception) -> ValueError:
+        return ValueError(f"{label}: cannot read weights {path}: {type(err).__name__}: {err}")
+
+    stored = open_safetensors(files, named)
+    keep = [
+        n
+        for n, shape in stored.shapes.items()
+        if len(shape) == 2
+        and stored.dtypes[n].lstrip("B").startswith("F")  # F32, BF16, F8_*
+        and (names is None or n in names)
+    ]
+
+    def read(name: str) -> np.ndarray:
+        if stored.dtypes[name] in NUMPY_DTYPES:
+            return stored[name].astype(np.float32, copy=False)
+        with reraised(named, stored.files[name]):  # bf16, fp8: through torch
+            return read_tensor(stored.files[name], name, "pt").float().numpy()
+
+    return LazyTensors(
+        {n: stored.shapes[n] for n in keep},
+        read,
+        {n: stored.dtypes[n] for n in keep},
+        {n: stored.files[n] for n in keep},
+    )
+
+
+def weight_matrices(folder: str | Path, label: str | None = None) -> Mapping[str, np.ndarray]:
     """Every 2-D floating tensor of the folder's weight files (``weight_files``: all shards),
-    float32; errors are prefixed with ``label`` (default: the folder)."""
+    float32, each read when looked up (``lazy_weights``); errors are prefixed with ``label``
+    (default: the folder)."""
     label = label or str(folder)
     files = weight_files(folder)
     if not files:
         raise FileNotFoundError(f"{label}: no *.safetensors or pytorch_model*.bin")
-    return read_weights(files, label)
+    return lazy_weights(files, label)

@@ -1,7 +1,8 @@
 """The spine's per-checkpoint topology job: read a safetensors checkpoint with NumPy, run the
 per-layer loop (``topology.layers``) on it, write the record and diagrams.
 
-No torch anywhere on this import path: tensors come from ``safetensors.numpy``.
+No torch anywhere on this import path: tensors come from ``safetensors.numpy``, one at a time
+(``topology.tensors``), so a job holds one matrix of the checkpoint, not all of them.
 """
 
 from __future__ import annotations
@@ -15,22 +16,38 @@ import numpy as np
 from topotrain.config import DEFAULTS, GPT_LAYERS
 from topotrain.io import atomic_write_all
 from topotrain.topology.layers import layer_records
+from topotrain.topology.tensors import LazyTensors, open_safetensors
 from topotrain.topology.vietoris_rips import resolve_engine
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
 
 def load_tensors(path: str | Path) -> dict[str, np.ndarray]:
-    """Every tensor of a safetensors file as NumPy arrays;
-    ValueError naming the file if unreadable."""
+    """Every tensor of a safetensors file as NumPy arrays (all in memory at once: the per-layer
+    loop reads one at a time through ``open_checkpoint``); ValueError naming the file if
+    unreadable."""
     from safetensors.numpy import load_file
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     try:
         return load_file(str(path))
-    except Exception as err:  # truncated, corrupted, not safetensors, dtype NumPy lacks (bf16)
-        raise ValueError(f"cannot read checkpoint {path}: {type(err).__name__}: {err}") from err
+    except Exception as err:
+        raise unreadable(path, err) from err
+
+
+def open_checkpoint(path: str | Path) -> LazyTensors:
+    """A safetensors checkpoint's tensors, each read when it is looked up (``LazyTensors``);
+    errors (here, or when a tensor is read) are ValueErrors naming the file."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    return open_safetensors([path], unreadable)
+
+
+def unreadable(path: Path, err: Exception) -> ValueError:
+    """The error for a checkpoint that cannot be read: truncated, corrupted, not safetensors, or
+    a dtype NumPy lacks (bf16)."""
+    return ValueError(f"cannot read checkpoint {path}: {type(err).__name__}: {err}")
 
 
 def checkpoint_topology(
@@ -38,9 +55,9 @@ def checkpoint_topology(
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Per-layer records (layers.RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of one
     checkpoint: ``layers.layer_records`` (max_points, seed, maxdim, n_threads, engine as there) on
-    its tensors; errors name the checkpoint and the layer."""
+    its tensors, read one at a time; errors name the checkpoint and the layer."""
     options["source"] = f"checkpoint {path}"
-    return layer_records(load_tensors(path), patterns, *args, **options)
+    return layer_records(open_checkpoint(path), patterns, *args, **options)
 
 
 def write_checkpoint_topology(

@@ -11,12 +11,20 @@ from __future__ import annotations
 import fnmatch
 import re
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
 from topotrain.config import DEFAULTS
-from topotrain.topology.neural_persistence import neural_persistence, normalised_variance
+from topotrain.topology.neural_persistence import (
+    normalised_variance,
+    np_summaries,
+    rieck_persistence,
+    spanning_pairs,
+)
+from topotrain.topology.spanning import row_blocks
 from topotrain.topology.summaries import (
     DIAGRAM_KEYS,
     feature_count,
@@ -24,9 +32,11 @@ from topotrain.topology.summaries import (
     persistence_entropy,
     total_persistence,
 )
+from topotrain.topology.tensors import shapes_of
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
+SPREAD_ENTRIES = 1 << 24  # Σ rows·cols above which a checkpoint's layers go over threads
 
 RECORD_KEYS = (
     "layer",
@@ -48,17 +58,22 @@ def natural_key(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def select_layers(
-    tensors: Mapping[str, np.ndarray], patterns: Sequence[str]
-) -> dict[str, np.ndarray]:
-    """The 2-D tensors whose names match any fnmatch pattern (case-sensitive),
-    in natural name order."""
+def select_names(tensors: Mapping, patterns: Sequence[str]) -> list[str]:
+    """Names of the 2-D tensors that match any fnmatch pattern (case-sensitive), in natural name
+    order; a LazyTensors is chosen from its header shapes, no tensor read."""
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
-    names = sorted((n for n, t in tensors.items() if t.ndim == 2), key=natural_key)
+    shapes = shapes_of(tensors)
+    names = sorted((n for n, shape in shapes.items() if len(shape) == 2), key=natural_key)
     chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
     if not chosen:
         raise ValueError(f"no 2-D tensor matches {patterns}; available: {names}")
-    return {n: tensors[n] for n in chosen}
+    return chosen
+
+
+def select_layers(tensors: Mapping, patterns: Sequence[str]) -> dict[str, np.ndarray]:
+    """The 2-D tensors whose names match any fnmatch pattern (``select_names``), in natural name
+    order (a LazyTensors is read whole: the per-layer loop uses ``select_names``)."""
+    return {n: tensors[n] for n in select_names(tensors, patterns)}
 
 
 def layer_rng(seed: int, layer: str) -> np.random.Generator:
@@ -86,9 +101,25 @@ def diagrams_summaries(dgms: list[np.ndarray], maxdim: int) -> dict:
     }
 
 
+def norms(W: np.ndarray) -> tuple[float, float, int]:
+    """(‖W‖_F = √Σw², RMS = √mean(w²), number of NaN/inf entries) of W in float64, a row block
+    (``spanning.row_blocks``) at a time; with one block (≤ BLOCK entries), bit for bit
+    ``np.linalg.norm`` and √mean(W²) of the float64 matrix. RMS of an all-zero matrix: 0."""
+    dot = squares = 0.0
+    for rows in row_blocks(*W.shape):
+        x = np.asarray(W[rows], dtype=np.float64)
+        flat = x.ravel(order="K")
+        dot += float(flat.dot(flat))
+        squares += float(np.sum(np.square(x)))
+    bad = 0
+    if not np.isfinite(dot):  # an inf or NaN entry, or squares beyond float64's range
+        bad = sum(int((~np.isfinite(W[rows])).sum()) for rows in row_blocks(*W.shape))
+    return float(np.sqrt(dot)), float(np.sqrt(squares / W.size)), bad
+
+
 def rms(W: np.ndarray) -> float:
     """Root mean square of all entries, √(mean W²); 0 for an all-zero matrix."""
-    return float(np.sqrt(np.mean(np.square(W))))
+    return norms(W)[1]
 
 
 def scalefree_summaries(dgms: list[np.ndarray], scale: float, maxdim: int) -> dict:
@@ -102,6 +133,48 @@ def scalefree_summaries(dgms: list[np.ndarray], scale: float, maxdim: int) -> di
     return {f"{key}_scalefree": v for key, v in diagrams_summaries(scaled, maxdim).items()}
 
 
+class LayerParts(NamedTuple):
+    """One layer's record (np_rieck still at its own max|W|), diagrams, NP pairs and max|W|."""
+
+    record: dict
+    diagrams: list[np.ndarray]
+    pairs: np.ndarray
+    top: float
+
+
+def layer_parts(
+    W: np.ndarray,
+    layer: str,
+    max_points: int,
+    seed: int,
+    maxdim: int,
+    n_threads: int,
+    engine: str = "auto",
+) -> LayerParts:
+    """The topology of one matrix (float32 or float64, read as it is: no float64 copy of W is
+    made); NaN/inf weights → ValueError before anything is computed."""
+    if W.ndim != 2 or W.size == 0:
+        raise ValueError(f"need a non-empty 2-D matrix, got shape {W.shape}")
+    l2_norm, scale, bad = norms(W)
+    if bad:
+        raise ValueError(f"{bad} NaN/inf weights")
+    cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads, engine=engine)
+    pairs, top = spanning_pairs(W)
+    record = {
+        "layer": layer,
+        "rows": int(W.shape[0]),
+        "cols": int(W.shape[1]),
+        "n_points": int(cloud.shape[0]),
+        **np_summaries(pairs, top),
+        **diagrams_summaries(dgms, maxdim),
+        "l2_norm": l2_norm,  # Frobenius norm: the non-topological baseline
+        **scalefree_summaries(dgms, scale, maxdim),  # "shape, not size"
+        "np_wvar": normalised_variance(W, top),  # NP's own scale control (Girrbach et al. 2023)
+    }
+    return LayerParts({key: record[key] for key in RECORD_KEYS}, dgms, pairs, top)
+
+
 def layer_topology(
     W: np.ndarray,
     layer: str,
@@ -112,24 +185,17 @@ def layer_topology(
     global_max: float | None = None,
     engine: str = "auto",
 ) -> tuple[dict, list[np.ndarray]]:
-    """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite float64 matrix;
+    """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite matrix;
     the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W).
     ``global_max``: the largest |w| over all matrices analysed with W
     (np_rieck; default W's own); ``engine``: the Rips engine (``vietoris_rips.resolve_engine``)."""
-    cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
-    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads, engine=engine)
-    record = {
-        "layer": layer,
-        "rows": int(W.shape[0]),
-        "cols": int(W.shape[1]),
-        "n_points": int(cloud.shape[0]),
-        **neural_persistence(W, global_max),
-        **diagrams_summaries(dgms, maxdim),
-        "l2_norm": float(np.linalg.norm(W)),  # Frobenius norm: the non-topological baseline
-        **scalefree_summaries(dgms, rms(W), maxdim),  # "shape, not size"
-        "np_wvar": normalised_variance(W),  # NP's own scale control (Girrbach et al. 2023)
-    }
-    return {key: record[key] for key in RECORD_KEYS}, dgms
+    parts = layer_parts(W, layer, max_points, seed, maxdim, n_threads, engine)
+    return with_global_max(parts, parts.top if global_max is None else global_max), parts.diagrams
+
+
+def with_global_max(parts: LayerParts, global_max: float) -> dict:
+    """The layer's record with np_rieck taken at ``global_max`` (``rieck_persistence``)."""
+    return {**parts.record, "np_rieck": rieck_persistence(parts.pairs, parts.top, global_max)}
 
 
 def layer_records(
@@ -145,30 +211,60 @@ def layer_records(
     """Per-layer records (RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of the matrices that
     match ``patterns``, in natural name order.
 
-    maxdim is 0 or 1; with 0 the h1_* fields are None and no ``/h1`` diagram is returned.
-    ``engine``: the Rips engine of every layer (``vietoris_rips.resolve_engine``). Errors
+    Matrices are looked up one at a time (a LazyTensors reads each when its layer's turn comes),
+    so the loop holds one matrix and the small records. Where the matrices are big
+    (``spread_layers``) the layers are spread over ``n_threads`` threads, one matrix each;
+    otherwise ``n_threads`` goes to the Rips kernel. The records are the same either way.
+    ``engine``: the Rips engine of every layer (``vietoris_rips.resolve_engine``).
+    maxdim is 0 or 1; with 0 the h1_* fields are None and no ``/h1`` diagram is returned. Errors
     (no match, NaN/inf weights, degenerate layer) are ValueErrors naming ``source`` and the layer.
     """
     if maxdim not in (0, 1):
         raise ValueError(f"maxdim must be 0 or 1, got {maxdim}")
     try:
-        chosen = select_layers(matrices, patterns)
+        names = select_names(matrices, patterns)
     except ValueError as err:
         raise ValueError(f"{source}: {err}") from err
-    records, diagrams = [], {}
-    for layer, W in chosen.items():
-        if not np.isfinite(W).all():
-            bad = int((~np.isfinite(W)).sum())
-            raise ValueError(f"{source}, layer {layer}: {bad} NaN/inf weights")
-    top = max(float(np.max(np.abs(W), initial=0.0)) for W in chosen.values())  # np_rieck's scale
-    for layer, W in chosen.items():
-        W = np.asarray(W, dtype=np.float64)
+    shapes = shapes_of(matrices)
+    workers = spread_layers([shapes[n] for n in names], n_threads)
+
+    def one(layer: str) -> LayerParts:
         try:
-            record, dgms = layer_topology(
-                W, layer, max_points, seed, maxdim, n_threads, top, engine=engine
-            )
+            W = np.asarray(matrices[layer])  # read now (a LazyTensors), dropped after
+            return layer_parts(W, layer, max_points, seed, maxdim, n_threads // workers, engine)
         except ValueError as err:
             raise ValueError(f"{source}, layer {layer}: {err}") from err
-        records.append(record)
-        diagrams.update({f"{layer}/h{k}": d for k, d in enumerate(dgms)})
+
+    parts = map_layers(one, names, workers)
+    top = max(p.top for p in parts)  # np_rieck's scale: the largest |w| of all the layers
+    records = [with_global_max(p, top) for p in parts]
+    diagrams = {
+        f"{r['layer']}/h{k}": d
+        for r, p in zip(records, parts, strict=True)
+        for k, d in enumerate(p.diagrams)
+    }
     return records, diagrams
+
+
+def spread_layers(shapes: Sequence[tuple[int, int]], n_threads: int) -> int:
+    """Threads to spread layers of these shapes over: 1 (one after the other, ``n_threads`` for
+    each layer's Rips kernel, as for the spine's small checkpoints) unless their matrices hold
+    more than SPREAD_ENTRIES entries in all, then min(n_threads, number of layers)."""
+    if n_threads <= 1 or sum(r * c for r, c in shapes) <= SPREAD_ENTRIES:
+        return 1
+    return min(n_threads, len(shapes))
+
+
+def map_layers(fn: Callable[[str], LayerParts], names: Sequence[str], workers: int) -> list:
+    """[fn(name) for name in names], over ``workers`` threads when more than one (NumPy releases
+    the GIL in its array loops); results in the order of ``names``, the first error raised."""
+    if workers <= 1:
+        return [fn(name) for name in names]
+    with ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(fn, name) for name in names]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise

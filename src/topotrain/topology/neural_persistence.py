@@ -4,7 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from topotrain.topology.spanning import bipartite_mst_weights
+from topotrain.topology.spanning import bipartite_max_spanning, row_blocks
+
+
+def spanning_pairs(W: np.ndarray) -> tuple[np.ndarray, float]:
+    """(``np_pairs`` of W, max|W|): the persistence pairs and the layer's largest |w|."""
+    W = np.asarray(W)
+    if W.ndim != 2 or W.size == 0:
+        raise ValueError(f"need a non-empty 2-D matrix, got shape {W.shape}")
+    heaviest = bipartite_max_spanning(W)  # the tree holds max|W|: each row's heaviest edge
+    if not np.isfinite(heaviest).all():
+        bad = sum(int((~np.isfinite(W[rows])).sum()) for rows in row_blocks(*W.shape))
+        raise ValueError(f"matrix holds {bad} NaN/inf entries")
+    top = float(heaviest.max())
+    if top == 0.0:
+        return np.zeros(heaviest.size), top
+    return np.sort(1.0 - heaviest / top), top
 
 
 def np_pairs(W: np.ndarray) -> np.ndarray:
@@ -13,22 +28,12 @@ def np_pairs(W: np.ndarray) -> np.ndarray:
 
     W is (out, in); the graph is complete bipartite on out + in vertices, edge weights
     w' = |w| / max|W|. All vertices are born at 1, edges enter by decreasing w', each merging edge
-    kills a class at w': these are the edges of a maximum spanning tree, i.e. the MST of 1 − w'.
-    All-zero W → all pairs 0 (the limit of all-equal weights: every edge enters at once).
+    kills a class at w': these are the edges of a maximum spanning tree of |W|
+    (``spanning.bipartite_max_spanning``; W is read as it is, float32 or float64, never copied
+    whole). All-zero W → all pairs 0 (the limit of all-equal weights: every edge enters at once).
     Empty W, a non-2-D array or NaN/inf → ValueError.
     """
-    W = np.asarray(W, dtype=np.float64)
-    if W.ndim != 2 or W.size == 0:
-        raise ValueError(f"need a non-empty 2-D matrix, got shape {W.shape}")
-    if not np.isfinite(W).all():
-        raise ValueError(f"matrix holds {int((~np.isfinite(W)).sum())} NaN/inf entries")
-    rows, cols = W.shape
-    a = np.abs(W)
-    top = a.max()
-    if top == 0.0:
-        return np.zeros(rows + cols - 1)
-    cost = 1.0 - a / top  # in [0, 1]; exact zeros where |w| = max|W|
-    return bipartite_mst_weights(cost)
+    return spanning_pairs(W)[0]
 
 
 def neural_persistence(W: np.ndarray, global_max: float | None = None) -> dict[str, float]:
@@ -41,9 +46,13 @@ def neural_persistence(W: np.ndarray, global_max: float | None = None) -> dict[s
     the reference). ``global_max`` is the largest |w| over all matrices analysed with W (default:
     W's own). Degenerate cases as in ``np_pairs`` (all-zero W → np_total = np_p2 = 0).
     """
-    pers = np_pairs(W)
+    pers, top = spanning_pairs(W)
+    return np_summaries(pers, top, global_max)
+
+
+def np_summaries(pers: np.ndarray, top: float, global_max: float | None = None) -> dict:
+    """np_total, np_p2 and np_rieck (``neural_persistence``) of a layer's pairs and max|W|."""
     n = pers.size
-    top = float(np.max(np.abs(W)))
     return {
         "np_total": float(pers.sum() / n),
         "np_p2": float(np.sqrt(np.square(pers).sum() / n)),
@@ -69,10 +78,22 @@ def rieck_persistence(pers: np.ndarray, layer_max: float, global_max: float) -> 
     return float(np.sqrt(np.square(scaled).sum() + 1.0) / np.sqrt(scaled.size))
 
 
-def normalised_variance(W: np.ndarray) -> float:
+def normalised_variance(W: np.ndarray, top: float | None = None) -> float:
     """Variance of the edge weights NP filters, var(|W| / max|W|) over all entries (population);
     0 for an all-zero W. Girrbach et al. (TMLR 2023) find NP close to a function of it: the scale
-    control NP is set against (the record's ``np_wvar``)."""
-    a = np.abs(np.asarray(W, dtype=np.float64))
-    top = a.max(initial=0.0)
-    return float(np.var(a / top)) if top > 0 else 0.0
+    control NP is set against (the record's ``np_wvar``). ``top``: max|W| when known.
+
+    Two passes in float64, a row block at a time (mean, then mean squared deviation); with one
+    block, bit for bit ``np.var`` of the float64 matrix."""
+    W = np.asarray(W)
+    blocks = row_blocks(*W.shape)
+    if top is None:
+        top = max(float(np.abs(W[rows]).max(initial=0.0)) for rows in blocks)
+    if top == 0:
+        return 0.0
+
+    def scaled(rows: slice) -> np.ndarray:
+        return np.abs(np.asarray(W[rows], dtype=np.float64)) / top
+
+    mean = sum(float(np.sum(scaled(rows))) for rows in blocks) / W.size
+    return sum(float(np.sum(np.square(scaled(rows) - mean))) for rows in blocks) / W.size

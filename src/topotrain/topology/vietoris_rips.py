@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,24 @@ def _gph_kernel():
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     module_spec.loader.exec_module(module)
-    return module if hasattr(module, "rips_dm") else None
+    if not hasattr(module, "rips_dm"):
+        return None
+    warm = module.rips_dm(np.zeros(1, np.float32), np.zeros(2, np.float32), 2, 1, 1.0, 1, False)
+    warm.births_and_deaths_by_dim()  # its first call imports NumPy's C API: see gph_kernel
+    return module
+
+
+_LOADING = threading.Lock()
+
+
+def gph_kernel():
+    """``_gph_kernel``, loaded and first called by one thread at a time (layers spread over
+    threads call it at once): two threads loading the module would load it twice, and two first
+    calls of a result's ``births_and_deaths_by_dim`` deadlock on the static state it initialises
+    (pybind11's handle on NumPy's C API, which it imports), each holding what the other waits for
+    (the GIL, that state's guard). ``_gph_kernel`` makes that first call itself."""
+    with _LOADING:
+        return _gph_kernel()
 
 
 def rips_gph(square: np.ndarray, maxdim: int, n_threads: int, thresh: float) -> list[np.ndarray]:
@@ -107,7 +125,7 @@ def rips_gph(square: np.ndarray, maxdim: int, n_threads: int, thresh: float) -> 
     """
     if not fast_installed():
         raise ImportError(f"the Vietoris–Rips engine giotto-ph is not installed: {FAST_HINT}")
-    kernel = _gph_kernel()
+    kernel = gph_kernel()
     if kernel is None:  # another giotto-ph layout: the public wrapper (slower import)
         from gph import ripser_parallel
 
