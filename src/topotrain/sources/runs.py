@@ -27,7 +27,7 @@ from topotrain.sources.architectures import (
     pattern_maps,
     select_maps,
 )
-from topotrain.sources.weights import read_weights, tensor_shapes, weight_files
+from topotrain.sources.weights import lazy_weights, tensor_shapes, weight_files
 from topotrain.topology.layers import layer_records, natural_key
 
 DEFAULT_GLOB = "checkpoint-*"  # transformers.Trainer's checkpoint folders
@@ -300,7 +300,7 @@ def run_checkpoint_topology(
     """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices (Conv1D
     ones transposed: rows are output neurons) through the spine's per-layer loop."""
     maps = [WeightMap(**m) for m in layers["layers"]]
-    tensors = read_weights(files, label, names={m.name for m in maps})
+    tensors = lazy_weights(files, label, names={m.name for m in maps})  # one at a time
     matrices = oriented_matrices(maps, tensors, label)
     keep = ("max_points", "seed", "maxdim", "engine")
     options = {k: params[k] for k in keep if k in params}
