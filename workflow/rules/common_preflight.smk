@@ -1,6 +1,7 @@
 # ---- Preflight: can the hub or the HF cache serve the jobs about to run? -------------------
 from snakemake.logging import logger
 from topotrain.hub import HubNeeds, HubUnavailable, check_hub, hub_needs, revision_name
+from topotrain.topology.layers import natural_key
 
 # Runs in `onstart`, not at parse time: Snakemake 9 parses this file before it picks the executor
 # (DAGApi.__post_init__ → WorkflowApi._workflow in snakemake/api.py), so while parsing
@@ -25,11 +26,14 @@ def get_hub_needs(jobs):
         for job in readers
         if "slug" in job.wildcards.keys()
     }
-    runs = [
-        (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
-        for job in readers
-        if "run" in job.wildcards.keys()
-    ]
+    runs = sorted(  # in natural order: the DAG's jobs come as a set, in no fixed order
+        {
+            (RUN_ENTRIES[job.wildcards.run]["hub"], get_run_revision(job.wildcards))
+            for job in readers
+            if "run" in job.wildcards.keys()
+        },
+        key=lambda pair: (pair[0], natural_key(pair[1])),
+    )
     corpus = any(not {"slug", "run"} & set(job.wildcards.keys()) for job in readers)
     pythia = [r for r in needs.revisions if r in revisions]
     return HubNeeds(
