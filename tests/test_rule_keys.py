@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -189,9 +191,18 @@ def whole_section(arg: ast.AST) -> str | None:
 
 @pytest.fixture(scope="module")
 def study_jobs(tmp_path_factory) -> dict:
+    """The jobs of the tiny study's DAG. Parsing the Snakefile in this process runs common.smk,
+    which puts src/ on sys.path and PYTHONPATH for its jobs: both are restored after, or a later
+    test's subprocess (the wheel's venv) would see this checkout's package."""
     workdir = tmp_path_factory.mktemp("keys")
     tiny_study(workdir)
-    return load_jobs(workdir)
+    environ, path = dict(os.environ), list(sys.path)
+    try:
+        return load_jobs(workdir)
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+        sys.path[:] = path
 
 
 def test_every_rule_with_a_script_is_in_the_tiny_studys_dag(study_jobs):
