@@ -1,5 +1,6 @@
-"""Checkpoint series the runs: tests write themselves: a real transformers.Trainer run of a tiny
-GPT-2, and save_pretrained series of tiny GPT-NeoX, Llama and OLMo models (no download)."""
+"""Checkpoints the tests write themselves: a GPT-2-named safetensors file of random matrices; and
+the series the runs: tests read: a real transformers.Trainer run of a tiny GPT-2, and
+save_pretrained series of tiny GPT-NeoX, Llama and OLMo models (no download)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import csv
 from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import save_file
 
 TEXT = "the cat sat on the mat . a dog ran in the park and the cat ran after it . " * 60
 TINY = {  # model_type → the tiny config of that architecture
@@ -131,3 +133,20 @@ def saved_series(out: Path, model_type: str, steps=(0, 10, 20, 30), shards: bool
         for step in range(0, max(steps) + 1, 5):
             writer.writerow([step, 4.0 * np.exp(-step / 20) + 1.0, 4.2 * np.exp(-step / 25) + 1.1])
     return out
+
+
+def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
+    """A GPT-2-named safetensors file (float32): embeddings,
+    biases and the four linear maps per block."""
+    rng = np.random.default_rng(seed)
+    tensors = {"transformer.wte.weight": rng.normal(size=(128, d))}
+    for b in blocks:
+        h = f"transformer.h.{b}"
+        tensors[f"{h}.attn.c_attn.weight"] = rng.normal(size=(3 * d, d)) * scale
+        tensors[f"{h}.attn.c_attn.bias"] = rng.normal(size=3 * d)
+        tensors[f"{h}.attn.c_proj.weight"] = rng.normal(size=(d, d))
+        tensors[f"{h}.mlp.c_fc.weight"] = rng.normal(size=(4 * d, d))
+        tensors[f"{h}.mlp.c_proj.weight"] = rng.normal(size=(d, 4 * d))
+    tensors = {k: v.astype(np.float32) for k, v in tensors.items()}
+    save_file(tensors, str(path))
+    return {k: v.astype(np.float64) for k, v in tensors.items()}

@@ -8,6 +8,7 @@ import weakref
 
 import numpy as np
 import pytest
+from run_fixtures import fake_checkpoint
 from safetensors.numpy import load_file, save_file
 
 import topotrain.topology.tensors as tensors_module
@@ -15,22 +16,6 @@ from topotrain.config import GPT_LAYERS
 from topotrain.topology.checkpoint import checkpoint_topology, load_tensors, open_checkpoint
 from topotrain.topology.layers import layer_records, select_names
 from topotrain.topology.tensors import LazyTensors, open_safetensors, shapes_of
-
-
-def gpt_checkpoint(path, blocks=3, d=12, seed=0) -> dict[str, np.ndarray]:
-    """A GPT-2-named float32 checkpoint: embeddings, biases and four linear maps per block."""
-    rng = np.random.default_rng(seed)
-    tensors = {"transformer.wte.weight": rng.normal(size=(50, d))}
-    for b in range(blocks):
-        h = f"transformer.h.{b}"
-        tensors[f"{h}.attn.c_attn.weight"] = rng.normal(size=(3 * d, d))
-        tensors[f"{h}.attn.c_attn.bias"] = rng.normal(size=3 * d)
-        tensors[f"{h}.attn.c_proj.weight"] = rng.normal(size=(d, d))
-        tensors[f"{h}.mlp.c_fc.weight"] = rng.normal(size=(4 * d, d))
-        tensors[f"{h}.mlp.c_proj.weight"] = rng.normal(size=(d, 4 * d))
-    tensors = {k: v.astype(np.float32) for k, v in tensors.items()}
-    save_file(tensors, str(path))
-    return tensors
 
 
 @pytest.fixture
@@ -52,7 +37,7 @@ def reads(monkeypatch):
 
 
 def test_lazy_tensors_know_names_shapes_and_dtypes_without_reading(tmp_path, reads):
-    stored = gpt_checkpoint(tmp_path / "c.safetensors")
+    stored = fake_checkpoint(tmp_path / "c.safetensors", d=12, blocks=range(3))
     lazy = open_checkpoint(tmp_path / "c.safetensors")
     assert set(lazy) == set(stored) and len(lazy) == len(stored)
     assert shapes_of(lazy) == {k: v.shape for k, v in stored.items()}
@@ -68,7 +53,7 @@ def test_lazy_tensors_know_names_shapes_and_dtypes_without_reading(tmp_path, rea
 
 
 def test_every_lookup_reads_the_stored_tensor_anew(tmp_path, reads):
-    stored = gpt_checkpoint(tmp_path / "c.safetensors")
+    stored = fake_checkpoint(tmp_path / "c.safetensors", d=12, blocks=range(3))
     lazy = open_checkpoint(tmp_path / "c.safetensors")
     name = "transformer.h.1.mlp.c_fc.weight"
     first, second = lazy[name], lazy[name]
@@ -91,7 +76,7 @@ def test_read_tensors_equal_safetensors_own_reader(tmp_path, dtype):
 
 def test_the_per_layer_loop_holds_one_matrix_and_gives_the_eager_records(tmp_path, reads):
     path = tmp_path / "c.safetensors"
-    gpt_checkpoint(path, blocks=4)
+    fake_checkpoint(path, d=12, blocks=range(4))
     records, diagrams = checkpoint_topology(path, GPT_LAYERS, max_points=20, seed=2)
     chosen = select_names(load_tensors(path), GPT_LAYERS)
     assert len(reads["names"]) == len(chosen) == 16  # each analysed matrix read once, nothing else
@@ -116,7 +101,7 @@ def test_shards_are_one_mapping_the_first_file_winning(tmp_path):
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_unreadable_files_fail_when_opened_naming_the_file(tmp_path, damage):
     path = tmp_path / "c.safetensors"
-    gpt_checkpoint(path)
+    fake_checkpoint(path, d=12, blocks=range(3))
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else b"not a checkpoint" * 10)
     with pytest.raises(ValueError, match=f"cannot read checkpoint {path}"):
@@ -125,7 +110,7 @@ def test_unreadable_files_fail_when_opened_naming_the_file(tmp_path, damage):
 
 def test_a_file_cut_short_after_opening_fails_at_the_read_naming_the_file(tmp_path):
     path = tmp_path / "c.safetensors"
-    gpt_checkpoint(path)
+    fake_checkpoint(path, d=12, blocks=range(3))
     lazy = open_checkpoint(path)
     path.write_bytes(path.read_bytes()[:200])
     with pytest.raises(ValueError, match=f"cannot read checkpoint {path}: ValueError: .* of the"):

@@ -8,6 +8,7 @@ import zlib
 
 import numpy as np
 import pytest
+from run_fixtures import fake_checkpoint
 from safetensors.numpy import save_file
 
 from topotrain.config import GPT_LAYERS
@@ -26,23 +27,6 @@ C_ATTN = "transformer.h.0.attn.c_attn.weight"
 KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck"]
 SUMMARIES = [f"h{k}_{s}" for k in (0, 1) for s in ("count", "total", "max", "entropy")]
 KEYS += SUMMARIES + ["l2_norm"] + [f"{key}_scalefree" for key in SUMMARIES] + ["np_wvar"]
-
-
-def fake_checkpoint(path, seed=0, d=8, scale=1.0, blocks=(0,)):
-    """A GPT-2-named safetensors file (float32): embeddings,
-    biases and the four linear maps per block."""
-    rng = np.random.default_rng(seed)
-    tensors = {"transformer.wte.weight": rng.normal(size=(128, d))}
-    for b in blocks:
-        h = f"transformer.h.{b}"
-        tensors[f"{h}.attn.c_attn.weight"] = rng.normal(size=(3 * d, d)) * scale
-        tensors[f"{h}.attn.c_attn.bias"] = rng.normal(size=3 * d)
-        tensors[f"{h}.attn.c_proj.weight"] = rng.normal(size=(d, d))
-        tensors[f"{h}.mlp.c_fc.weight"] = rng.normal(size=(4 * d, d))
-        tensors[f"{h}.mlp.c_proj.weight"] = rng.normal(size=(d, 4 * d))
-    tensors = {k: v.astype(np.float32) for k, v in tensors.items()}
-    save_file(tensors, str(path))
-    return {k: v.astype(np.float64) for k, v in tensors.items()}
 
 
 def summaries(h0, h1, suffix=""):
