@@ -102,12 +102,17 @@ def hub_needs(config: dict) -> HubNeeds:
     return HubNeeds(dataset, tuple(revisions))
 
 
+def repo_cache_folder(repo_id: str, repo_type: str = "model") -> Path:
+    """The cache's folder of a repo (models--org--name: refs/, snapshots/, blobs/)."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    return hub_cache_dir() / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+
+
 def cached_snapshot(repo_id: str, revision: str, repo_type: str = "model") -> Path | None:
     """The cache's snapshot folder of repo_id at revision (refs/<revision> → snapshots/<commit>),
     or None."""
-    from huggingface_hub.file_download import repo_folder_name
-
-    repo = hub_cache_dir() / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+    repo = repo_cache_folder(repo_id, repo_type)
     ref = repo / "refs" / revision
     if not ref.is_file():
         return None

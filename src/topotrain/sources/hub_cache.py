@@ -12,21 +12,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from topotrain.hub import hub_cache_dir
+from topotrain.hub import repo_cache_folder
 
 log = logging.getLogger(__name__)
 
 
-def repo_folder(repo_id: str) -> Path:
-    """The cache folder of a model repo (models--org--name)."""
-    from huggingface_hub.file_download import repo_folder_name
-
-    return hub_cache_dir() / repo_folder_name(repo_id=repo_id, repo_type="model")
-
-
 def held_blobs(repo_id: str) -> set[str]:
     """The names of the blobs the cache holds for ``repo_id`` now."""
-    blobs = repo_folder(repo_id) / "blobs"
+    blobs = repo_cache_folder(repo_id) / "blobs"
     return {p.name for p in blobs.iterdir()} if blobs.is_dir() else set()
 
 

@@ -23,6 +23,7 @@ from topotrain.hub import (
     hub_endpoint,
     hub_offline,
     probe_hub,
+    repo_cache_folder,
     revision_download_command,
     summarise,
 )
@@ -185,9 +186,7 @@ def snapshot_record(repo_id: str, revision: str, snapshot: Path) -> dict:
 
 def cached_branches(repo_id: str) -> list[str]:
     """The refs of repo_id in the HF cache (nested ones as 'a/b'), pull requests (refs/pr/) out."""
-    from huggingface_hub.file_download import repo_folder_name
-
-    refs = hub_cache_dir() / repo_folder_name(repo_id=repo_id, repo_type="model") / "refs"
+    refs = repo_cache_folder(repo_id) / "refs"
     names = [p.relative_to(refs).as_posix() for p in refs.rglob("*") if p.is_file()]
     return [name for name in names if not name.startswith("pr/")]
 
