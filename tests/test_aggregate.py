@@ -160,3 +160,16 @@ def test_records_from_an_older_version_are_reported_not_silently_dropped(caplog)
         out = checkpoint_features(layers)
     assert out["h0_total"].iloc[0] == 3.0 and f"h0_total{SCALEFREE}" not in out
     assert f"h0_total{SCALEFREE}" in caplog.text and "--forcerun weight_topology" in caplog.text
+
+
+def test_h1_sums_stay_missing_when_no_layer_has_h1():
+    """topology.maxdim: 0 leaves every layer's h1_* missing: the checkpoint's sums stay missing
+    (pandas would sum them to 0), while H0's sums are the layers' (1 + 2 + 3 bars)."""
+    rows = layer_rows(0, [0.2, 0.4, 0.9])
+    for r in rows:
+        for c in ("h1_count", "h1_total", "h1_max", "h1_count_scalefree", "h1_total_scalefree"):
+            r[c] = np.nan
+    row = checkpoint_features(pd.DataFrame(rows)).iloc[0]
+    for c in ("h1_count", "h1_total", "h1_max", "h1_count_scalefree", "h1_total_scalefree"):
+        assert np.isnan(row[c]), c
+    assert row["h0_count"] == 6 and row["h0_total"] == pytest.approx(15.0)

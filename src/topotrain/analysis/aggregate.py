@@ -144,8 +144,10 @@ def checkpoint_features(layers: pd.DataFrame) -> pd.DataFrame:
             "out or partly empty; `snakemake --forcerun weight_topology` recomputes them",
             ", ".join(missing),
         )
-    agg = {c: ("sum" if c in SUMMED else "mean" if c in AVERAGED else "max") for c in present}
+    agg = {c: "mean" if c in AVERAGED else "max" for c in present if c not in SUMMED}
     out = out.join(grouped.agg(agg))
+    for c in (c for c in present if c in SUMMED):  # a layer set with no value stays missing
+        out[c] = grouped[c].sum(min_count=1)
     out = out.rename(columns={c: f"{c}_mean" for c in AVERAGED if c in out})
     if "engine" in layers:  # the Rips engine that computed the checkpoint's records
         out["engine"] = grouped["engine"].first()
