@@ -126,6 +126,7 @@ def test_aggregate_weights_joins_records_and_logs(tmp_path):
     assert table["val_loss"].tolist() == [4.5, 3.5]
     assert table["np_mean"].tolist() == pytest.approx([0.2, 0.6])
     assert (table["n_params"] == 99).all()
+    assert "numerics" not in table  # records without the training's numerics add no column
     assert pd.read_parquet(out["table"]).equals(table)
     assert len(pd.read_parquet(out["layers"])) == 4
 

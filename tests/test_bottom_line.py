@@ -46,6 +46,8 @@ def verdicts() -> tuple[pd.DataFrame, pd.DataFrame]:
                 "arrangements": 7776,
                 "rejected": False,
                 "note": "",
+                **effect(0.02, -0.04, 0.08, clock_high=0.08, scale_high=0.12),
+                **dict(zip(VERDICT_COLUMNS, ["artefact", "inconclusive", "artefact"], strict=True)),
             },
             {
                 "feature": "np_mean",
@@ -56,11 +58,28 @@ def verdicts() -> tuple[pd.DataFrame, pd.DataFrame]:
                 "arrangements": 7776,
                 "rejected": True,
                 "note": "",
+                **effect(0.31, 0.2, 0.42, clock_high=0.45, scale_high=0.42),
+                **dict(zip(VERDICT_COLUMNS, ["reproduced"] * 3, strict=True)),
             },
         ]
     )
     tables = {"associations": pd.DataFrame(rows), "primary": primary}
     return replication_table(read_paper_values(PAPER), tables), primary
+
+
+VERDICT_COLUMNS = ["verdict", "verdict_half_sesoi", "verdict_double_sesoi"]
+
+
+def effect(value: float, low: float, high: float, clock_high: float, scale_high: float) -> dict:
+    """A primary row's effect columns (the weaker view's) at Δ = 0.1."""
+    return {
+        "effect": value,
+        "effect_ci_low": low,
+        "effect_ci_high": high,
+        "effect_clock_ci_high": clock_high,
+        "effect_scale_ci_high": scale_high,
+        "sesoi": 0.1,
+    }
 
 
 def test_bottom_line_counts_verdicts_per_question_with_the_deciding_numbers():
@@ -72,6 +91,10 @@ def test_bottom_line_counts_verdicts_per_question_with_the_deciding_numbers():
     assert "- ρ(TP0, train loss) xl-97k: **artefact** — paper -0.907, ours -0.9" in text
     assert "TP0 p_clock = 0.2, p_scale = 0.3, BH p = 0.45 (does not reject it)" in text
     assert "NP p_clock = 1.286e-04" in text and "smallest attainable p = 1/7,776" in text
+    assert "TP0 effect 0.02 [-0.04, 0.08] at Δ = 0.1: artefact (at Δ/2: inconclusive, at 2Δ: " in (
+        text
+    )
+    assert "NP effect 0.31 [0.2, 0.42] at Δ = 0.1: reproduced" in text
     assert "Do the claims hold on Pythia?" not in text  # every Pythia row is not evaluated
 
 
@@ -84,10 +107,13 @@ def test_replication_section_gives_rule_ids_and_lists_each_rule_once():
     assert set(line.split("`")[1] for line in legend.strip().splitlines()) == set(RULES)
 
 
-def test_beats_statements_print_the_number_expected_under_the_null():
-    summary = pd.DataFrame(
+def beats_summary(n_seeds: int) -> pd.DataFrame:
+    """associations_summary.csv's rows: 20 features per model of n_seeds seeds (pooled rows hold
+    no seeds), 2 of them beating the clock pooled over the models."""
+    pooled = pd.DataFrame(
         {
             "model": "pooled",
+            "n_seeds": 0,
             "kind": "topological",
             "target": "train_loss",
             "feature": [f"f{i}" for i in range(20)],
@@ -95,9 +121,38 @@ def test_beats_statements_print_the_number_expected_under_the_null():
             "beats_clock": [True] * 2 + [False] * 18,
         }
     )
-    line = beats_sentence(summary, 0.05)
+    per_model = [pooled.assign(model=m, n_seeds=n_seeds, beats_clock=False) for m in MODELS]
+    return pd.concat([*per_model, pooled], ignore_index=True)
+
+
+def test_beats_statements_print_k_times_the_calibrated_rate_of_calibration_csv(tmp_path):
+    rows = [  # beats_clock's false-positive rate at 5 seeds on three nulls, and at 3 seeds
+        ("random_walk", 5, 0.041, 0.030, 0.055),
+        ("decel_ar095", 5, 0.063, 0.049, 0.080),
+        ("decel_iid", 5, 0.038, 0.027, 0.052),
+        ("random_walk", 3, 0.090, 0.073, 0.110),
+    ]
+    table = pd.DataFrame(rows, columns=["scenario", "seeds", "rate", "mc_low", "mc_high"])
+    table = table.assign(test="beats_clock (pooled)", measures="false-positive rate")
+    table.to_csv(tmp_path / "calibration.csv", index=False)
+    calibration = pd.read_csv(tmp_path / "calibration.csv")
+    line = beats_sentence(beats_summary(5), 0.05, calibration)
     assert "2 of 20 topological features beat the clock" in line
-    assert "expected under the null ≈ 0.5" in line
+    assert f"expected under the null ≈ {20 * 0.063:.1f} = 20 × 0.063: " in line  # the worst null
+    assert "5 seeds, worst null `decel_ar095`, MC 95% [0.049, 0.080]" in line
+    assert "results/tables/calibration.csv" in line
+    rep = pd.DataFrame(  # one t2 row: the question the flag counts sit under
+        [dict(rule=RULES["t2"], verdict="artefact", claim="ρ(TP0, train loss) tiny-3k")]
+    ).assign(paper=-0.9, ours=-0.9, ours_ci_low=float("nan"), ours_ci_high=float("nan"), note="")
+    text = bottom_line(rep, RULES, ALPHA, summary=beats_summary(3), calibration=calibration)
+    assert f"expected under the null ≈ {20 * 0.090:.1f} = 20 × 0.090: " in text
+
+
+def test_beats_statements_without_calibration_csv_quote_the_documented_rate():
+    line = beats_sentence(beats_summary(8), 0.05)
+    assert f"expected under the null ≈ {20 * 0.044:.1f} = 20 × 0.044: " in line
+    assert "8 seeds, worst null `random_walk`" in line
+    assert "docs/calibration.md, measured 2026-11-25" in line
 
 
 def test_the_html_page_renders_the_bottom_line_escaped():
@@ -109,3 +164,29 @@ def test_the_html_page_renders_the_bottom_line_escaped():
     assert "<li>ρ(TP0, train loss) tiny-3k: <b>artefact</b>" in page
     assert "<b>Does weight topology track training loss beyond the clock and the scale?</b>" in page
     assert to_html("- a < b & `c`", "t").count("<li>a &lt; b &amp; <code>c</code></li>") == 1
+
+
+def test_the_report_job_quotes_calibration_csv_when_it_has_it_else_the_docs(tmp_path):
+    from topotrain.jobs import report_markdown_job
+
+    rep = pd.DataFrame(
+        [dict(rule=RULES["t2"], verdict="artefact", claim="ρ(TP0, train loss) tiny-3k")]
+    ).assign(paper=-0.9, ours=-0.9, ours_ci_low=float("nan"), ours_ci_high=float("nan"), note="")
+    rep.to_csv(tmp_path / "replication.csv", index=False)
+    beats_summary(5).to_csv(tmp_path / "associations_summary.csv", index=False)
+    pd.DataFrame(
+        [("beats_clock (pooled)", "decel_iid", "false-positive rate", 5, 0.07, 0.055, 0.087)],
+        columns=["test", "scenario", "measures", "seeds", "rate", "mc_low", "mc_high"],
+    ).to_csv(tmp_path / "calibration.csv", index=False)
+    tables = {
+        "replication_csv": str(tmp_path / "replication.csv"),
+        "associations_summary_csv": str(tmp_path / "associations_summary.csv"),
+    }
+    report = tmp_path / "REPORT.md"
+    report_markdown_job(tables, str(report))
+    assert f"≈ {20 * 0.045:.1f} = 20 × 0.045: " in report.read_text()  # the documented rate
+    report_markdown_job(
+        {**tables, "calibration_csv": str(tmp_path / "calibration.csv")}, str(report)
+    )
+    assert f"≈ {20 * 0.07:.1f} = 20 × 0.070: " in report.read_text()
+    assert "`decel_iid`, MC 95% [0.055, 0.087]" in report.read_text()

@@ -119,3 +119,19 @@ def test_a_feature_that_is_the_norm_plus_noise_is_an_artefact_of_it():
     assert table.loc["h1", "contrast_p"] < 0.01 and table.loc["h1", "partial_norm_p"] > 0.05
     row = verdicts(table.reset_index(), primary="h1").set_index("claim")
     assert row.loc["topology beats the weight norm", "verdict"] == "artefact"
+
+
+def test_n_grokked_counts_only_the_seeds_that_grok_with_an_onset():
+    df = planted([900, 1200, 1500, 1800], never=(1,))  # seed 1 never groks
+    df.loc[df["seed"] == 2, "tied"] = 0.5  # seed 2 groks, but its feature never moves: no onset
+    features = ["tied", "weight_l2", "fourier_top5"]
+    seeds = seed_table(df, features)
+    tied = seeds[seeds["feature"] == "tied"].set_index("seed")
+    assert tied["grokking_step"].notna().tolist() == [True, False, True, True]
+    assert tied["onset_step"].notna().tolist() == [True, True, False, True]
+    table = feature_table(df, seeds, features).set_index("feature")
+    assert table.loc["tied", "n_grokked"] == 2  # seeds 0 and 3: grok, and the feature moves
+    out = verdicts(table.reset_index(), primary="tied").set_index("claim")
+    lead = out.loc["topology leads grokking"]
+    assert lead["verdict"] == "not evaluated"
+    assert lead["note"] == "2 seeds grok with a defined onset: at least 3 needed"

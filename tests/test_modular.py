@@ -75,6 +75,9 @@ def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
     train_control(cfg, tmp_path)
     table, layers = control_features(tmp_path, cfg.p)
     assert table["step"].tolist() == [0, 50, 100]
+    threads = torch.get_num_threads()  # every checkpoint records it; mha: nn.MultiheadAttention
+    assert table["numerics"].str.contains(f"^device=cpu; .*; threads={threads}; ").all()
+    assert table["numerics"].str.contains("; attention=mha; ").all()
     matrices = {
         "embed.weight",
         "pos",

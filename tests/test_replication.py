@@ -21,6 +21,7 @@ from topotrain.analysis.replication import (
     read_paper_values,
     replication_table,
 )
+from topotrain.analysis.verdicts import REPRODUCED_SMALL, decide_claim
 
 PAPER_FILE = ROOT / "workflow" / "data" / "paper_values.csv"
 MODELS = ["tiny-3k", "small-7k", "med-21k", "large-46k", "xl-97k"]
@@ -59,23 +60,20 @@ def raw(feature: str, cells: dict[str, list[tuple[float, float]]]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def primary(**p: float) -> pd.DataFrame:
-    """A primary-family table: feature -> its claim p (clock and scale alike); p_bh = p here."""
-    return pd.DataFrame(
-        [
-            {
-                "feature": f,
-                "p_clock": v,
-                "p_scale": v,
-                "p": v,
-                "p_bh": v,
-                "arrangements": 7776,
-                "rejected": v < 0.05,
-                "note": "",
-            }
-            for f, v in p.items()
-        ]
-    )
+def primary(upper: float = 0.5, **p: float) -> pd.DataFrame:
+    """A primary-family table: feature -> its claim p (clock and scale alike; p_bh = p here) and
+    the upper end of its effect interval (``upper``, both views) against Δ = 0.1."""
+    rows = []
+    for f, v in p.items():
+        rejected = None if np.isnan(v) else v < 0.05
+        row = {"feature": f, "p_clock": v, "p_scale": v, "p": v, "p_bh": v, "note": ""}
+        row |= {"arrangements": 7776, "rejected": bool(rejected), "sesoi": 0.1}
+        row |= {"effect": upper / 2, "effect_ci_low": 0.0, "effect_ci_high": upper}
+        row |= {"effect_clock_ci_high": upper, "effect_scale_ci_high": upper}
+        for col, delta in (("verdict", 0.1), ("verdict_half_sesoi", 0.05)):
+            row[col] = decide_claim(rejected, [upper, upper], delta)
+        rows.append(row | {"verdict_double_sesoi": decide_claim(rejected, [upper], 0.2)})
+    return pd.DataFrame(rows)
 
 
 def rows_of(table: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -105,7 +103,14 @@ def test_without_any_input_every_claim_is_not_evaluated_with_its_rule(paper):
     assert list(table.columns) == REPLICATION_COLUMNS
     assert set(table["verdict"]) == {NOT_EVALUATED}
     assert set(table["rule"]) == set(RULES.values())
-    assert set(VERDICTS) == {REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, ARTEFACT, NOT_EVALUATED}
+    assert set(VERDICTS) == {
+        REPRODUCED,
+        REPRODUCED_SMALL,
+        NOT_REPRODUCED,
+        INCONCLUSIVE,
+        ARTEFACT,
+        NOT_EVALUATED,
+    }
 
 
 def models_table(losses: list[float]) -> pd.DataFrame:
@@ -149,7 +154,10 @@ def test_tp0_rho_per_model_gives_each_verdict(paper):
         "small-7k": NOT_EVALUATED,
     }
     assert got(primary(h0_total=1e-4)) == expected | {"tiny-3k": REPRODUCED}
-    assert got(primary(h0_total=0.2)) == expected | {"tiny-3k": ARTEFACT}  # the clock explains it
+    assert got(primary(h0_total=0.2)) == expected | {"tiny-3k": INCONCLUSIVE}  # not shown small
+    small = primary(h0_total=0.2, upper=0.08)  # the effect shown below Δ = 0.1
+    assert got(small) == expected | {"tiny-3k": ARTEFACT}
+    assert got(primary(h0_total=1e-4, upper=0.08)) == expected | {"tiny-3k": REPRODUCED_SMALL}
     assert got(primary(h0_total=np.nan)) == expected | {"tiny-3k": INCONCLUSIVE}  # one seed
     assert got(None) == expected | {"tiny-3k": INCONCLUSIVE}  # no primary family: never artefact
     table = replication_table(paper, {"associations": assoc, "primary": primary(h0_total=1e-4)})
@@ -164,14 +172,16 @@ def test_tp0_rho_per_model_gives_each_verdict(paper):
 def test_tp0_p_claim_uses_the_largest_raw_p_and_the_per_model_verdicts(paper):
     claim = "every p(TP0, train loss) < 1e-05 (paper's iid p)"
 
-    def judged(cells, p=1e-4):
-        tables = {"associations": raw("h0_total", cells), "primary": primary(h0_total=p)}
+    def judged(cells, p=1e-4, upper=0.5):
+        tables = {"associations": raw("h0_total", cells), "primary": primary(upper, h0_total=p)}
         row = rows_of(replication_table(paper, tables), claim)
         return row["verdict"].item(), row["ours"].item()
 
     cells = {m: [(-0.9, 1e-8), (-0.8, 4e-6)] for m in MODELS}
     assert judged(cells) == (REPRODUCED, pytest.approx(2e-6))  # largest raw p = 4e-6 / 2
-    assert judged(cells, p=0.3)[0] == ARTEFACT  # TP0 does not beat the clock
+    assert judged(cells, p=0.3)[0] == INCONCLUSIVE  # TP0 does not beat the clock, not small
+    assert judged(cells, p=0.3, upper=0.05)[0] == ARTEFACT  # … and is shown below Δ
+    assert judged(cells, upper=0.05)[0] == REPRODUCED_SMALL
     cells["med-21k"] = [(-0.9, 1e-8), (-0.6, 1e-3)]  # p = 5e-4 ≥ 1e-5
     assert judged(cells) == (NOT_REPRODUCED, pytest.approx(5e-4))
     del cells["xl-97k"]
@@ -207,14 +217,15 @@ def test_np_reversal_counts_models_with_the_claimed_sign(paper):
     signs = {"tiny-3k": -0.5, "med-21k": 0.6, "large-46k": 0.6, "xl-97k": 0.5}
     cells = {m: [(r, 1e-4)] for m, r in signs.items()}
 
-    def judged(cells, p=1e-4):
-        tables = {"associations": raw("np_mean", cells), "primary": primary(np_mean=p)}
+    def judged(cells, p=1e-4, upper=0.5):
+        tables = {"associations": raw("np_mean", cells), "primary": primary(upper, np_mean=p)}
         return replication_table(paper, tables)
 
     table = judged(cells)
     assert verdict(table, claim) == REPRODUCED
     assert table.loc[table["claim"] == claim, ["paper", "ours"]].values.tolist() == [[4.0, 4.0]]
-    assert verdict(judged(cells, p=0.5), claim) == ARTEFACT  # signs shown, not beyond the clock
+    assert verdict(judged(cells, p=0.5), claim) == INCONCLUSIVE  # not beyond the clock
+    assert verdict(judged(cells, p=0.5, upper=0.02), claim) == ARTEFACT  # shown below Δ
     assert verdict(judged(cells, p=np.nan), claim) == INCONCLUSIVE  # cannot be measured
     cells["xl-97k"] = [(-0.5, 0.4)]  # the wrong sign at xl
     assert verdict(judged(cells), claim) == NOT_REPRODUCED
@@ -525,3 +536,15 @@ def test_readme_lists_every_rule_as_the_table_states_it():
     assert "Replication verdicts: claim → rule" in readme
     for key, rule in RULES.items():
         assert rule in readme, key
+
+
+def test_a_claim_is_decided_by_its_test_and_its_interval_against_delta():
+    """decide_claim by hand: the upper ends (clock, scale) against Δ = 0.1; either view below Δ
+    shows the effect small (Bonferroni over the two views)."""
+    assert decide_claim(True, [0.3, 0.4], 0.1) == REPRODUCED
+    assert decide_claim(True, [0.3, 0.09], 0.1) == REPRODUCED_SMALL
+    assert decide_claim(False, [0.09, 0.4], 0.1) == ARTEFACT
+    assert decide_claim(False, [0.1, 0.4], 0.1) == INCONCLUSIVE  # at Δ is not below it
+    assert decide_claim(False, [np.nan, np.nan], 0.1) == INCONCLUSIVE  # no interval
+    assert decide_claim(None, [0.01, 0.01], 0.1) == INCONCLUSIVE  # cannot be measured
+    assert decide_claim(False, [0.15, 0.4], 0.2) == ARTEFACT  # the same interval at 2Δ

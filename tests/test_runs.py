@@ -270,8 +270,14 @@ def test_clock_findings_name_the_features_that_beat_the_clock_or_why_none_can():
             beats_scale=True,
         )
     )
+    rows = [dict(row, seed=0) for row in rows]
     single = clock_findings(pd.DataFrame(rows))  # no between-seed contrast: one run
     assert single[0].startswith("- A single run cannot separate topology from the clock")
+    assert single[1] == (
+        "- `train_loss`: 1 of 2 topological features beat the clock: `np_mean`; 0 beat the scale "
+        "(neither flag can fire without a between-seed contrast: expected under the null 0)."
+    )
+    rows += [dict(row, seed=1) for row in rows if row["view"] == "raw"]  # a second run
     for feature in ("np_mean", "h0_total"):  # two runs of one model: the contrast is defined
         rows.append(
             dict(
@@ -286,12 +292,26 @@ def test_clock_findings_name_the_features_that_beat_the_clock_or_why_none_can():
                 beats_scale=False,
             )
         )
-    lines = clock_findings(pd.DataFrame(rows))
-    assert lines[0] == (
+    calibration = pd.DataFrame(  # calibration.csv's rows for one model's flags on 2 runs
+        [
+            ("beats_clock (model)", "random_walk", 2, 0.10, 0.08, 0.12),
+            ("beats_clock (model)", "decel_iid", 2, 0.20, 0.18, 0.23),
+            ("beats_scale (model)", "random_walk", 2, 0.30, 0.27, 0.33),
+        ],
+        columns=["test", "scenario", "seeds", "rate", "mc_low", "mc_high"],
+    ).assign(measures="false-positive rate")
+    lines = clock_findings(pd.DataFrame(rows), calibration)
+    assert lines[0].startswith(
         "- `train_loss`: 1 of 2 topological features beat the clock: `np_mean`; 0 beat the scale "
-        "(expected under the null ≈ 0.1 each)."
+        f"(expected under the null: `beats_clock` ≈ {2 * 0.20:.1f} = 2 × 0.200: the calibrated "
+        "false-positive rate, 2 seeds, worst null `decel_iid`"
     )
+    assert f"; `beats_scale` ≈ {2 * 0.30:.1f} = 2 × 0.300: " in lines[0]
     assert lines[1].startswith("- `val_loss` is a monotone function of the step")
+    uncalibrated = clock_findings(pd.DataFrame(rows))[0]  # the docs give the pooled flags only
+    assert "`beats_clock`: no calibrated false-positive rate for one model's flag on 2 runs" in (
+        uncalibrated
+    )
     assert clock_findings(pd.DataFrame()) == []
 
 

@@ -188,6 +188,7 @@ def test_written_record_and_diagrams_round_trip(tmp_path):
     records = write_checkpoint_topology(ckpt, out_json, out_npz, patterns=["*.c_fc.weight"], seed=3)
     doc = json.loads(out_json.read_text())
     assert doc["checkpoint"] == str(ckpt) and doc["layers"] == records
+    assert doc["numerics"] is None  # a checkpoint not trained by topotrain records none
     assert doc["params"] == {
         "patterns": ["*.c_fc.weight"],
         "max_points": 200,

@@ -162,7 +162,10 @@ def test_checkpoints_every_interval_without_tied_head(reference):
     for step in STEPS:
         path = reference / f"step_{step:05d}.safetensors"
         with safe_open(str(path), framework="pt") as fh:
-            assert fh.metadata() == {"step": str(step), "model": json.dumps(asdict(MODEL))}
+            meta = fh.metadata()
+            numerics = json.loads(meta.pop("numerics"))  # the rest: tests/test_numerics.py
+            assert meta == {"step": str(step), "model": json.dumps(asdict(MODEL))}
+            assert numerics["device"] == "cpu" and numerics["threads"] == str(CFG.threads)
             assert "lm_head.weight" not in fh.keys()
             assert {fh.get_tensor(k).dtype for k in fh.keys()} == {torch.float32}
         model, loaded_step = load_checkpoint(path)
@@ -351,6 +354,7 @@ def test_without_compiler_compiled_run_falls_back_to_eager_and_fresh_state(
         interrupt_at(mp, 25)
         with pytest.raises(RuntimeError, match="simulated crash"):
             run(tmp_path, corpus, COMPILED)
+    torch.use_deterministic_algorithms(False)  # as in the reference's process: numerics recorded
     with pytest.MonkeyPatch.context() as mp, caplog.at_level(logging.INFO, "topotrain.training"):
         mp.setattr(train, "compile_error", lambda device: "no C++ compiler")
         outputs = run(tmp_path, corpus, COMPILED)  # ... is not continued eagerly

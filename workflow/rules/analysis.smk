@@ -283,5 +283,6 @@ rule replication:
     params:
         warmup_steps=config["train"]["warmup_steps"],
         phase_threshold=config["analysis"]["phase_threshold"],
+        sesoi=config["analysis"]["sesoi"],
     script:
         "../scripts/replication.py"

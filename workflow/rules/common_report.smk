@@ -6,7 +6,8 @@ from topotrain.report.markdown import ORDER as REPORT_ORDER
 
 def report_tables():
     """The Markdown tables REPORT.md is assembled from, in reading order (the spine's only when
-    spine.enabled), and each run's section (``runs``)."""
+    spine.enabled), the calibration suite's table when present, and each run's section
+    (``runs``)."""
     parts = {
         "control": CONTROL_ON,
         "spine": SPINE_ON,
@@ -32,7 +33,16 @@ def report_tables():
         csv["control_curves_png"] = f"{RESULTS}/figures/control_curves.png"
     if SPINE_ON:  # NP against its layers' weight variance, in the control's section
         csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
+    csv |= get_calibration()
     return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUN_ENTRIES]}
+
+
+def get_calibration():
+    """The calibration suite's table when `make calibrate` has written it: the bottom line then
+    quotes its false-positive rates (else docs/calibration.md's). The suite is off the default
+    path: its table is an input only once present (then kept current like any input)."""
+    path = f"{RESULTS}/tables/calibration.csv"
+    return {"calibration_csv": path} if SPINE_ON and os.path.exists(path) else {}
 
 
 def get_provenance():

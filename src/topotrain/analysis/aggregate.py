@@ -7,7 +7,9 @@ Two tables come out (columns documented in the README):
   *_scalefree ones alike), and the mean finite H0 bar Σ h0_total / Σ h0_count; with the per-run
   diagram series (``topology.series``): the step distances summed (W1) or maxed (bottleneck) over
   layers and the vectorisation summaries averaged over layers, under their per-layer names. Both
-  name the Rips engine that computed the records (``engine``: ripser or giotto-ph).
+  name the Rips engine that computed the records (``engine``: ripser or giotto-ph) and, where the
+  checkpoints recorded them, the numerics each was trained with (``numerics``, one string:
+  ``analysis.numerics``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.numerics import numerics_label
 from topotrain.io import Writer, atomic_write_all
 from topotrain.topology.vietoris_rips import UNNAMED
 
@@ -77,8 +80,9 @@ def series_features(series: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.DataFrame:
-    """Read per-checkpoint topology JSON files into one long table; ``keys`` adds model/seed/step
-    and each record's Rips engine (its params') is the ``engine`` column."""
+    """Read per-checkpoint topology JSON files into one long table; ``keys`` adds model/seed/step,
+    each record's Rips engine (its params') is the ``engine`` column and its checkpoint's training
+    numerics, where recorded, the ``numerics`` column (``numerics_label``)."""
     frames = []
     for path, key in zip(paths, keys, strict=True):
         try:
@@ -93,6 +97,8 @@ def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.
         if not layers:
             raise ValueError(f"{path}: topology record holds no layers")
         frame = pd.DataFrame(layers).assign(engine=params.get("engine", UNNAMED))
+        if label := numerics_label(doc.get("numerics")):
+            frame["numerics"] = label
         for col, value in reversed(key.items()):
             frame.insert(0, col, value)
         frames.append(frame)
@@ -149,8 +155,9 @@ def checkpoint_features(layers: pd.DataFrame) -> pd.DataFrame:
     for c in (c for c in present if c in SUMMED):  # a layer set with no value stays missing
         out[c] = grouped[c].sum(min_count=1)
     out = out.rename(columns={c: f"{c}_mean" for c in AVERAGED if c in out})
-    if "engine" in layers:  # the Rips engine that computed the checkpoint's records
-        out["engine"] = grouped["engine"].first()
+    for col in ("engine", "numerics"):  # the Rips engine; the numerics it was trained with
+        if col in layers:
+            out[col] = grouped[col].first()
     for suffix in ("", SCALEFREE):
         total, count = f"h0_total{suffix}", f"h0_count{suffix}"
         if total in out and count in out:

@@ -39,6 +39,7 @@ from topotrain.analysis.rank_stats import (
     rank_residuals,
 )
 from topotrain.analysis.seed_contrast import CONTRAST_VIEWS, POOLED, contrast_table
+from topotrain.analysis.seed_effect import effect_table
 from topotrain.analysis.stats import (
     ALPHA,
     BASELINES,
@@ -75,6 +76,7 @@ FAMILY = "exploratory"
 ASSOCIATION_COLUMNS = (  # the cell, the association, the flags
     ["model", "seed", "n_params", "feature", "kind", "target", "view"]
     + ["rho", "ci_low", "ci_high", "ci_method", "p", "p_method", "p_bh", "n", "block_length"]
+    + ["effect", "effect_ci_low", "effect_ci_high"]  # between-seed rows (seed_effect)
     + ["beats_clock", "beats_scale", "family", "note"]
 )
 
@@ -344,6 +346,8 @@ def association_table(
     contrast = contrast_table(df, list(features), list(targets), seed).assign(
         ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]
     )
+    log.info("associations: effects [95 %% intervals] of the between-seed contrasts")
+    contrast = with_effects(contrast, df, [f for f, _ in features], list(targets), seed)
     table = pd.DataFrame(rows)
     table["seed"] = table["seed"].astype("Int64")
     table["n_params"] = table["n_params"].astype("Int64")
@@ -353,6 +357,18 @@ def association_table(
     table = add_beats(table, alpha).assign(family=FAMILY)
     table = table.sort_values(["n_params", "model", "seed"], kind="stable", na_position="last")
     return table[ASSOCIATION_COLUMNS].reset_index(drop=True)
+
+
+def with_effects(contrast, df, features, targets, seed) -> pd.DataFrame:
+    """The contrast rows with their effect [interval] (``seed_effect.effect_table``) and, where
+    there is none, its reason appended to the note."""
+    keys = ["model", "feature", "target", "view"]
+    effects = effect_table(df, features, targets, seed)
+    out = contrast.merge(effects, on=keys, how="left", validate="one_to_one")
+    why = out.pop("effect_note").fillna("")
+    note = out["note"].fillna("")
+    out["note"] = np.where(note.eq(""), why, np.where(why.eq(""), note, note + "; " + why))
+    return out
 
 
 def association_summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -26,15 +26,14 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.associations import view_association
+from topotrain.analysis.primary import claim_views
 from topotrain.analysis.replication import REPRODUCED, monotone_verdict
 from topotrain.analysis.scaling import loglog_line, spearman_exact
 from topotrain.analysis.seed_contrast import (
     CONTRAST_VIEWS,
     SCALE,
     contrast_cell,
-    deviations,
-    permutation_p,
-    pooled_null,
+    pooled_row,
     seed_permutations,
 )
 from topotrain.analysis.stats import (
@@ -192,10 +191,11 @@ def _run_draws(name: str, n_sim: int, n_resamples: int, seed: int) -> dict[str, 
 
 
 def _contrast_study(sim: dict[str, np.ndarray], i: int, perms: np.ndarray) -> dict[str, float]:
-    """Model 0's and the pooled contrast ρ and p (two-sided, and one-sided for a claimed +
-    sign) of simulated study i, beside the sign of the raw ρ (model 0's seeds' mean, all runs')."""
+    """Model 0's and the pooled contrast ρ and p (two-sided), and the claim's one-sided p for a
+    claimed + sign through ``primary.claim_views`` (the report's own function), of simulated
+    study i, beside the sign of the raw ρ (model 0's seeds' mean, all runs')."""
     models = [
-        {c: deviations(sim[k][i, m]) for k, c in (("x", "x"), ("y", "y"), ("l", SCALE))}
+        {c: sim[k][i, m] for k, c in (("x", "x"), ("y", "y"), ("l", SCALE))}
         for m in range(N_MODELS)
     ]
     out = {}
@@ -203,10 +203,13 @@ def _contrast_study(sim: dict[str, np.ndarray], i: int, perms: np.ndarray) -> di
         cells = [contrast_cell(m, "x", "y", view, perms) for m in models]
         nulls = [null for _, null in cells]
         out[f"{view} model p"], out[f"{view} model rho"] = cells[0][0]["p"], cells[0][0]["rho"]
-        null, exact = pooled_null(nulls, [1.0] * len(nulls))
-        out[f"{view} pooled p"] = permutation_p(null, exact=exact)
-        out[f"{view} pooled rho"] = float(null[0])
-        out[f"{view} claim p"] = permutation_p(null, "greater", exact)
+        pooled = pooled_row(nulls, view, "two-sided")
+        out[f"{view} pooled p"], out[f"{view} pooled rho"] = pooled["p"], pooled["rho"]
+    claim = claim_views(models, [perms] * N_MODELS, [1.0] * N_MODELS, "x", "y")
+    out["seed_contrast claim p"], out["seed_contrast_l2 claim p"] = (
+        claim["p_clock"],
+        claim["p_scale"],
+    )
     x, y = sim["x"][i].reshape(-1, N_CHECKPOINTS), sim["y"][i].reshape(-1, N_CHECKPOINTS)
     rho = spearman_rows(x, y)
     k = sim["x"].shape[2]

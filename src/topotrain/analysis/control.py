@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.analysis.numerics import numerics_label
 from topotrain.config import DEFAULTS
-from topotrain.topology.checkpoint import load_tensors
+from topotrain.topology.checkpoint import load_tensors, trained_numerics
 from topotrain.topology.embedding import embedding_topology, fourier_share
 from topotrain.topology.layers import layer_records
 from topotrain.topology.spectral import spectral_summary
@@ -94,9 +95,10 @@ def control_features(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(checkpoints, layers) of a seed's run directory. checkpoints: one row per checkpoint,
     metrics.csv joined with checkpoint_row and the weight topology aggregated over matrices as
-    in the GPT study (np_mean, h0_total, np_wvar_mean, …); layers: one record per matrix and
-    checkpoint; both name the Rips engine (``engine``). A checkpoint without a metrics row (or the
-    reverse) is an error naming it."""
+    in the GPT study (np_mean, h0_total, np_wvar_mean, …) and the numerics the checkpoint was
+    trained with (``numerics``); layers: one record per matrix and checkpoint; both name the Rips
+    engine (``engine``). A checkpoint without a metrics row (or the reverse) is an error naming
+    it."""
     run_dir = Path(run_dir)
     metrics = pd.read_csv(run_dir / "metrics.csv")
     files = {int(m.group(1)): f for f in run_dir.iterdir() if (m := STEP.search(f.name))}
@@ -109,7 +111,8 @@ def control_features(
     for step in sorted(files):
         log.info("control features: %s step %d", run_dir, step)
         row, records = checkpoint_row(files[step], p, k, topology)
-        rows.append({"step": step, **row})
+        numerics = numerics_label(trained_numerics(files[step]))
+        rows.append({"step": step, "numerics": numerics, **row})
         keys = {"model": MODEL, "seed": seed, "step": step}
         layers += [{**keys, **r, "engine": topology["engine"]} for r in records]
     layers = pd.DataFrame(layers)

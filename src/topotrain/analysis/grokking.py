@@ -5,7 +5,8 @@ Input: one row per (seed, checkpoint) of ``control.control_features`` (all seeds
 - Per seed (``seed_table``): the grokking step and, per feature, its onset and lead
   (``control``'s rules). A seed that never groks keeps its rows, with no grokking step and a
   note; it is left out of every lead statistic (and the note says how many were).
-- Per feature (``feature_table``), over the seeds that grok:
+- Per feature (``feature_table``), over the seeds that grok and in which the feature has an onset
+  (``n_grokked``):
   - median lead, and the exact sign-flip p of the mean lead (all 2^n sign patterns);
   - onset against grokking step: Spearman ρ with an exact permutation p (all n! orders);
   - the median lead minus the weight norm's and minus the Fourier measure's (paired per seed,
@@ -71,7 +72,7 @@ def sign_flip(d, seed: int = 0) -> tuple[float, float]:
         return float(np.median(d)), sign_flip_p(d, "two-sided")
     draws = np.random.default_rng(seed).choice((1.0, -1.0), size=(9_999, d.size))
     null = np.vstack([np.ones(d.size), draws]) @ d / d.size
-    return float(np.median(d)), permutation_p(null, exact=False)
+    return float(np.median(d)), permutation_p(np.abs(null), "greater", exact=False)
 
 
 def seed_table(df: pd.DataFrame, features: list[str]) -> pd.DataFrame:
@@ -116,14 +117,15 @@ def _contrasts(df: pd.DataFrame, feature: str) -> dict:
 
 
 def _leads(seeds: pd.DataFrame, feature: str) -> dict:
-    """Lead statistics of one feature over the seeds that grok."""
+    """Lead statistics of one feature over the seeds that grok with an onset of the feature
+    (``n_grokked`` of them)."""
     grokked = seeds[seeds["grokking_step"].notna()]
     own = grokked[grokked["feature"] == feature].set_index("seed")
     ok = own[own["onset_step"].notna()]
     median, p = sign_flip(ok["lead"]) if len(ok) >= MIN_GROKKED else (np.nan, np.nan)
     rho, rho_p = spearman_exact(ok["onset_step"].astype(float), ok["grokking_step"].astype(float))
     out = {
-        "n_grokked": len(own),
+        "n_grokked": len(ok),
         "median_lead": median,
         "lead_p": p,
         "onset_rho": rho,

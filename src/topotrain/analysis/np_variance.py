@@ -83,8 +83,8 @@ def np_variance_table(
     nulls: dict = {}
     rows = _model_rows(df, features, targets, nulls)
     for (feature, target), per_model in nulls.items():
-        plain = pooled_row([n for n, _ in per_model], "seed_contrast")
-        part = pooled_row([n for _, n in per_model], PARTIAL, cond=WVAR)
+        plain = pooled_row([n for n, _ in per_model], "seed_contrast", "two-sided")
+        part = pooled_row([n for _, n in per_model], PARTIAL, "two-sided", cond=WVAR)
         rows.append(
             {
                 "model": POOLED,

@@ -15,19 +15,23 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.seed_contrast import (
-    CONTRAST_VIEWS,
     SCALE,
     contrast_cell,
     model_matrices,
     pooled_row,
     seed_permutations,
 )
+from topotrain.analysis.seed_effect import effect_cell, effect_interval
 from topotrain.analysis.stats import ALPHA, benjamini_hochberg
-from topotrain.analysis.verdicts import paper_series
+from topotrain.analysis.verdicts import decide_claim, paper_series
+from topotrain.config import DEFAULTS
 
 TARGET = "train_loss"
 CLAIMS = {"h0_total": "2", "np_mean": "3", "h1_total": "4"}  # feature -> the paper's table
 QUANTITY = "rho_{feature}_train_loss"
+VIEWS = {"clock": "seed_contrast", "scale": "seed_contrast_l2"}  # name -> contrast view
+SESOI = DEFAULTS["analysis"]["sesoi"]  # Δ, the smallest effect of interest (docs/study.md)
+EFFECT = ["effect", "effect_ci_low", "effect_ci_high"]
 PRIMARY_COLUMNS = [
     "feature",
     "table",
@@ -35,12 +39,23 @@ PRIMARY_COLUMNS = [
     "signs",
     "rho_clock",
     "p_clock",
+    "effect_clock",
+    "effect_clock_ci_low",
+    "effect_clock_ci_high",
     "rho_scale",
     "p_scale",
+    "effect_scale",
+    "effect_scale_ci_low",
+    "effect_scale_ci_high",
     "p",
     "p_bh",
     "arrangements",
     "rejected",
+    *EFFECT,
+    "sesoi",
+    "verdict",
+    "verdict_half_sesoi",
+    "verdict_double_sesoi",
     "note",
 ]
 
@@ -53,36 +68,62 @@ def claimed_signs(paper: pd.DataFrame, feature: str) -> pd.Series:
     return np.sign(rho[p < ALPHA])
 
 
+def claim_views(
+    mats: list[dict[str, np.ndarray]],
+    perms: list[np.ndarray],
+    signs: list[float],
+    feature: str,
+    target: str = TARGET,
+    seed: int = 0,
+) -> dict:
+    """Per view (clock, scale): the pooled contrast one-sided in the claimed signs (rho_, p_) and
+    its effect [equal-tailed 95 % interval] (effect_, effect_*_ci_low/high), over models given
+    as raw matrices (``model_matrices``) with their seed permutations; and the clock's number of
+    arrangements. The report's claims and the calibration suite both call this."""
+    out = {}
+    for name, view in VIEWS.items():
+        nulls = [
+            contrast_cell(m, feature, target, view, p)[1] for m, p in zip(mats, perms, strict=True)
+        ]
+        res = pooled_row(nulls, view, "greater", seed, signs)
+        cells = [
+            effect_cell(m, feature, target, view, p, sign=s)
+            for m, p, s in zip(mats, perms, signs, strict=True)
+        ]
+        eff = effect_interval(cells, ALPHA, seed)
+        out |= {f"rho_{name}": res["rho"], f"p_{name}": res["p"]}
+        out |= {f"effect_{name}{c.removeprefix('effect')}": eff[c] for c in EFFECT}
+        if name == "clock":
+            out["arrangements"] = int(np.prod([len(n) for n in nulls]))
+            out["note"] = "; ".join(filter(None, [res["note"], eff["effect_note"]]))
+    return out
+
+
 def claim_test(df: pd.DataFrame, feature: str, signs: pd.Series, seed: int = 0) -> dict:
-    """rho/p of the pooled one-sided contrast for the clock and the scale over the claimed models
-    that ``df`` holds, and the number of arrangements of the clock's null."""
+    """claim_views over the claimed models that ``df`` holds."""
     models = [m for m in signs.index if m in set(df["model"])]
     out = {"models": ";".join(models), "signs": ";".join(f"{s:+.0f}" for s in signs[models])}
     if feature not in df or not models:
         return out | {"note": f"{feature} or the claimed models are not in the feature table"}
     columns = [c for c in (feature, TARGET, SCALE) if c in df]
-    nulls = {view: [] for view in CONTRAST_VIEWS}
-    for model in models:
-        rows = df[df["model"] == model]
-        mats = model_matrices(rows, columns)
-        perms = seed_permutations(rows["seed"].nunique(), seed)
-        for view in CONTRAST_VIEWS:
-            nulls[view].append(contrast_cell(mats, feature, TARGET, view, perms)[1])
-    for name, view in (("clock", "seed_contrast"), ("scale", "seed_contrast_l2")):
-        res = pooled_row(nulls[view], view, seed, list(signs[models]))
-        out |= {f"rho_{name}": res["rho"], f"p_{name}": res["p"]}
-        if name == "clock":
-            out["arrangements"] = int(np.prod([len(n) for n in nulls[view]]))
-            out["note"] = res["note"]
-    return out
+    rows = [df[df["model"] == model] for model in models]
+    mats = [model_matrices(r, columns) for r in rows]
+    perms = [seed_permutations(r["seed"].nunique(), seed) for r in rows]
+    return out | claim_views(mats, perms, list(signs[models]), feature, seed=seed)
+
+
+def weaker_view(row: pd.Series) -> str:
+    """The view whose p is the claim's (the larger: intersection–union); the clock on ties."""
+    return "scale" if row["p_scale"] > row["p_clock"] else "clock"
 
 
 def primary_family(
-    df: pd.DataFrame | None, paper: pd.DataFrame, alpha: float = ALPHA
+    df: pd.DataFrame | None, paper: pd.DataFrame, alpha: float = ALPHA, sesoi: float = SESOI
 ) -> pd.DataFrame:
     """PRIMARY_COLUMNS, one row per claim in CLAIMS: claim_test, p = max(p_clock, p_scale), p_bh
-    over the family, rejected = p_bh < alpha. NaN p (no seeds to contrast: cannot be measured)
-    stays NaN and is not counted in the family."""
+    over the family, rejected = p_bh < alpha, the effect [interval] of the weaker view, and the
+    verdict by ``decide_claim`` at Δ = sesoi, Δ/2 and 2Δ. NaN p (no seeds to contrast: cannot be
+    measured) stays NaN and is not counted in the family."""
     rows = []
     for feature, table in CLAIMS.items():
         base = {"feature": feature, "table": table}
@@ -94,9 +135,25 @@ def primary_family(
     out["p"] = out[["p_clock", "p_scale"]].max(axis=1, skipna=False)
     out["p_bh"] = benjamini_hochberg(out["p"].to_numpy(float))
     out["rejected"] = out["p_bh"] < alpha
+    for i, row in out.iterrows():
+        view = weaker_view(row)
+        out.loc[i, EFFECT] = [row[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT]
+    out["sesoi"] = sesoi
+    for column, delta in (
+        ("verdict", sesoi),
+        ("verdict_half_sesoi", sesoi / 2),
+        ("verdict_double_sesoi", 2 * sesoi),
+    ):
+        out[column] = [_verdict(row, delta) for _, row in out.iterrows()]
     undefined = out["p"].isna()
     out.loc[undefined, "note"] = (
         out.loc[undefined, "note"].fillna("").astype(str)
         + "; cannot be measured: a between-seed contrast needs at least 2 seeds per model"
     ).str.lstrip("; ")
     return out
+
+
+def _verdict(row: pd.Series, delta: float) -> str:
+    rejected = None if pd.isna(row["p"]) else bool(row["rejected"])
+    uppers = [row["effect_clock_ci_high"], row["effect_scale_ci_high"]]
+    return decide_claim(rejected, uppers, delta)

@@ -14,8 +14,8 @@ import pandas as pd
 
 from topotrain.analysis.primary import primary_family
 from topotrain.analysis.replication_pythia import PYTHIA_RULES, pythia_rows, study_b_rows
+from topotrain.analysis.replication_rules import A_RULES, T2_P
 from topotrain.analysis.replication_sizes import (
-    SIZE_RULES,
     baseline_phases,
     exponent_verdict,
     peak_row,
@@ -33,6 +33,7 @@ from topotrain.analysis.verdicts import (
     NOT_REPRODUCED,
     REPLICATION_COLUMNS,
     REPRODUCED,
+    REPRODUCED_SMALL,
     VERDICTS,
     make_row,
     paper_series,
@@ -58,45 +59,6 @@ __all__ = [
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p", "p_bh"]
-T2_P = 1e-5  # Table 2's "all p < 1e-5" (the paper's iid p-values)
-PRIMARY = (
-    "the primary family's test of the claim (pooled exact seed permutation of seed_contrast and "
-    "seed_contrast_l2 over the sizes the paper claims, one-sided in its signs, BH over TP0, NP "
-    "and TP1; 5 models × 3 seeds: smallest p 1/7 776)"
-)
-TREND = (
-    "the same trend of the clock's |ρ(step, train loss)| and the scale's |ρ(L2 norm, train loss)|"
-)
-A_RULES = {
-    "t1": "Spearman ρ of mean final val loss vs N over the paper's models we trained (paper: its "
-    "Table 1 by size); reproduced if it falls strictly with N (ρ = −1), else not reproduced; "
-    f"levels not compared (other split); not evaluated below {MIN_MODELS} models.",
-    "t2": "Raw ρ(TP0, train loss), mean over seeds, Fisher-z interval; reproduced if every seed "
-    f"has the paper's sign and {PRIMARY} rejects; artefact if every seed has the sign but the "
-    "test does not reject; inconclusive if it cannot be measured (one seed) or seeds disagree; "
-    "not reproduced if no seed has the sign; not evaluated if absent.",
-    "t2_monotone": "Spearman of mean |raw ρ(TP0, train loss)| vs N (paper: same on Table 2); "
-    "reproduced if it rises strictly with N, adjacent sizes' across-seed intervals (Fisher z, "
-    "t on 2 degrees of freedom with 3 seeds: wide) are "
-    f"disjoint and neither of {TREND} rises as strongly; artefact if one does; not reproduced "
-    "if an adjacent pair falls with disjoint intervals; inconclusive otherwise; not evaluated "
-    f"below {MIN_MODELS} models.",
-    "t2_p": "Largest raw p of ρ(TP0, train loss) over the paper's models and our seeds (the "
-    "paper's iid method, which calibration shows is not valid for trending series); reproduced "
-    f"if < {T2_P:g} and every model's ρ row is reproduced; artefact if < {T2_P:g} but a model's "
-    "row is an artefact; not reproduced otherwise; not evaluated if a model is absent.",
-    "t3": "Models where the paper's ρ(NP, train loss) has p < 0.05: ours = how many show its sign "
-    f"in every seed; reproduced if all do and {PRIMARY} rejects; artefact if all do but it does "
-    "not; inconclusive if it cannot be measured; not reproduced if one shows it in no seed; "
-    "inconclusive otherwise; not evaluated if one is absent.",
-    "t4": "Spearman of mean |raw ρ(TP1, train loss)| vs N, exact permutation p (5 sizes: smallest "
-    f"1/120); reproduced if ρ < 0 with p < {ALPHA:g}, neither of {TREND} falls as strongly and "
-    "the model the paper finds non-significant has a seed_contrast exact p ≥ 0.05 (with 3 "
-    "seeds that p cannot go below 1/6, so that part always holds and is noted); artefact if a "
-    f"baseline falls as strongly; not reproduced if ρ ≥ 0; inconclusive otherwise; not "
-    f"evaluated below {MIN_MODELS} models or without that model.",
-    **SIZE_RULES,
-}
 RULES = {**A_RULES, **PYTHIA_RULES}
 
 
@@ -143,29 +105,40 @@ def seed_evidence(cells: pd.DataFrame, sign: float) -> dict:
     }
 
 
-def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[bool | None, str]:
-    """(rejected, note) of the feature's primary-family test; None when it cannot be measured."""
+def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[str | None, str]:
+    """(decision, note) of the feature's primary-family claim: its verdict at Δ
+    (``verdicts.decide_claim``: reproduced, reproduced below Δ, artefact or inconclusive); None
+    when it cannot be measured. The note gives p, the effect [interval], Δ and the verdicts at
+    Δ/2 and 2Δ."""
     if primary is None or feature not in set(primary["feature"]):
         return None, "primary family not computed: cannot be measured"
     row = primary.set_index("feature").loc[feature]
     p, p_bh = float(row["p"]), float(row["p_bh"])
     if not np.isfinite(p):
         return None, f"beyond the clock and scale: cannot be measured ({row['note']})"
+    delta = float(row["sesoi"])
     note = (
         f"primary test: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}, "
-        f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements"
+        f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements; effect "
+        f"{effect_text(row)}, Δ = {delta:g}; at Δ/2: {row['verdict_half_sesoi']}, at 2Δ: "
+        f"{row['verdict_double_sesoi']}"
     )
-    return bool(p_bh < ALPHA), note
+    return str(row["verdict"]), note
 
 
-def sign_verdict(ev: dict, rejected: bool | None) -> str:
+def effect_text(row: pd.Series) -> str:
+    """'0.12 [0.03, 0.21]' of a primary row's effect, or 'no interval'."""
+    if not np.isfinite(float(row["effect_ci_low"])):
+        return "(no interval)"
+    return f"{row['effect']:.3g} [{row['effect_ci_low']:.3g}, {row['effect_ci_high']:.3g}]"
+
+
+def sign_verdict(ev: dict, decision: str | None) -> str:
     """T2 rule on one model's seed_evidence and the claim's primary-family decision."""
     if ev["n"] == 0:
         return NOT_EVALUATED
     if ev["agree"] == ev["n"]:
-        if rejected is None:
-            return INCONCLUSIVE
-        return REPRODUCED if rejected else ARTEFACT
+        return INCONCLUSIVE if decision is None else decision
     return NOT_REPRODUCED if ev["agree"] == 0 else INCONCLUSIVE
 
 
@@ -179,7 +152,7 @@ def tp0_rows(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> l
     """T2: ρ(TP0, train loss) per model, and its monotone strengthening with size."""
     ref = paper_series(paper, "2", "rho_h0_total_train_loss")
     evidence = _evidence(assoc, "h0_total", ref)
-    rejected, why = claim_state(primary, "h0_total")
+    decision, why = claim_state(primary, "h0_total")
     rows = []
     for model, ev in evidence.items():
         note = (
@@ -193,7 +166,7 @@ def tp0_rows(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> l
                 "2",
                 "t2",
                 ref[model],
-                sign_verdict(ev, rejected),
+                sign_verdict(ev, decision),
                 ours=ev["rho_mean"],
                 ours_ci_low=ev["rho_low"],
                 ours_ci_high=ev["rho_high"],
@@ -213,8 +186,8 @@ def tp0_p_row(paper: pd.DataFrame, evidence: dict[str, dict], model_rows: list[d
     verdicts = {row["verdict"] for row in model_rows}
     if not p_max < T2_P:
         verdict = NOT_REPRODUCED
-    elif verdicts == {REPRODUCED}:
-        verdict = REPRODUCED
+    elif verdicts <= {REPRODUCED, REPRODUCED_SMALL}:
+        verdict = REPRODUCED_SMALL if REPRODUCED_SMALL in verdicts else REPRODUCED
     else:
         verdict = ARTEFACT if ARTEFACT in verdicts else INCONCLUSIVE
     note = f"largest of {sum(ev['n'] for ev in evidence.values())} runs' raw p"
@@ -294,12 +267,12 @@ def np_reversal_row(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=Non
     evidence = _evidence(assoc, "np_mean", claimed)
     claim = "ρ(NP, train loss) sign reversal with size"
     shown = sum(ev["n"] > 0 and ev["agree"] == ev["n"] for ev in evidence.values())
-    rejected, why = claim_state(primary, "np_mean")
+    decision, why = claim_state(primary, "np_mean")
     note = "claimed: " + ", ".join(f"{m} {'+' if r > 0 else '−'}" for m, r in claimed.items())
     if any(ev["n"] == 0 for ev in evidence.values()):
         verdict = NOT_EVALUATED
     elif shown == len(claimed):
-        verdict = INCONCLUSIVE if rejected is None else REPRODUCED if rejected else ARTEFACT
+        verdict = INCONCLUSIVE if decision is None else decision
     elif any(ev["agree"] == 0 for ev in evidence.values()):
         verdict = NOT_REPRODUCED
     else:
@@ -353,6 +326,7 @@ def replication_table(
     tables: dict,
     warmup: int | None = None,
     threshold: float = _ANALYSIS["phase_threshold"],
+    sesoi: float = _ANALYSIS["sesoi"],
 ) -> pd.DataFrame:
     """One row per claim (REPLICATION_COLUMNS) from the paper values and our tables.
 
@@ -361,12 +335,13 @@ def replication_table(
     features), pythia_weights, pythia_correlations and pythia_embeddings to their DataFrames; a
     missing key or None makes that claim's rows ``not evaluated`` (or, for the primary family,
     ``cannot be measured``). ``warmup`` is the learning-rate warm-up in steps (T6's peak) and
-    ``threshold`` the phases' diminishing-returns threshold (the L2 norm's phases for T6).
+    ``threshold`` the phases' diminishing-returns threshold (the L2 norm's phases for T6);
+    ``sesoi`` is Δ, the smallest effect of interest of the primary family's verdicts.
     """
     assoc, features = tables.get("associations"), tables.get("features")
     primary = tables.get("primary")
     if primary is None and features is not None:
-        primary = primary_family(features, paper)
+        primary = primary_family(features, paper, sesoi=sesoi)
     l2 = baseline_phases(features, threshold)
     rows = [
         *final_loss_rows(paper, tables.get("models")),

@@ -26,7 +26,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 RESIDUAL_TOL = 1e-12  # rank residuals with Σe² below this fraction of Σ(r − r̄)² are exactly zero
 EXACT_SEEDS = 8  # all k! permutations up to this many seeds (40 320)
@@ -60,8 +59,17 @@ def seed_permutations(k: int, seed: int = 0) -> np.ndarray:
 
 
 def _centred_ranks(d: np.ndarray) -> np.ndarray:
-    r = stats.rankdata(d, axis=None).reshape(d.shape)
-    return r - r.mean()
+    """Average ranks over all cells (ties share their mean rank, as scipy's rankdata), centred."""
+    flat = d.ravel()
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    group = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    mean_rank = starts + (np.diff(np.r_[starts, flat.size]) + 1) / 2
+    r = np.empty(flat.size)
+    r[order] = mean_rank[group]
+    return (r - (flat.size + 1) / 2).reshape(d.shape)
 
 
 def _residual(r: np.ndarray, rz: np.ndarray) -> np.ndarray:
@@ -102,13 +110,20 @@ def permutation_rhos(
         return num / np.sqrt(np.clip(ss_x - proj, 0.0, None) * ss_y)
 
 
-def permutation_p(null: np.ndarray, alternative: str = "two-sided", exact: bool = True) -> float:
-    """p of null[0] (the observed statistic) among all of ``null``: #{|s| ≥ |s_0|}/P when exact,
-    (1 + #{b ≥ 1: |s_b| ≥ |s_0|})/P for Monte Carlo draws (identity counted once either way);
-    ``alternative='greater'`` compares s rather than |s|. NaN when s_0 is."""
+def permutation_p(null: np.ndarray, alternative: str, exact: bool = True) -> float:
+    """p of null[0] (the observed statistic) among all of ``null``: #{s ≥ s_0}/P when exact,
+    (1 + #{b ≥ 1: s_b ≥ s_0})/P for Monte Carlo draws (identity counted once either way), for
+    ``alternative='greater'``; 'less' counts s ≤ s_0; 'two-sided' is twice the smaller of the
+    two, capped at 1 (so an equal-tailed 1 − α interval excludes a value exactly when the
+    two-sided p at it is < α). NaN when s_0 is."""
     if not np.isfinite(null[0]):
         return float("nan")
-    s = null if alternative == "greater" else np.abs(null)
+    if alternative == "two-sided":
+        both = (permutation_p(null, side, exact) for side in ("greater", "less"))
+        return min(1.0, 2 * min(both))
+    if alternative not in ("greater", "less"):
+        raise ValueError(f"alternative must be two-sided, greater or less, not {alternative!r}")
+    s = null if alternative == "greater" else -null
     tol = 1e-12 * max(1.0, abs(s[0]))
     return (
         float(np.count_nonzero(s >= s[0] - tol) / s.size)
@@ -137,8 +152,8 @@ def pooled_null(
 
 
 def model_matrices(rows: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
-    """column → (k, n) seed deviations over the n checkpoints where every seed and column is
-    finite, for one model's rows (seeds in sorted order, steps ascending)."""
+    """column → (k, n) values of one model's rows (seeds in sorted order, steps ascending), NaN
+    where a (seed, step) has no value; ``cell_deviations`` keeps each cell's shared checkpoints."""
     seeds, steps = np.sort(rows["seed"].unique()), np.sort(rows["step"].unique())
     si, ti = np.searchsorted(seeds, rows["seed"]), np.searchsorted(steps, rows["step"])
     mats = {}
@@ -146,8 +161,14 @@ def model_matrices(rows: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarr
         m = np.full((seeds.size, steps.size), np.nan)
         m[si, ti] = rows[c].to_numpy(float)
         mats[c] = m
-    ok = np.logical_and.reduce([np.isfinite(m).all(axis=0) for m in mats.values()])
-    return {c: deviations(m[:, ok]) for c, m in mats.items()}
+    return mats
+
+
+def cell_deviations(mats: dict[str, np.ndarray], columns: list[str]) -> dict[str, np.ndarray]:
+    """column → (k, n) seed deviations of ``columns`` over the n checkpoints where every seed has
+    all of them (one missing column elsewhere in ``mats`` leaves this cell alone)."""
+    ok = np.logical_and.reduce([np.isfinite(mats[c]).all(axis=0) for c in columns])
+    return {c: deviations(mats[c][:, ok]) for c in columns}
 
 
 def _undefined(k: int, n: int, feature: str, cond: str | None, columns) -> str:
@@ -175,10 +196,15 @@ def contrast_cell(
     (ρ under every permutation in ``perms``, observed first; NaN where undefined). The view
     names its conditioning column (CONTRAST_VIEWS); ``PARTIAL`` conditions on ``cond``."""
     cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
-    k, n = mats[target].shape
+    k = mats[target].shape[0]
     exact = len(perms) == math.factorial(k)
     method = P_METHOD_FL.format(cond=cond) if cond else P_METHOD if exact else P_METHOD_MC
-    row = {"rho": np.nan, "p": np.nan, "n": k * n, "p_method": method, "note": ""}
+    row = {"rho": np.nan, "p": np.nan, "n": 0, "p_method": method, "note": ""}
+    if cond is not None and cond not in mats:
+        return row | {"note": _undefined(k, 0, feature, cond, mats)}, np.full(1, np.nan)
+    mats = cell_deviations(mats, list(dict.fromkeys([feature, target, *([cond] if cond else [])])))
+    n = mats[target].shape[1]
+    row["n"] = k * n
     why = _undefined(k, n, feature, cond, mats)
     if why:
         return row | {"note": why}, np.full(1, np.nan)
@@ -187,9 +213,9 @@ def contrast_cell(
     if not np.isfinite(null[0]):
         what = f"after conditioning on {cond}'s" if cond else "in the"
         return row | {"note": f"nothing varies {what} seed deviations: ρ undefined"}, null
-    row |= {"rho": float(null[0]), "p": permutation_p(null, exact=exact)}
-    if exact and 1 / len(perms) >= 0.05:
-        row["note"] = f"{k} seeds: smallest attainable p = 1/{len(perms)}"
+    row |= {"rho": float(null[0]), "p": permutation_p(null, "two-sided", exact)}
+    if exact and 2 / len(perms) >= 0.05:
+        row["note"] = f"{k} seeds: smallest attainable two-sided p = 2/{len(perms)}"
     return row, null
 
 
@@ -223,7 +249,7 @@ def contrast_table(
                 "kind": kind,
                 "target": target,
                 "view": view,
-                **pooled_row(per_model, view, seed),
+                **pooled_row(per_model, view, "two-sided", seed),
             }
         )
     out = pd.DataFrame(rows)
@@ -233,11 +259,16 @@ def contrast_table(
 
 
 def pooled_row(
-    per_model: list[np.ndarray], view: str, seed: int = 0, signs=None, cond: str | None = None
+    per_model: list[np.ndarray],
+    view: str,
+    alternative: str,
+    seed: int = 0,
+    signs=None,
+    cond: str | None = None,
 ) -> dict:
     """rho (mean over models of s_m·ρ_m), p, n (models), p_method and note of a pooled contrast
-    over the models whose contrast is defined; ``signs`` default +1 (two-sided), else one-sided
-    in the direction of the signs."""
+    over the models whose contrast is defined; ``signs`` default +1; ``alternative`` (two-sided,
+    greater: in the direction of the signs, or less) is the caller's, never inferred."""
     signs = [1.0] * len(per_model) if signs is None else list(signs)
     keep = [i for i, n in enumerate(per_model) if np.isfinite(n[0])]
     row = {"rho": np.nan, "p": np.nan, "n": len(keep), "note": ""}
@@ -245,7 +276,6 @@ def pooled_row(
     if not keep:
         return row | {"note": "no model with a defined contrast"}
     null, exact = pooled_null([per_model[i] for i in keep], [signs[i] for i in keep], seed)
-    alternative = "two-sided" if all(s == 1.0 for s in signs) else "greater"
     how = "exact" if exact else "Monte Carlo"
     method = (
         f"{how} permutation of seed labels within each model, {len(keep)} models, {alternative}"

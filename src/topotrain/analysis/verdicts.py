@@ -17,7 +17,8 @@ from topotrain.analysis.scaling import spearman_exact
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 ARTEFACT, NOT_EVALUATED = "artefact", "not evaluated"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, ARTEFACT, NOT_EVALUATED)
+REPRODUCED_SMALL = "reproduced, below Δ"  # the test rejects and the effect is shown < Δ too
+VERDICTS = (REPRODUCED, REPRODUCED_SMALL, NOT_REPRODUCED, INCONCLUSIVE, ARTEFACT, NOT_EVALUATED)
 REPLICATION_COLUMNS = [
     "claim",
     "table",
@@ -58,3 +59,18 @@ def flag(values: pd.Series) -> np.ndarray:
 def rank_rho(values: pd.Series) -> float:
     """Spearman ρ of values against their order (the paper's tables list models by size)."""
     return spearman_exact(np.arange(len(values)), values.to_numpy(float))[0]
+
+
+def decide_claim(rejected: bool | None, uppers: list[float], delta: float) -> str:
+    """A claim's verdict at the smallest effect of interest Δ (``analysis.sesoi``): reproduced
+    when the primary test rejects ("reproduced, below Δ" when the effect is also shown small);
+    artefact when it is shown small: in the clock's or the scale's view the upper end of the
+    equal-tailed 95 % interval (a one-sided bound at 1 − α/2: an equivalence test against
+    H0: β ≥ Δ, Bonferroni over the two views) lies below Δ; inconclusive otherwise, and when the
+    test cannot be measured (``rejected`` None)."""
+    if rejected is None:
+        return INCONCLUSIVE
+    small = any(np.isfinite(u) and u < delta for u in np.asarray(uppers, float))
+    if rejected:
+        return REPRODUCED_SMALL if small else REPRODUCED
+    return ARTEFACT if small else INCONCLUSIVE

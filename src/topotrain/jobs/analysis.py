@@ -10,6 +10,7 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     best feature."""
     import pandas as pd
 
+    from topotrain.analysis.numerics import check_seed_numerics
     from topotrain.analysis.stats import (
         BASELINES,
         FEATURES,
@@ -20,6 +21,7 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     )
 
     df = pd.read_parquet(table)
+    check_seed_numerics(df)  # ρ across seeds
     features = [*FEATURES, *gradient_features(df), *BASELINES]
     corr = correlation_table(df, features, n_resamples=params["n_resamples"], seed=params["seed"])
     _tables(out, "correlations", corr, "Spearman ρ(feature, validation loss) per model")
@@ -32,8 +34,10 @@ def associations_job(table: str, params: dict, out: dict[str, str], threads: int
     import pandas as pd
 
     from topotrain.analysis.associations import association_summary, association_table
+    from topotrain.analysis.numerics import check_seed_numerics
 
     df = pd.read_parquet(table)
+    check_seed_numerics(df)  # the seed contrast compares seeds: one numerics per model
     n, seed = params["n_resamples"], params["seed"]
     assoc = association_table(df, n_resamples=n, seed=seed, threads=threads)
     _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
@@ -122,9 +126,11 @@ def layer_types_job(
     import pandas as pd
 
     from topotrain.analysis.layer_types import layer_type_summary, layer_type_table
+    from topotrain.analysis.numerics import check_seed_numerics
     from topotrain.report import plots
 
     layers, features = (pd.read_parquet(inputs[k]) for k in ("layers", "table"))
+    check_seed_numerics(features)
     table = layer_type_table(layers, features, params["n_resamples"], params["seed"], threads)
     summary = layer_type_summary(table)
     _tables(out, "layer_types", table, "Associations by layer type and depth, per run")
@@ -138,6 +144,7 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
     import pandas as pd
 
     from topotrain.analysis.np_variance import np_variance_table
+    from topotrain.analysis.numerics import check_seed_numerics
     from topotrain.analysis.primary import primary_family
     from topotrain.analysis.replication import read_paper_values, replication_table
 
@@ -148,8 +155,13 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
         if name not in ("paper", "features")
     }
     tables["features"] = pd.read_parquet(inputs["features"]) if "features" in inputs else None
-    tables["primary"] = primary = primary_family(tables["features"], paper)
-    verdicts = replication_table(paper, tables, params["warmup_steps"], params["phase_threshold"])
+    if tables["features"] is not None:
+        check_seed_numerics(tables["features"])  # the primary family tests across seeds
+    sesoi = params["sesoi"]
+    tables["primary"] = primary = primary_family(tables["features"], paper, sesoi=sesoi)
+    verdicts = replication_table(
+        paper, tables, params["warmup_steps"], params["phase_threshold"], sesoi=sesoi
+    )
     _tables(
         out, "primary", primary, "Primary family: the paper's claims beyond the clock and scale"
     )
@@ -214,7 +226,8 @@ def report_markdown_job(
     """Assemble REPORT.md: its header (``provenance``: version, config_sha256, engine), the bottom
     line, the replication verdicts (a rule id per row, the rules listed once), findings from the
     CSV tables, then every other Markdown table explained, then each run's section
-    (``tables["runs"]``)."""
+    (``tables["runs"]``). ``tables["calibration_csv"]``, when given, supplies the false-positive
+    rates the bottom line quotes (else the ones docs/calibration.md reports)."""
     import pandas as pd
 
     from topotrain.analysis.replication import RULES
@@ -234,7 +247,9 @@ def report_markdown_job(
         primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
         summary = tables.get("associations_summary_csv")
         summary = pd.read_csv(summary) if summary else None
-        top = bottom_line(rep, RULES, ALPHA, primary, summary)
+        calibration = tables.get("calibration_csv")  # only when make calibrate has written it
+        calibration = pd.read_csv(calibration) if calibration else None
+        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration)
         bodies["replication"] = Body(replication_section(rep, RULES))
     if "control_csv" in tables:  # the positive control, before the replication table
         primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None

@@ -44,10 +44,12 @@ def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
     import pandas as pd
 
     from topotrain.analysis.grokking import FEATURES, feature_table, seed_table, verdicts
+    from topotrain.analysis.numerics import check_seed_numerics
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves
 
     df = pd.concat([pd.read_parquet(t) for t in tables], ignore_index=True)
+    check_seed_numerics(df)
     features = [f for f in FEATURES if f in df]
     seeds = seed_table(df, features)
     table = feature_table(df, seeds, features)

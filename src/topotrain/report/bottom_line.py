@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.report.markdown import format_cell, to_markdown
+from topotrain.report.null_rates import null_rate
 
 QUESTIONS = {  # question -> the rule ids that answer it
     "Does weight topology track training loss beyond the clock and the scale?": (
@@ -60,7 +61,8 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
         verdict = "rejects the null" if row.p_bh < alpha else "does not reject it"
         parts.append(
             f"{name} p_clock = {format_cell(row.p_clock)}, p_scale = "
-            f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict})"
+            f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict}); "
+            + effect_phrase(name, row)
         )
     smallest = int(primary["arrangements"].max()) if primary["arrangements"].notna().any() else 0
     floor = f"; smallest attainable p = 1/{smallest:,}" if smallest else ""
@@ -70,9 +72,33 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
     )
 
 
-def beats_sentence(summary: pd.DataFrame | None, alpha: float) -> str:
+def effect_phrase(name: str, row) -> str:
+    """'TP0 effect 0.02 [−0.04, 0.08] at Δ = 0.1: artefact (at Δ/2: …, at 2Δ: …)': the weaker
+    view's effect and its equal-tailed 95 % interval, and the claim's verdicts by the rule."""
+    if not np.isfinite(row.effect_ci_low):
+        interval = f"{format_cell(row.effect)} (no interval)"
+    else:
+        ends = f"{format_cell(row.effect_ci_low)}, {format_cell(row.effect_ci_high)}"
+        interval = f"{format_cell(row.effect)} [{ends}]"
+    return (
+        f"{name} effect {interval} at Δ = {format_cell(row.sesoi)}: {row.verdict} (at Δ/2: "
+        f"{row.verdict_half_sesoi}, at 2Δ: {row.verdict_double_sesoi})"
+    )
+
+
+def study_seeds(summary: pd.DataFrame) -> int:
+    """Seeds per model in associations_summary.csv (the smallest over models: pooled rows hold
+    none)."""
+    per_model = summary.loc[summary["model"] != "pooled", "n_seeds"]
+    return int(per_model.min()) if len(per_model) else 0
+
+
+def beats_sentence(
+    summary: pd.DataFrame | None, alpha: float, calibration: pd.DataFrame | None = None
+) -> str:
     """'k of K topological features beat the clock pooled over models (expected under the null ≈
-    K·α/2)' from associations_summary.csv."""
+    K × rate)' from associations_summary.csv; the rate is ``null_rates.null_rate``'s for the
+    pooled flag at the study's seed count (``calibration``: the rows of calibration.csv)."""
     if summary is None or "beats_clock" not in summary:
         return ""
     pooled = summary[(summary["model"] == "pooled") & (summary["kind"] == "topological")]
@@ -81,10 +107,11 @@ def beats_sentence(summary: pd.DataFrame | None, alpha: float) -> str:
     k, total = int(defined["beats_clock"].astype(str).eq("True").sum()), len(defined)
     if not total:
         return ""
+    rate = null_rate("beats_clock (pooled)", study_seeds(summary), calibration)
     return (
         f"Exploratory: {k} of {total} topological features beat the clock against train "
         f"loss (pooled seed contrast, p < {alpha:g} with the raw ρ's sign; expected under the "
-        f"null ≈ {total * alpha / 2:.1f})."
+        f"null ≈ {rate.expected(total)}: {rate.label()})."
     )
 
 
@@ -94,8 +121,10 @@ def bottom_line(
     alpha: float,
     primary: pd.DataFrame | None = None,
     summary: pd.DataFrame | None = None,
+    calibration: pd.DataFrame | None = None,
 ) -> str:
-    """Markdown: per question, its verdict counts and each claim's numbers in one line."""
+    """Markdown: per question, its verdict counts and each claim's numbers in one line
+    (``calibration``: the rows of calibration.csv, when the study has one)."""
     rep = with_rule_ids(replication, rules)
     lines = ["## Bottom line\n"]
     for question, ids in QUESTIONS.items():
@@ -112,7 +141,7 @@ def bottom_line(
                 f"{format_cell(r.ours)}{interval} ({r.rule}; {r.note})"
             )
         if "t2" in ids:
-            extra = (primary_sentence(primary, alpha), beats_sentence(summary, alpha))
+            extra = (primary_sentence(primary, alpha), beats_sentence(summary, alpha, calibration))
             lines += [s for s in extra if s]
         lines.append("")
     if len(lines) == 1:

@@ -36,7 +36,6 @@ SUMMARY_COLUMNS = [
     "beats_clock",
     "beats_scale",
 ]
-NULL_RATE = 0.025  # a sign-aware flag at α = 0.05: p < α with the raw ρ's sign, half the time
 SINGLE_RUN = (
     "A single run cannot separate topology from the clock with a calibrated test: the "
     "between-seed contrast (the only view whose false-positive rate the calibration suite shows "
@@ -130,13 +129,35 @@ def _identity_line(table: pd.DataFrame) -> str:
     )
 
 
-def clock_findings(assoc: pd.DataFrame) -> list[str]:
+def expected_flags(n: int, runs: int, calibration: pd.DataFrame | None = None) -> str:
+    """How many of n features' per-model flags fire under the null on ``runs`` runs of one
+    model: none without a between-seed contrast (one run), else n × each flag's calibrated
+    false-positive rate (``null_rates.null_rate``; ``calibration``: calibration.csv's rows)."""
+    from topotrain.report.null_rates import null_rate
+
+    if runs < 2:
+        return "neither flag can fire without a between-seed contrast: expected under the null 0"
+    parts = []
+    for flag in ("beats_clock", "beats_scale"):
+        rate = null_rate(f"{flag} (model)", runs, calibration)
+        parts.append(
+            f"`{flag}` ≈ {rate.expected(n)}: {rate.label()}"
+            if rate
+            else f"`{flag}`: no calibrated false-positive rate for one model's flag on {runs} "
+            "runs (docs/calibration.md gives the pooled flags'; `make calibrate` measures it)"
+        )
+    return "expected under the null: " + "; ".join(parts)
+
+
+def clock_findings(assoc: pd.DataFrame, calibration: pd.DataFrame | None = None) -> list[str]:
     """Per logged loss, one line: the topological features that beat the clock and the scale
-    (partial-on-step / on-L2 block-bootstrap CI excludes 0), or why that cannot be measured."""
+    (the between-seed contrast's flags), beside the number expected under the null, or why that
+    cannot be measured."""
     if assoc.empty:
         return []
     contrast = assoc[assoc["view"] == "seed_contrast"]
     defined = "p" in contrast and contrast["p"].notna().any()
+    runs = assoc.loc[assoc["view"] == "raw", "seed"].nunique() if defined else 1
     lines = [] if defined else [f"- {SINGLE_RUN}"]
     for target, rows in assoc[assoc["kind"] == "topological"].groupby("target", sort=False):
         partial = rows[rows["view"] == "partial_step"]
@@ -152,12 +173,11 @@ def clock_findings(assoc: pd.DataFrame) -> list[str]:
         per_feature = rows.drop_duplicates("feature")
         clock = per_feature.loc[per_feature["beats_clock"], "feature"].tolist()
         scale = per_feature.loc[per_feature["beats_scale"], "feature"].tolist()
-        expected = len(per_feature) * NULL_RATE
+        expected = expected_flags(len(per_feature), runs, calibration)
         lines.append(
             f"- `{target}`: {len(clock)} of {len(per_feature)} topological features beat the clock"
             f"{': ' + ', '.join(f'`{f}`' for f in clock) if clock else ''}; {len(scale)} beat the "
-            f"scale{': ' + ', '.join(f'`{f}`' for f in scale) if scale else ''} (expected under "
-            f"the null ≈ {expected:.1f} each)."
+            f"scale{': ' + ', '.join(f'`{f}`' for f in scale) if scale else ''} ({expected})."
         )
     return lines
 

@@ -50,6 +50,19 @@ def unreadable(path: Path, err: Exception) -> ValueError:
     return ValueError(f"cannot read checkpoint {path}: {type(err).__name__}: {err}")
 
 
+def trained_numerics(path: str | Path) -> dict | None:
+    """The numerics a checkpoint was trained with (its "numerics" metadata, written by
+    ``training.numerics``); None when it holds none (an older or a foreign checkpoint)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="np") as fh:
+            meta = fh.metadata() or {}
+        return json.loads(meta["numerics"]) if "numerics" in meta else None
+    except Exception as err:
+        raise unreadable(path, err) from err
+
+
 def checkpoint_topology(
     path: str | Path, patterns: Sequence[str] = GPT_LAYERS, *args, **options
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
@@ -74,13 +87,15 @@ def write_checkpoint_topology(
     """Write a checkpoint's records as JSON and its diagrams as npz, both or neither.
 
     JSON: {"checkpoint", "params" (those the result depends on, the engine resolved: not
-    n_threads), "layers"}. Both
-    files are written to temp files beside them and renamed only once both are complete.
+    n_threads), "numerics" (the checkpoint's training numerics, ``trained_numerics``; null when
+    unrecorded), "layers"}. Both files are written to temp files beside them and renamed only once
+    both are complete.
     """
     params = {"patterns": list(patterns), "max_points": max_points, "seed": seed, "maxdim": maxdim}
     params["engine"] = resolve_engine(engine)
     records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
-    doc = {"checkpoint": str(ckpt_path), "params": params, "layers": records}
+    numerics = trained_numerics(ckpt_path)
+    doc = {"checkpoint": str(ckpt_path), "params": params, "numerics": numerics, "layers": records}
     write_record(out_json, out_npz, doc, diagrams)
     return records
 

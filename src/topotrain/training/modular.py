@@ -11,6 +11,7 @@ checkpoint to the same bytes.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,9 +21,11 @@ from torch import nn
 
 from topotrain.config import DEFAULTS, check_settings
 from topotrain.io import atomic_save_safetensors, atomic_torch_save
+from topotrain.training.numerics import run_numerics
 from topotrain.training.run_state import METRICS_FILE, checkpoint_name, write_csv
 
 METRICS = ("step", "train_loss", "test_loss", "train_acc", "test_acc")
+ATTENTION = "mha"  # torch's nn.MultiheadAttention, the numerics' attention field
 
 
 _CONTROL = DEFAULTS["control"]  # the schema's defaults
@@ -90,8 +93,10 @@ def evaluate(model: ModularTransformer, rows: torch.Tensor) -> tuple[float, floa
 
 
 def save_weights(model: ModularTransformer, step: int, cfg: ControlConfig, out: Path) -> None:
+    """Float32 weights; metadata: step, the config and the numerics the run trains with."""
     tensors = {k: v.detach().to(torch.float32).contiguous() for k, v in model.state_dict().items()}
-    meta = {"step": str(step), "control": repr(asdict(cfg))}
+    numerics = run_numerics(model, compiled=False, attention=ATTENTION)
+    meta = {"step": str(step), "control": repr(asdict(cfg)), "numerics": json.dumps(numerics)}
     atomic_save_safetensors(tensors, out / checkpoint_name(step), metadata=meta)
 
 

@@ -45,14 +45,17 @@ def checkpoint_name(step: int) -> str:
     return f"step_{step:05d}.safetensors"
 
 
-def save_checkpoint(model: GPT, step: int, path: str | Path) -> None:
-    """Float32 weights without the tied ``lm_head.weight``; metadata: step and GPTConfig JSON."""
+def save_checkpoint(model: GPT, step: int, path: str | Path, numerics: dict | None = None) -> None:
+    """Float32 weights without the tied ``lm_head.weight``; metadata: step, GPTConfig JSON and,
+    when given, the run's numerics JSON (``training.numerics.run_numerics``)."""
     tensors = {
         name: t.detach().to("cpu", torch.float32).contiguous()
         for name, t in model.state_dict().items()
         if name != "lm_head.weight"
     }
     meta = {"step": str(step), "model": json.dumps(asdict(model.config))}
+    if numerics is not None:
+        meta["numerics"] = json.dumps(numerics)
     atomic_save_safetensors(tensors, path, metadata=meta)
 
 

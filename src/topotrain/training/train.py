@@ -12,7 +12,9 @@ Speed (benchmarks/training.py): the training tokens live on the model's device, 
 fused kernel, the losses and gradient norms of one checkpoint interval are fetched from the device
 at once, and on CPU freed memory is kept for the next step rather than returned to the OS. With
 ``compile`` the model runs through ``torch.compile`` (static shapes; CUDA graphs on CUDA); whether
-it does is part of the run's fingerprint, so a resumed run keeps the same numerics.
+it does is part of the run's fingerprint, so a resumed run keeps the same numerics. Every
+checkpoint records the numerics its run ran with (``training.numerics``), so that the analysis can
+refuse a model whose seeds differ.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from topotrain.config import DEFAULTS, check_settings
 from topotrain.devices import resolve_device
 from topotrain.training.attention import resolve_attention
 from topotrain.training.model import GPT, GPTConfig, compile_error, compile_model
+from topotrain.training.numerics import run_numerics
 from topotrain.training.run_state import (
     checkpoint_name,
     load_resume,
@@ -329,6 +332,8 @@ def train_model(
     settings = fingerprint_settings(cfg, training.attention)
     key = run_fingerprint(model_cfg, settings, device, compiled, train_bin, val_bin)
     model, opt, gen = training.model, training.optimizer, training.gen
+    numerics = run_numerics(model, compiled, training.attention)  # into every checkpoint
+    log.info("numerics: %s", numerics)
     metrics, evals, start = load_resume(state_dir, key, model, opt, gen)
 
     def checkpoint(step: int) -> None:
@@ -339,7 +344,7 @@ def train_model(
             what = f"val loss {val_loss}" + ("" if finite else ", non-finite weights")
             raise divergence_error(step, what, evals, state_dir)
         evals.append((step, val_loss))
-        save_checkpoint(model, step, state_dir / checkpoint_name(step))
+        save_checkpoint(model, step, state_dir / checkpoint_name(step), numerics)
         save_resume(state_dir, key, step, model, opt, gen, metrics, evals)
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
         log.info(
