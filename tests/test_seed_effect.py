@@ -135,3 +135,37 @@ def test_two_sided_p_is_twice_the_smaller_one_sided_p():
     assert permutation_p(null, "two-sided") == 2 * min(greater, less)
     with pytest.raises(ValueError, match="alternative"):
         permutation_p(null, "both")
+
+
+def brute_partial_ps(model: dict, beta0: float) -> tuple[float, float]:
+    """(p_greater, p_less) of the scale view on X − β0·Y for one model, by lstsq: Y the loss's
+    residual on the scale's deviations (unit norm), X the feature's deviations over the norm of
+    their residual; every permuted feature regressed on the scale again, Pearson r with Y."""
+    d = {c: model[c] - model[c].mean(axis=0) for c in model}
+    z = d["l2_norm_mean"].ravel()[:, None]
+
+    def resid(v):
+        return v - z @ np.linalg.lstsq(z, v, rcond=None)[0]
+
+    ey = resid(d["y"].ravel())
+    y = ey / np.linalg.norm(ey)
+    x = d["x"] / np.linalg.norm(resid(d["x"].ravel()))
+    shifted = x - beta0 * y.reshape(x.shape)
+    rs = []
+    for p in itertools.permutations(range(len(x))):
+        e = resid(shifted[list(p)].ravel())
+        rs.append(e @ y / np.linalg.norm(e))
+    rs = np.array(rs)
+    return float(np.mean(rs >= rs[0] - 1e-12)), float(np.mean(rs <= rs[0] + 1e-12))
+
+
+def test_scale_view_interval_ends_match_an_enumeration_with_lstsq():
+    rng = np.random.default_rng(9)
+    model = raw_model(rng, 5, 6, 0.4) | {"l2_norm_mean": rng.normal(size=(5, 6))}
+    cell = effect_cell(model, "x", "y", "seed_contrast_l2", seed_permutations(5))
+    res = effect_interval([cell])
+    low, high = res["effect_ci_low"], res["effect_ci_high"]
+    assert brute_partial_ps(model, low - 3 * TOL)[0] < ALPHA / 2
+    assert brute_partial_ps(model, low + 3 * TOL)[0] >= ALPHA / 2
+    assert brute_partial_ps(model, high + 3 * TOL)[1] < ALPHA / 2
+    assert brute_partial_ps(model, high - 3 * TOL)[1] >= ALPHA / 2
