@@ -190,3 +190,39 @@ def test_the_report_job_quotes_calibration_csv_when_it_has_it_else_the_docs(tmp_
     )
     assert f"≈ {20 * 0.07:.1f} = 20 × 0.070: " in report.read_text()
     assert "`decel_iid`, MC 95% [0.055, 0.087]" in report.read_text()
+
+
+def power_table() -> pd.DataFrame:
+    """power.csv by hand: TP0 measured, NP out of reach at β ≤ 1, TP1 without a design."""
+    design = {"seeds": 3, "checkpoints": 51, "sesoi": 0.1, "n_sim": 1000}
+    return pd.DataFrame(
+        [
+            dict(feature="h0_total", models=5, power_at_sesoi=0.534, power_mc_low=0.5026)
+            | dict(power_mc_high=0.5652, mde_80=0.1449, note="simulator's model: β = r"),
+            dict(feature="np_mean", models=4, power_at_sesoi=0.05, power_mc_low=0.038)
+            | dict(power_mc_high=0.065, mde_80=float("nan"), note="simulator's model: β = r"),
+            dict(feature="h1_total", models=float("nan"), power_at_sesoi=float("nan"))
+            | dict(power_mc_low=float("nan"), power_mc_high=float("nan"), mde_80=float("nan"))
+            | dict(note="no power: 1 seed: a between-seed contrast needs at least 2 seeds"),
+        ]
+    ).assign(**design)
+
+
+def test_the_bottom_line_gives_each_claims_power_at_delta_and_its_mde(tmp_path):
+    from topotrain.report.bottom_line import power_sentence
+
+    power_table().to_csv(tmp_path / "power.csv", index=False)
+    power = pd.read_csv(tmp_path / "power.csv")  # as the report job reads it
+    line = power_sentence(power)
+    assert line.split(". ")[0] == (
+        "TP0: power at Δ = 0.1 is 0.53 [MC 0.50, 0.57]; 80 % power needs β ≥ 0.14 "
+        "(5 models × 3 seeds × 51 checkpoints; simulator's model)"
+    )
+    np_part = "NP: power at Δ = 0.1 is 0.05 [MC 0.04, 0.07]; 80 % power is not reached at any "
+    assert np_part + "β ≤ 1 (4 models × 3 seeds" in line
+    assert line.endswith("TP1: no power: 1 seed: a between-seed contrast needs at least 2 seeds.")
+    assert power_sentence(None) == "" and "adding seeds" not in line
+    rep, primary = verdicts()
+    text = bottom_line(rep, RULES, ALPHA, primary, power=power)
+    after = text.index("**Do the features change with model size")
+    assert text.index("Primary family") < text.index("TP0: power at Δ") < after

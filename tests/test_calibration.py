@@ -1,26 +1,65 @@
-"""The calibration suite on few draws: bounds are Monte Carlo errors (3 SE),
-not a doubled nominal."""
+"""The calibration suite: its simulator, its rows, and rates held to bounds that tell a test at its
+nominal 5 % from one at 7 % (the Freedman–Lane partial that ran at 7.6 % was replaced for it)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pandas as pd
 import pytest
+from scipy import stats
 
 from topotrain.analysis.calibration import (
     CALIBRATION_COLUMNS,
+    EFFECT_SCENARIOS,
     NULLS,
     _contrast_draws,
+    _contrast_study,
     _rows,
     _run_draws,
     calibration_table,
     simulate,
 )
+from topotrain.analysis.calibration_effect import (
+    ARTEFACT_TEST,
+    EFFECT_TESTS,
+    HIGH,
+    LOW,
+    effect_hits,
+    study_effects,
+)
+from topotrain.analysis.calibration_sim import SPREAD, true_effect
+from topotrain.analysis.seed_contrast import SCALE, seed_permutations
 from topotrain.analysis.stats import ALPHA, spearman_rows
+
+N_SIZE = 4000  # draws that tell a 5 % test from a 7 % one (test_the_bound_tells_…)
+POOLED_TESTS = [
+    "seed_contrast p (pooled)",
+    "seed_contrast_l2 p (pooled)",
+    "beats_clock (pooled)",
+    "beats_scale (pooled)",
+    "primary family BH (any rejection)",
+]
 
 
 def ceiling(n: int, rate: float = ALPHA) -> float:
-    """Nominal plus three Monte Carlo standard errors of a rate over n draws."""
-    return rate + 3 * np.sqrt(rate * (1 - rate) / n)
+    """The largest rate over n draws still read as nominal: nominal plus 3.5 Monte Carlo SE."""
+    return rate + 3.5 * np.sqrt(rate * (1 - rate) / n)
+
+
+def passes_bound(n: int, true_rate: float) -> float:
+    """P(a test whose true rate is ``true_rate`` stays under ceiling(n) over n draws)."""
+    return float(stats.binom.cdf(math.floor(n * ceiling(n)), n, true_rate))
+
+
+def test_the_bound_tells_a_nominal_test_from_the_one_that_ran_at_7_6_percent():
+    old = ALPHA + 3 * np.sqrt(ALPHA * (1 - ALPHA) / 300)  # the old check: 300 draws, 3 SE
+    assert old == pytest.approx(0.0877, abs=1e-4)
+    assert stats.binom.cdf(math.floor(300 * old), 300, 0.076) > 0.75  # it passed a 7.6 % test
+    assert passes_bound(N_SIZE, 0.076) < 0.001  # the new one fails it
+    assert passes_bound(N_SIZE, 0.07) < 0.05  # and a 7 % one
+    assert passes_bound(N_SIZE, ALPHA) > 0.999  # while a nominal test passes
 
 
 def test_nulls_look_like_training():
@@ -31,15 +70,83 @@ def test_nulls_look_like_training():
     decel = simulate("decel_ar095", rng, (200, 1))
     lag1 = [np.corrcoef(v[:-1], v[1:])[0, 1] for v in decel["y"][:, 0] - decel["y"][:, 0].mean(0)]
     assert np.median(lag1) > 0.6  # strongly autocorrelated fluctuation
+    decay = simulate("decay_r0", rng, (200, 3))
+    dev = decay["y"] - decay["y"].mean(axis=1, keepdims=True)
+    sd = dev.std(axis=(0, 1))
+    assert sd[-1] / sd[0] == pytest.approx(np.exp(-5000 / 2000), rel=0.15)  # deviations shrink
 
 
-@pytest.mark.parametrize("null", ["decel_ar095", "random_walk", "near_monotone"])
-def test_seed_permutation_keeps_its_size_on_nulls_that_look_like_training(null):
-    n = 300
-    hits = _contrast_draws(null, n, 3, seed=1)
-    for test in ("seed_contrast p (pooled)", "beats_clock (pooled)", "seed_contrast_l2 p (pooled)"):
-        assert hits[test].mean() <= ceiling(n), test
-    assert not hits["seed_contrast p (model)"].any()  # 3 seeds: p ≥ 1/6 per model
+def deviations(v: np.ndarray) -> np.ndarray:
+    """(models, seeds, n) minus the across-seed mean, flattened per model."""
+    return (v - v.mean(axis=1, keepdims=True)).reshape(v.shape[0], -1)
+
+
+def test_the_family_is_three_features_of_the_same_runs():
+    rng = np.random.default_rng(1)
+    sim = simulate("signal_r0.4", rng, (400, 3), features=3)
+    assert set(sim) == {"x", "x_2", "x_3", "y", "l"}
+    dy = deviations(sim["y"]).ravel()
+    for f in ("x", "x_2", "x_3"):  # each carries 0.4 of y's own fluctuation
+        assert np.corrcoef(deviations(sim[f]).ravel(), dy)[0, 1] == pytest.approx(0.4, abs=0.01)
+    shared = np.corrcoef(deviations(sim["x_2"]).ravel(), deviations(sim["x_3"]).ravel())[0, 1]
+    assert shared == pytest.approx(0.4**2, abs=0.01)  # through the shared loss only
+    null = simulate("decel_iid", rng, (400, 3), features=3)
+    apart = np.corrcoef(deviations(null["x"]).ravel(), deviations(null["x_2"]).ravel())[0, 1]
+    assert abs(apart) < 0.01  # a null's features share nothing
+
+
+def standardised_slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per model, Σ X·Y of the deviations scaled to unit sum of squares (X = β·Y + E)."""
+    dx, dy = deviations(x), deviations(y)
+    return (dx * dy).sum(1) / np.sqrt((dx * dx).sum(1) * (dy * dy).sum(1))
+
+
+@pytest.mark.parametrize(
+    "name", ["signal_r0.2", "decay_r0.1", "spread_r0.1", "opposite_sign", "decel_ar095"]
+)
+def test_the_effect_the_suite_checks_is_the_slope_the_simulator_plants(name):
+    rng = np.random.default_rng(2)
+    sim = simulate(name, rng, (2000, 3))
+    slopes = standardised_slope(sim["x"], sim["y"])
+    se = slopes.std() / np.sqrt(slopes.size)  # 0.002, or 0.006 where the deviations decay
+    assert slopes.mean() == pytest.approx(true_effect(name, "clock"), abs=4 * se)
+    if name == "spread_r0.1":  # model m carries 0.1 + SPREAD[m]
+        per_model = slopes.reshape(-1, 5).mean(0)
+        assert per_model == pytest.approx(0.1 + np.array(SPREAD), abs=0.02)
+
+
+def test_the_l2_function_null_has_no_effect_beyond_the_scale_only():
+    rng = np.random.default_rng(3)
+    sim = simulate("l2_function", rng, (500, 3))
+    dl = deviations(sim["l"])
+    x, y = deviations(sim["x"]), deviations(sim["y"])
+    beta = (x * dl).sum(1, keepdims=True) / (dl * dl).sum(1, keepdims=True)
+    gamma = (y * dl).sum(1, keepdims=True) / (dl * dl).sum(1, keepdims=True)
+    ex, ey = x - beta * dl, y - gamma * dl  # both regressed on the norm's deviations
+    scale = (ex * ey).sum(1) / np.sqrt((ex * ex).sum(1) * (ey * ey).sum(1))
+    assert abs(scale.mean()) < 0.01 and true_effect("l2_function", "scale") == 0.0
+    assert standardised_slope(sim["x"], sim["y"]).mean() > 0.3  # the clock's view sees the norm
+    assert true_effect("l2_function", "clock") is None
+
+
+def test_the_pooled_tests_keep_their_size_closely_enough_to_tell_5_from_7_percent():
+    """Independent random walks (where the Freedman–Lane partial ran at 7.6 %), 3 seeds."""
+    hits = _contrast_draws("random_walk", N_SIZE, 3, seed=1, n_effects=0)
+    for test in POOLED_TESTS:
+        assert hits[test].mean() <= ceiling(N_SIZE), (test, hits[test].mean())
+    assert not hits["seed_contrast p (model)"].any()  # 3 seeds: p ≥ 2/6 per model
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [*NULLS, *EFFECT_SCENARIOS, "signal_r0.1"])
+def test_every_null_and_effect_row_at_3_seeds_within_telling_bounds(name):
+    """-m slow (about 2 min a scenario): every row that judges a null, N_SIZE draws for the
+    tests and 1000 for the effect rows, each under nominal + 3.5 Monte Carlo SE."""
+    rows = pd.DataFrame(_rows(_contrast_draws(name, N_SIZE, 3, 21, n_effects=1000), name, 3))
+    judged = rows[rows["passes"].notna()]
+    assert len(judged) >= 5
+    for _, row in judged.iterrows():
+        assert row["rate"] <= ceiling(row["n_sim"], row["nominal"]), row.to_dict()
 
 
 def test_first_differences_do_not_remove_a_decelerating_clock():
@@ -50,12 +157,32 @@ def test_first_differences_do_not_remove_a_decelerating_clock():
 
 
 def test_seed_contrast_finds_a_planted_share_of_the_loss_fluctuation():
-    hits = _contrast_draws("signal_r0.2", 100, 3, seed=3)
+    hits = _contrast_draws("signal_r0.2", 100, 3, seed=3, n_effects=0)
     assert hits["seed_contrast p (pooled)"].mean() > 0.8
     assert hits["beats_clock (pooled)"].mean() > 0.8
 
 
-def test_table_rows_judge_nulls_and_report_power():
+def test_effect_hits_count_each_end_against_the_known_beta():
+    d = pd.DataFrame(
+        {  # four studies' intervals on a signal planted at 0.1 (= Δ)
+            "effect_clock_ci_low": [0.02, 0.12, -0.05, 0.0],
+            "effect_clock_ci_high": [0.2, 0.3, 0.08, 0.09],
+            "effect_scale_ci_low": [0.01, 0.05, -0.06, 0.11],
+            "effect_scale_ci_high": [0.19, 0.25, 0.15, 0.3],
+        }
+    )
+    hits = effect_hits(d, "signal_r0.1")
+    assert hits[LOW.format("clock")].tolist() == [False, True, False, False]
+    assert hits[HIGH.format("clock")].tolist() == [False, False, True, True]
+    assert hits[LOW.format("scale")].tolist() == [False, False, False, True]
+    assert hits[HIGH.format("scale")].tolist() == [False] * 4
+    assert hits[ARTEFACT_TEST].tolist() == [False, False, True, True]  # an upper end < 0.1
+    assert set(effect_hits(d, "l2_function")) == {LOW.format("scale"), HIGH.format("scale")} | {
+        ARTEFACT_TEST
+    }  # its clock's β is not known
+
+
+def test_table_rows_judge_nulls_effects_and_report_power():
     rows = _rows({"seed_contrast p (pooled)": np.array([True] * 3 + [False] * 97)}, "decel_iid", 3)
     row = rows[0]
     assert row["rate"] == 0.03 and row["passes"] and row["used_in_verdicts"]
@@ -65,6 +192,37 @@ def test_table_rows_judge_nulls_and_report_power():
     power = _rows({"seed_contrast p (pooled)": np.ones(10, bool)}, "signal_r0.2", 3)[0]
     assert power["measures"] == "power" and np.isnan(power["passes"])
     assert not _rows({"partial_step p": np.ones(5, bool)}, "l2_function", "1 run")  # not its null
+    claim = _rows({"primary family BH (any rejection)": np.zeros(5, bool)}, "opposite_sign", 3)
+    assert claim[0]["measures"] == "false-positive rate"  # one-sided: the wrong sign is a null
+    miss = _rows({LOW.format("clock"): np.array([True] * 4 + [False] * 96)}, "decay_r0.1", 5)[0]
+    assert miss["measures"] == "miss rate" and miss["nominal"] == ALPHA / 2 and miss["passes"]
+    assert miss["mc_low"] < 0.025 < miss["mc_high"]  # 4 of 100: within Monte Carlo error
+    kinds = {
+        name: _rows({ARTEFACT_TEST: np.zeros(10, bool)}, name, 3)[0]["measures"]
+        for name in ("signal_r0.05", "signal_r0.1", "spread_r0.1", "signal_r0.4", "decay_r0")
+    }
+    assert kinds == {  # the artefact rule errs where β ≥ Δ, and has power where β < Δ
+        "signal_r0.05": "power",
+        "signal_r0.1": "false-positive rate",
+        "spread_r0.1": "false-positive rate",
+        "signal_r0.4": "false-positive rate",
+        "decay_r0": "power",
+    }
+
+
+def test_the_effect_rows_use_claim_views_own_p():
+    rng = np.random.default_rng(6)
+    sim = {
+        c: v.reshape(1, 5, 3, -1)
+        for c, v in simulate("signal_r0.2", rng, (5, 3), features=3).items()
+    }
+    perms = seed_permutations(3)
+    study = _contrast_study(sim, 0, perms, effects=True)  # claim_views agrees with the suite
+    assert study["effect_clock_ci_low"] < study["effect_clock_ci_high"]
+    models = [{"x": sim["x"][0, m], "y": sim["y"][0, m], SCALE: sim["l"][0, m]} for m in range(5)]
+    wrong = {"clock": study["x seed_contrast claim p"] / 2, "scale": 0.5}
+    with pytest.raises(RuntimeError, match="report's own p"):
+        study_effects(models, perms, wrong)
 
 
 def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
@@ -76,9 +234,20 @@ def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
         "sizes_gaussian",
         "sizes_heavy_tailed",
         *NULLS,
+        "decay_r0",
+        "signal_r0.1",
+        "signal_r0.2",
+        "signal_r0.4",
+        "decay_r0.1",
+        "spread_r0.1",  # the artefact rule where β ≥ Δ
         "paired_gaussian",
         "paired_heavy_tailed",
     }
+    effect = one[one["test"].isin(EFFECT_TESTS)]
+    assert set(effect["scenario"]) == {*NULLS, *EFFECT_SCENARIOS} | {
+        f"signal_r{r:g}" for r in (0.05, 0.1, 0.2, 0.4)
+    }
+    assert (effect["n_sim"] == 20).all()
     two = calibration_table(
         n_sim=20, n_resamples=50, seeds=(3,), threads=2, progress=lambda m: None
     )

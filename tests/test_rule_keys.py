@@ -26,7 +26,8 @@ OPTIONAL = "?"  # marks a key read with .get: a key only some configs give
 
 
 def tiny_study(workdir: Path) -> None:
-    """The tiny study with every branch on: the spine, a local run, Pythia, the control."""
+    """The tiny study with every branch on: the spine, a local run, Pythia, the control, and the
+    confirmation of the spine and the control on fresh seeds."""
     train, valid = write_corpus(workdir, n_chars=2_000)
     config = tiny_config(train, valid)
     mine = saved_series(workdir / "mine", "gpt2")
@@ -39,6 +40,7 @@ def tiny_study(workdir: Path) -> None:
     config["pythia"] = {"enabled": True, "weights": pythia, "embeddings": dict(pythia)}
     config["pythia"]["keep_weights"] = False
     config["control"] = {"enabled": True, "seeds": [0, 1], "steps": 100, "interval": 50}
+    config["confirm"] = {"seeds": [43, 44], "control_seeds": [2, 3]}  # fresh seeds, both branches
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 

@@ -9,12 +9,20 @@ import pytest
 from scipy import stats
 
 from topotrain.analysis.seed_contrast import (
+    MC_DRAWS,
     contrast_cell,
     permutation_p,
+    pooled_null,
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.seed_effect import TOL, effect_cell, effect_interval
+from topotrain.analysis.seed_effect import (
+    TOL,
+    drawn_cells,
+    effect_cell,
+    effect_interval,
+    one_sided_ps,
+)
 
 ALPHA = 0.05
 
@@ -169,3 +177,21 @@ def test_scale_view_interval_ends_match_an_enumeration_with_lstsq():
     assert brute_partial_ps(model, low + 3 * TOL)[0] >= ALPHA / 2
     assert brute_partial_ps(model, high + 3 * TOL)[1] < ALPHA / 2
     assert brute_partial_ps(model, high - 3 * TOL)[1] >= ALPHA / 2
+
+
+def test_a_monte_carlo_pooled_null_reads_only_its_draws_and_gives_the_same_p():
+    """Two models × 8 seeds (40 320² arrangements: Monte Carlo): one_sided_ps evaluates only the
+    drawn permutations and equals pooled_null over every permutation's ρ, to the last bit."""
+    rng = np.random.default_rng(4)
+    perms = seed_permutations(8)
+    models = [raw_model(rng, 8, 10, 0.3), raw_model(rng, 8, 10, -0.1)]
+    cells = [
+        effect_cell(m, "x", "y", "seed_contrast", perms, sign=s)
+        for m, s in zip(models, [1.0, -1.0], strict=True)
+    ]
+    drawn = drawn_cells(cells, seed=3)
+    assert [len(c.perms) for c, at in drawn] == [MC_DRAWS + 1] * 2  # 10 000 of 40 320 each
+    for beta0 in (-0.2, 0.0, 0.25):
+        null, exact = pooled_null([c.null(beta0) for c in cells], [1.0, -1.0], seed=3)
+        full = (permutation_p(null, "greater", exact), permutation_p(null, "less", exact))
+        assert not exact and one_sided_ps(cells, beta0, 3, drawn) == full

@@ -158,6 +158,7 @@ TABLES = [
     "layer_types",
     "layer_types_summary",
     "primary",
+    "power",
 ]
 FIGURES = [
     "overview",
@@ -216,6 +217,7 @@ ANALYSIS_JOBS = {
     "training_figures": 1,
     "analysis_figures": 1,
     "replication": 1,
+    "power": 1,
     "report_markdown": 1,
     "all": 1,
     "stopping_rules": 1,

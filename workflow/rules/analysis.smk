@@ -286,3 +286,31 @@ rule replication:
         sesoi=config["analysis"]["sesoi"],
     script:
         "../scripts/replication.py"
+
+
+rule power:
+    input:
+        features=FEATURES,
+        paper=PAPER_VALUES,
+    output:
+        power_csv=report(
+            f"{RESULTS}/tables/power.csv",
+            caption="../report/power.rst",
+            category=REPLICATION_CATEGORY,
+        ),
+        power_md=f"{RESULTS}/tables/power.md",
+    log:
+        f"{RESULTS}/logs/analysis/power.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        sesoi=config["analysis"]["sesoi"],
+        simulations=config["analysis"]["calibration"]["simulations"],
+        seed=config["analysis"]["bootstrap_seed"],
+        cache=f"{RESULTS}/cache/power.json",  # keyed by design: simulated once per design
+    script:
+        "../scripts/power.py"

@@ -78,6 +78,7 @@ def get_final_output():
         f"{RESULTS}/features/weights_layers.parquet",
         f"{RESULTS}/tables/models.csv",
         f"{RESULTS}/tables/phases.csv",
+        f"{RESULTS}/tables/power.csv",
         *[
             f"{RESULTS}/figures/{name}.{ext}"
             for name in FIGURES
@@ -91,6 +92,7 @@ def get_final_output():
         *get_pythia_outputs(),
         *get_run_outputs(),
         *get_control_outputs(),
+        *get_confirm_outputs(),
     ]
 
 

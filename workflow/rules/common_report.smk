@@ -23,6 +23,7 @@ def report_tables():
             "prediction",
             "replication",
             "primary",
+            "power",
             "associations_summary",
         )
         if SPINE_ON
@@ -34,6 +35,7 @@ def report_tables():
     if SPINE_ON:  # NP against its layers' weight variance, in the control's section
         csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
     csv |= get_calibration()
+    csv |= get_confirm_report_tables()  # the section "Confirmed on fresh seeds"
     return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUN_ENTRIES]}
 
 

@@ -61,7 +61,7 @@ def get_gradient_params(wildcards):
     )
 
 
-def get_gradient_records():
+def get_gradient_records(seeds=SEEDS):
     """Every checkpoint's gradient-topology record (in get_topology_records' order), or none when
     topology.gradients is off."""
     if not GRADIENTS["enabled"]:
@@ -69,20 +69,21 @@ def get_gradient_records():
     return [
         f"{GRAD.format(model=m, seed=s, step=step_tag(t))}.json"
         for m in MODELS
-        for s in SEEDS
+        for s in seeds
         for t in STEPS
     ]
 
 
-def get_topology_records():
-    """(path, key) for every per-checkpoint topology record, in a fixed order."""
+def get_topology_records(seeds=SEEDS):
+    """(path, key) for every per-checkpoint topology record of ``seeds`` (default the discovery
+    seeds, ``seeds:``), in a fixed order."""
     return [
         (
             f"{TOPO.format(model=m, seed=s, step=step_tag(t))}.json",
             dict(model=m, seed=s, step=t),
         )
         for m in MODELS
-        for s in SEEDS
+        for s in seeds
         for t in STEPS
     ]
 
@@ -93,25 +94,25 @@ def get_run_diagrams(wildcards):
     return [f"{TOPO.format(**run, step=step_tag(t))}.npz" for t in STEPS]
 
 
-def get_series_tables():
+def get_series_tables(seeds=SEEDS):
     """Each run's diagram-series table, in the order of get_trainings()."""
     return [
-        f"{RESULTS}/topology/{m}/seed{s}/series.parquet" for m in MODELS for s in SEEDS
+        f"{RESULTS}/topology/{m}/seed{s}/series.parquet" for m in MODELS for s in seeds
     ]
 
 
-def get_trainings():
+def get_trainings(seeds=SEEDS):
     """One dict per (model, seed) of the spine: its architecture, for the aggregate table (in
     the order of get_training_logs())."""
     trainings = []
     for m in MODELS:
         arch = config["models"][m]
         size = dict(n_params=model_params(arch), **arch)
-        trainings += [dict(model=m, seed=s, **size) for s in SEEDS]
+        trainings += [dict(model=m, seed=s, **size) for s in seeds]
     return trainings
 
 
-def get_training_logs():
+def get_training_logs(seeds=SEEDS):
     """Each training's metrics.csv and evals.csv, in the order of get_trainings()."""
-    logs = [f"{RESULTS}/checkpoints/{m}/seed{s}" for m in MODELS for s in SEEDS]
+    logs = [f"{RESULTS}/checkpoints/{m}/seed{s}" for m in MODELS for s in seeds]
     return [f"{base}/{name}" for base in logs for name in ("metrics.csv", "evals.csv")]

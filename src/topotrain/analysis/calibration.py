@@ -1,16 +1,14 @@
 """Calibration: how often each test the report uses says "yes" when the answer is known.
 
-Simulated runs of ``N_CHECKPOINTS`` checkpoints (steps 0, 100, …, 5000 as in the study), a feature
-x, a loss y and an L2 norm l per run, grouped as studies of ``N_MODELS`` models × k seeds (seeds of
-a model share the trend and differ by noise). Nulls that look like training (NULLS, x carries none
-of y's fluctuation): independent random walks; a decelerating function of step plus iid, AR(0.8)
-or AR(0.95) noise; an almost monotone pair (|raw ρ| ≈ 0.99); x a function of the L2 norm, whose
-fluctuation y shares (a null for the scale only); x tracking y's fluctuation with the sign opposite
-to the raw ρ (a null for the sign-aware flags only). Signals (SIGNALS): x carries a share r of y's
-own fluctuation around its trend, for r in EFFECTS. Each (test, scenario) row gives the rate of
-"yes" over n_sim draws (``measures``: the false-positive rate on a null, the power on a
-signal), its 95% Clopper–Pearson Monte Carlo interval and the nominal rate; a test
-whose interval lies above nominal on a null fails (``passes`` False) and may not feed a verdict.
+Simulated studies of ``N_MODELS`` models × k seeds (``calibration_sim``: nulls that look like
+training, planted signals, and the effect scenarios where β is known), three features of the same
+runs per study (the primary family's three claims share their runs), and per-run, per-model and
+across-size draws for the tests that need them. Each (test, scenario) row gives the rate of "yes"
+over n_sim draws (``measures``: the false-positive rate on a null, the power on a signal, an
+interval end's miss rate; ``calibration_effect``), its 95 % Clopper–Pearson Monte Carlo interval and
+the nominal rate. A row ``passes`` when its rate is within Monte Carlo error of nominal or below
+(the interval reaches down to nominal); a test whose interval lies above nominal on a null fails
+and may not feed a verdict.
 """
 
 from __future__ import annotations
@@ -26,7 +24,25 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.associations import view_association
-from topotrain.analysis.primary import claim_views
+from topotrain.analysis.calibration_effect import (
+    EFFECT_TESTS,
+    effect_draws,
+    effect_hits,
+    judge_effect,
+    study_effects,
+)
+from topotrain.analysis.calibration_sim import (  # noqa: F401 - the simulator's names live here too
+    EFFECT_SCENARIOS,
+    EFFECTS,
+    N_CHECKPOINTS,
+    N_MODELS,
+    NOISE,
+    NULLS,
+    SIGNALS,
+    STEP,
+    is_signal,
+    simulate,
+)
 from topotrain.analysis.replication import REPRODUCED, monotone_verdict
 from topotrain.analysis.scaling import loglog_line, spearman_exact
 from topotrain.analysis.seed_contrast import (
@@ -49,11 +65,9 @@ _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 log = logging.getLogger(__name__)
 
-N_CHECKPOINTS, N_MODELS, STEP = 51, 5, 100
 SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]  # draws per scenario
 SEEDS = tuple(DEFAULTS["analysis"]["calibration"]["seeds"])  # seeds per simulated model
-NOISE = 0.05  # sd of the feature's and the loss's fluctuation around their trends
-EFFECTS = (0.05, 0.1, 0.2, 0.4)  # planted: share r of the loss's fluctuation in the feature's
+FEATURES = ("x", "x_2", "x_3")  # the primary family's three claims: features of the same runs
 CALIBRATION_COLUMNS = [
     "test",
     "scenario",
@@ -84,56 +98,12 @@ USED = {  # tests whose result feeds a verdict or a flag
     "T4/T6 Spearman vs N, exact p",
     "T7 log-log slope interval excludes 0",
     "t2_monotone rule: reproduced",
+    *EFFECT_TESTS,
 }
 SCALE_ONLY = {"l2_function"}  # nulls of the scale tests only (x does carry y's fluctuation)
 SIGN_ONLY = {"opposite_sign"}  # nulls of the sign-aware flags only
 
 
-def _ar(rng: np.random.Generator, phi: float, shape: tuple[int, ...]) -> np.ndarray:
-    """Stationary AR(φ) series along the last axis with marginal sd NOISE (φ = 0: iid)."""
-    e = rng.normal(0.0, NOISE * np.sqrt(1 - phi**2), shape)
-    out = np.empty(shape)
-    out[..., 0] = rng.normal(0.0, NOISE, shape[:-1])
-    for i in range(1, shape[-1]):
-        out[..., i] = phi * out[..., i - 1] + e[..., i]
-    return out
-
-
-def _trends(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Feature, loss and L2 trends: −log1p(t/100), 2 + 3·e^(−t/800), 1 + 0.3·log1p(t/500)."""
-    return -np.log1p(t / 100), 2 + 3 * np.exp(-t / 800), 1 + 0.3 * np.log1p(t / 500)
-
-
-def simulate(name: str, rng: np.random.Generator, shape: tuple[int, int]) -> dict[str, np.ndarray]:
-    """x, y, l of shape (models, seeds, checkpoints) for scenario ``name`` (NULLS or SIGNALS)."""
-    full = (*shape, N_CHECKPOINTS)
-    t = np.arange(N_CHECKPOINTS) * float(STEP)
-    fx, fy, fl = _trends(t)
-    if name == "random_walk":
-        x, y, norm = (np.cumsum(rng.normal(0, NOISE, full), axis=-1) for _ in range(3))
-        return {"x": x, "y": y, "l": norm + 1}
-    phi = {"ar08": 0.8, "ar095": 0.95}.get(name.split("_")[-1] if "_ar" in name else "", 0.0)
-    u, e, w = _ar(rng, phi, full), _ar(rng, phi, full), _ar(rng, 0.8, full) / 5
-    if name == "near_monotone":  # tiny noise: raw ρ(x, y) ≈ −0.99
-        return {"x": -fx + u / 10, "y": fy + e / 10, "l": fl + w}
-    if name == "l2_function":  # x a function of the norm, y shares the norm's fluctuation
-        return {"x": 2 * (fl + w) + e / 5, "y": fy + 2 * w + u, "l": fl + w}
-    if name == "opposite_sign":  # trend ρ > 0, fluctuations anti-correlated
-        return {"x": fx - 0.7 * u + 0.7 * e, "y": fy + u, "l": fl + w}
-    r = float(name.removeprefix("signal_r")) if name.startswith("signal") else 0.0
-    return {"x": fx + r * u + np.sqrt(1 - r**2) * e, "y": fy + u, "l": fl + w}
-
-
-NULLS = (
-    "random_walk",
-    "decel_iid",
-    "decel_ar08",
-    "decel_ar095",
-    "near_monotone",
-    "l2_function",
-    "opposite_sign",
-)
-SIGNALS = tuple(f"signal_r{r:g}" for r in EFFECTS)
 PAIRED = {  # nulls of T5's paired test: per-model error differences symmetric about 0
     "paired_gaussian": lambda rng, shape: rng.normal(size=shape),
     "paired_heavy_tailed": lambda rng, shape: rng.standard_t(2, size=shape),
@@ -190,26 +160,30 @@ def _run_draws(name: str, n_sim: int, n_resamples: int, seed: int) -> dict[str, 
     return out
 
 
-def _contrast_study(sim: dict[str, np.ndarray], i: int, perms: np.ndarray) -> dict[str, float]:
-    """Model 0's and the pooled contrast ρ and p (two-sided), and the claim's one-sided p for a
-    claimed + sign through ``primary.claim_views`` (the report's own function), of simulated
-    study i, beside the sign of the raw ρ (model 0's seeds' mean, all runs')."""
+def _contrast_study(
+    sim: dict[str, np.ndarray], i: int, perms: np.ndarray, effects: bool
+) -> dict[str, float]:
+    """Simulated study i: x's contrast ρ and p (model 0's and pooled, two-sided), each feature's
+    claim p per view for a claimed + sign (pooled, one-sided: ``primary.claim_views``' test), the
+    sign of x's raw ρ (model 0's seeds' mean, all runs'), and with ``effects`` x's effect
+    intervals from ``claim_views`` itself (which checks that its p is this one)."""
     models = [
-        {c: sim[k][i, m] for k, c in (("x", "x"), ("y", "y"), ("l", SCALE))}
+        {**{f: sim[f][i, m] for f in FEATURES}, "y": sim["y"][i, m], SCALE: sim["l"][i, m]}
         for m in range(N_MODELS)
     ]
     out = {}
-    for view in CONTRAST_VIEWS:
-        cells = [contrast_cell(m, "x", "y", view, perms) for m in models]
+    for feature, view in ((f, v) for f in FEATURES for v in CONTRAST_VIEWS):
+        cells = [contrast_cell(m, feature, "y", view, perms) for m in models]
         nulls = [null for _, null in cells]
-        out[f"{view} model p"], out[f"{view} model rho"] = cells[0][0]["p"], cells[0][0]["rho"]
-        pooled = pooled_row(nulls, view, "two-sided")
-        out[f"{view} pooled p"], out[f"{view} pooled rho"] = pooled["p"], pooled["rho"]
-    claim = claim_views(models, [perms] * N_MODELS, [1.0] * N_MODELS, "x", "y")
-    out["seed_contrast claim p"], out["seed_contrast_l2 claim p"] = (
-        claim["p_clock"],
-        claim["p_scale"],
-    )
+        claim = pooled_row(nulls, view, "greater", 0, [1.0] * N_MODELS)
+        out[f"{feature} {view} claim p"] = claim["p"]
+        if feature == "x":
+            out[f"{view} model p"], out[f"{view} model rho"] = cells[0][0]["p"], cells[0][0]["rho"]
+            pooled = pooled_row(nulls, view, "two-sided")
+            out[f"{view} pooled p"], out[f"{view} pooled rho"] = pooled["p"], pooled["rho"]
+    if effects:
+        own = {"clock": out["x seed_contrast claim p"], "scale": out["x seed_contrast_l2 claim p"]}
+        out |= study_effects(models, perms, own)
     x, y = sim["x"][i].reshape(-1, N_CHECKPOINTS), sim["y"][i].reshape(-1, N_CHECKPOINTS)
     rho = spearman_rows(x, y)
     k = sim["x"].shape[2]
@@ -217,16 +191,20 @@ def _contrast_study(sim: dict[str, np.ndarray], i: int, perms: np.ndarray) -> di
     return out | signs | {"raw all positive model": bool(np.all(rho[:k] > 0))}
 
 
-def _contrast_draws(name: str, n_sim: int, k: int, seed: int) -> dict[str, np.ndarray]:
-    """Between-seed tests' "yes" over n_sim simulated studies of N_MODELS models × k seeds."""
+def _contrast_draws(
+    name: str, n_sim: int, k: int, seed: int, n_effects: int | None = None
+) -> dict[str, np.ndarray]:
+    """Between-seed tests' "yes" over n_sim simulated studies of N_MODELS models × k seeds, and
+    the effect rows over the first ``n_effects`` of them (default ``effect_draws(n_sim, k)``)."""
     rng = np.random.default_rng([seed, 7, k, sum(map(ord, name))])
     sim = {
         c: v.reshape(n_sim, N_MODELS, k, N_CHECKPOINTS)
-        for c, v in simulate(name, rng, (n_sim * N_MODELS, k)).items()
+        for c, v in simulate(name, rng, (n_sim * N_MODELS, k), len(FEATURES)).items()
     }
     perms = seed_permutations(k, seed)
-    rows = [_contrast_study(sim, i, perms) for i in range(n_sim)]
-    return _contrast_hits(pd.DataFrame(rows))
+    n_eff = effect_draws(n_sim, k) if n_effects is None else n_effects
+    rows = pd.DataFrame([_contrast_study(sim, i, perms, i < n_eff) for i in range(n_sim)])
+    return _contrast_hits(rows) | (effect_hits(rows.iloc[:n_eff], name) if n_eff else {})
 
 
 def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -238,29 +216,38 @@ def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
             hits[f"{view} p ({level})"] = p < ALPHA
             same = np.sign(d[f"{view} {level} rho"]) == d[f"raw sign {level}"]
             hits[f"{flag} ({level})"] = (p < ALPHA) & same.to_numpy()
-    claim = np.maximum(d["seed_contrast claim p"], d["seed_contrast_l2 claim p"]).to_numpy(float)
-    # the primary family: three claims; under the global null each is an independent study's
-    # claim p, so three consecutive studies form one family
-    m = len(claim) // 3 * 3
-    fam = claim[:m].reshape(-1, 3)
-    any_rej = np.array([(benjamini_hochberg(f) < ALPHA).any() for f in fam])
-    hits["primary family BH (any rejection)"] = np.repeat(any_rej, 3)[: len(claim)]
-    first = np.zeros(len(claim), bool)  # the family's first claim (TP0's place), rejected by BH
-    first[:m] = np.repeat([benjamini_hochberg(f)[0] < ALPHA for f in fam], 3)
+    claims = np.column_stack(  # a claim's p: the larger of its two views' (intersection–union)
+        [
+            np.maximum(d[f"{f} seed_contrast claim p"], d[f"{f} seed_contrast_l2 claim p"])
+            for f in FEATURES
+        ]
+    )
+    bh = np.array([benjamini_hochberg(c) for c in claims]) < ALPHA  # the family of one study
+    hits["primary family BH (any rejection)"] = bh.any(axis=1)
     agree = d["raw all positive model"].to_numpy(bool)  # every seed shows the claim's sign (+)
-    hits["T2/T3/T4 rule: reproduced (per size)"] = agree & first
+    hits["T2/T3/T4 rule: reproduced (per size)"] = agree & bh[:, 0]  # the first claim: TP0's
     return hits
 
 
+def _judge(test: str, name: str) -> tuple[str, float, bool] | None:
+    """(measures, nominal, is_null) of a (test, scenario) row, None where the row is not made
+    (a null that is not the test's)."""
+    if test in EFFECT_TESTS:
+        return judge_effect(test, name)
+    if is_signal(name):
+        return "power", ALPHA, False
+    return ("false-positive rate", ALPHA, True) if _is_null_for(test, name) else None
+
+
 def _rows(hits: dict[str, np.ndarray], name: str, seeds: int | str) -> list[dict]:
-    kind = "power" if name.startswith("signal") else "false-positive rate"
     rows = []
     for test, yes in hits.items():
-        if kind != "power" and not _is_null_for(test, name):
+        judged = _judge(test, name)
+        if judged is None:
             continue
+        kind, nominal, null = judged
         n, k = yes.size, int(yes.sum())
         low, high = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
-        passes = bool(low <= ALPHA) if kind != "power" else np.nan
         rows.append(
             {
                 "test": test,
@@ -271,8 +258,8 @@ def _rows(hits: dict[str, np.ndarray], name: str, seeds: int | str) -> list[dict
                 "rate": k / n,
                 "mc_low": low,
                 "mc_high": high,
-                "nominal": ALPHA,
-                "passes": passes,
+                "nominal": nominal,
+                "passes": bool(low <= nominal) if null else np.nan,
                 "used_in_verdicts": test in USED,
             }
         )
@@ -286,8 +273,8 @@ def _is_null_for(test: str, scenario: str) -> bool:
     claim = "primary" in test or "rule" in test  # a claim must beat the scale too
     if scenario in SCALE_ONLY:
         return scale or claim
-    if scenario in SIGN_ONLY:
-        return flag
+    if scenario in SIGN_ONLY:  # the claims too: one-sided in the claimed sign
+        return flag or claim
     if scenario in PAIRED:
         return "T5" in test
     sizes = test.startswith(("T4/T6", "T7", "t2_monotone"))
@@ -316,15 +303,18 @@ def calibration_table(
     threads: int = 1,
     progress: Callable[[str], None] = log.info,
 ) -> pd.DataFrame:
-    """CALIBRATION_COLUMNS for every per-run test on n_sim runs and every between-seed test on
-    n_sim studies of N_MODELS models × k seeds for each k in ``seeds``, over NULLS and SIGNALS;
+    """CALIBRATION_COLUMNS for every per-run test on n_sim runs over NULLS and SIGNALS, and
+    every between-seed test on n_sim studies of N_MODELS models × k seeds for each k in
+    ``seeds`` over those and EFFECT_SCENARIOS (the effect rows on ``effect_draws`` of them);
     scenarios run in ``threads`` processes (the same rows in the same order for any count)."""
     tasks = [(name, k) for name in (*NULLS, *SIGNALS) for k in (None, *seeds)]
+    tasks += [(name, k) for name in EFFECT_SCENARIOS for k in seeds]
     tasks += [(name, None) for name in (*PAIRED, *SIZE_NULLS)]
     work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed)
     results: dict[tuple, list[dict]] = {}
     with ProcessPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
-        futures = {task: pool.submit(work, task) for task in tasks} if pool else {}
+        heavy_first = sorted(tasks, key=lambda task: -(task[1] or 0))  # the 8-seed ones last long
+        futures = {task: pool.submit(work, task) for task in heavy_first} if pool else {}
         for done, task in enumerate(tasks, 1):
             results[task] = futures[task].result() if pool else work(task)
             what = (

@@ -11,10 +11,13 @@ the family's three claims only; everything else in the tables is exploratory.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from topotrain.analysis.seed_contrast import (
+    PARTIAL,
     SCALE,
     contrast_cell,
     model_matrices,
@@ -29,7 +32,7 @@ from topotrain.config import DEFAULTS
 TARGET = "train_loss"
 CLAIMS = {"h0_total": "2", "np_mean": "3", "h1_total": "4"}  # feature -> the paper's table
 QUANTITY = "rho_{feature}_train_loss"
-VIEWS = {"clock": "seed_contrast", "scale": "seed_contrast_l2"}  # name -> contrast view
+CONDITIONS = {"clock": None, "scale": SCALE}  # name -> the column its contrast is partial on
 SESOI = DEFAULTS["analysis"]["sesoi"]  # Δ, the smallest effect of interest (docs/study.md)
 EFFECT = ["effect", "effect_ci_low", "effect_ci_high"]
 PRIMARY_COLUMNS = [
@@ -75,26 +78,32 @@ def claim_views(
     feature: str,
     target: str = TARGET,
     seed: int = 0,
+    views: dict[str, str | None] | None = None,
+    alternative: str = "greater",
 ) -> dict:
-    """Per view (clock, scale): the pooled contrast one-sided in the claimed signs (rho_, p_) and
-    its effect [equal-tailed 95 % interval] (effect_, effect_*_ci_low/high), over models given
-    as raw matrices (``model_matrices``) with their seed permutations; and the clock's number of
-    arrangements. The report's claims and the calibration suite both call this."""
+    """Per view (``views``: name → the column its contrast is partial on, None for the plain
+    one; default CONDITIONS, the clock and the scale): the pooled contrast, ``alternative`` in
+    the claimed signs (rho_, p_), and its effect [equal-tailed 95 % interval] (effect_,
+    effect_*_ci_low/high), over models given as raw matrices (``model_matrices``) with their
+    seed permutations; and the first view's number of arrangements and note. The report's
+    claims, the calibration suite and the confirmation on fresh seeds all call this."""
     out = {}
-    for name, view in VIEWS.items():
+    for i, (name, cond) in enumerate((views or CONDITIONS).items()):
+        view = PARTIAL if cond else "seed_contrast"
         nulls = [
-            contrast_cell(m, feature, target, view, p)[1] for m, p in zip(mats, perms, strict=True)
+            contrast_cell(m, feature, target, view, p, cond)[1]
+            for m, p in zip(mats, perms, strict=True)
         ]
-        res = pooled_row(nulls, view, "greater", seed, signs)
+        res = pooled_row(nulls, view, alternative, seed, signs, cond)
         cells = [
-            effect_cell(m, feature, target, view, p, sign=s)
+            effect_cell(m, feature, target, view, p, cond, s)
             for m, p, s in zip(mats, perms, signs, strict=True)
         ]
         eff = effect_interval(cells, ALPHA, seed)
         out |= {f"rho_{name}": res["rho"], f"p_{name}": res["p"]}
         out |= {f"effect_{name}{c.removeprefix('effect')}": eff[c] for c in EFFECT}
-        if name == "clock":
-            out["arrangements"] = int(np.prod([len(n) for n in nulls]))
+        if i == 0:
+            out["arrangements"] = math.prod(len(n) for n in nulls)
             out["note"] = "; ".join(filter(None, [res["note"], eff["effect_note"]]))
     return out
 

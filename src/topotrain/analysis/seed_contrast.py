@@ -52,10 +52,11 @@ def seed_permutations(k: int, seed: int = 0) -> np.ndarray:
     """(P, k) permutations of k seed labels, the identity first: all k! up to EXACT_SEEDS, else
     the identity and MC_DRAWS uniform draws."""
     if k <= EXACT_SEEDS:
-        return np.array(list(itertools.permutations(range(k))), dtype=np.intp)
-    rng = np.random.default_rng(seed)
-    draws = np.argsort(rng.random((MC_DRAWS, k)), axis=1)
-    return np.vstack([np.arange(k), draws]).astype(np.intp)
+        perms = np.array(list(itertools.permutations(range(k))), dtype=np.intp)
+    else:
+        draws = np.argsort(np.random.default_rng(seed).random((MC_DRAWS, k)), axis=1)
+        perms = np.vstack([np.arange(k), draws]).astype(np.intp)
+    return np.asfortranarray(perms)  # column-major: _permuted_traces reads one position at a time
 
 
 def _centred_ranks(d: np.ndarray) -> np.ndarray:
@@ -91,7 +92,6 @@ def permutation_rhos(
     √((Σ X² − (Σ_i H[π(i), i])² / Σ Z²) Σ e_y²) (e_y ⟂ Z). The first row of perms is the
     identity; NaN everywhere when either side has nothing left.
     """
-    idx = np.arange(perms.shape[1])
     proj = np.zeros(len(perms))
     if dz is None:
         rx, ry = _centred_ranks(dx), _centred_ranks(dy)
@@ -101,13 +101,24 @@ def permutation_rhos(
         if not ss_z or not _residual(rx, rz).any():  # no scale, or the feature is linear in it
             return np.full(len(perms), np.nan)
         ry = _residual(ry, rz)
-        proj = (rx @ rz.T)[perms, idx].sum(axis=1) ** 2 / ss_z
+        proj = _permuted_traces(rx @ rz.T, perms) ** 2 / ss_z
     ss_x, ss_y = float((rx * rx).sum()), float((ry * ry).sum())
     if ss_x == 0 or ss_y == 0:
         return np.full(len(perms), np.nan)
-    num = (rx @ ry.T)[perms, idx].sum(axis=1)
+    num = _permuted_traces(rx @ ry.T, perms)
     with np.errstate(invalid="ignore", divide="ignore"):
         return num / np.sqrt(np.clip(ss_x - proj, 0.0, None) * ss_y)
+
+
+def _permuted_traces(g: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """Σ_i g[π(i), i] for every row π of ``perms``, one position i at a time (with
+    ``seed_permutations``' column-major perms, ten times faster than one fancy index over all of
+    them at 8 seeds)."""
+    columns = np.ascontiguousarray(g.T)
+    out = columns[0].take(perms[:, 0])
+    for i in range(1, perms.shape[1]):
+        out += columns[i].take(perms[:, i])
+    return out
 
 
 def permutation_p(null: np.ndarray, alternative: str, exact: bool = True) -> float:
@@ -145,10 +156,17 @@ def pooled_null(
         for n in scaled:
             total = (total[:, None] + n[None, :]).ravel()
         return total / len(nulls), True
-    rng = np.random.default_rng(seed)
-    draws = sum(n[rng.integers(0, len(n), MC_DRAWS)] for n in scaled)
+    draws = sum(n[i] for n, i in zip(scaled, mc_draws([len(n) for n in nulls], seed), strict=True))
     observed = sum(n[0] for n in scaled)
     return np.concatenate([[observed], draws]) / len(nulls), False
+
+
+def mc_draws(sizes: list[int], seed: int = 0) -> list[np.ndarray]:
+    """The Monte Carlo pooled null's draws: MC_DRAWS indices into each model's null, model by
+    model from one generator seeded ``seed`` (``pooled_null``; ``seed_effect`` evaluates only
+    these permutations)."""
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, n, MC_DRAWS) for n in sizes]
 
 
 def model_matrices(rows: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:

@@ -118,6 +118,7 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
         problems += run_problems(name, entry, base_dir)
     if control_enabled(config):
         problems += control_problems(config["control"])
+    problems += confirm_problems(config)
     branches = (spine_enabled(config), config["runs"], pythia_enabled(config))
     if not any(branches) and not control_enabled(config):
         problems.append(
@@ -125,6 +126,33 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
         )
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+CONFIRM_SEEDS = {"seeds": ("spine", "seeds"), "control_seeds": ("control", "control.seeds")}
+
+
+def confirm_problems(config: dict) -> list[str]:
+    """The confirmation's rules (confirm:): a branch's confirmation seeds are at least 2 and none
+    of its discovery seeds; a named hypothesis belongs to a branch with confirmation seeds."""
+    confirm, problems = config["confirm"], []
+    discovery = {"seeds": config["seeds"], "control_seeds": config["control"]["seeds"]}
+    for key, (_, name) in CONFIRM_SEEDS.items():
+        seeds = confirm[key]
+        if seeds and len(seeds) < 2:
+            problems.append(f"confirm.{key}={seeds}: at least 2 seeds (a between-seed contrast)")
+        if shared := sorted(set(seeds) & set(discovery[key])):
+            problems.append(
+                f"confirm.{key}: seeds {shared} are also discovery seeds ({name}); "
+                "confirmation needs fresh seeds"
+            )
+    for i, named in enumerate(confirm["hypotheses"]):
+        key = next(k for k, (branch, _) in CONFIRM_SEEDS.items() if branch == named["branch"])
+        if not confirm[key]:
+            problems.append(
+                f"confirm.hypotheses[{i}] ({named['feature']}): branch {named['branch']} has no "
+                f"confirmation seeds (confirm.{key} is empty)"
+            )
+    return problems
 
 
 def control_enabled(config: dict) -> bool:

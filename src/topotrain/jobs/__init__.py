@@ -2,8 +2,8 @@
 
 ``workflow/scripts/*.py`` unpack the ``snakemake`` object and call exactly one of these. Imports are
 local so that a job loads only what it needs (the topology job must never import torch): the spine's
-jobs (``jobs.spine``), the analysis (``jobs.analysis``), the Pythia branch (``jobs.pythia``) and the
-user's own runs (``jobs.runs``).
+jobs (``jobs.spine``), the analysis (``jobs.analysis``), the Pythia branch (``jobs.pythia``), the
+user's own runs (``jobs.runs``) and the confirmation on fresh seeds (``jobs.confirm``).
 """
 
 from topotrain.jobs.analysis import (
@@ -14,6 +14,7 @@ from topotrain.jobs.analysis import (
     layer_types_job,
     models_table_job,
     phase_transitions_job,
+    power_job,
     predict_final_loss_job,
     replication_job,
     report_markdown_job,
@@ -21,6 +22,12 @@ from topotrain.jobs.analysis import (
     stopping_rules_job,
     training_figures_job,
     velocity_job,
+)
+from topotrain.jobs.confirm import (
+    confirm_features_job,
+    confirmation_job,
+    control_confirm_features_job,
+    hypotheses_job,
 )
 from topotrain.jobs.control import (
     control_analysis_job,
@@ -63,6 +70,10 @@ __all__ = [
     "train_control_job",
     "control_features_job",
     "control_analysis_job",
+    "confirm_features_job",
+    "control_confirm_features_job",
+    "hypotheses_job",
+    "confirmation_job",
     "prepare_corpus_job",
     "train_model_job",
     "weight_topology_job",
@@ -74,6 +85,7 @@ __all__ = [
     "calibration_job",
     "scaling_fits_job",
     "predict_final_loss_job",
+    "power_job",
     "phase_transitions_job",
     "stopping_rules_job",
     "velocity_job",

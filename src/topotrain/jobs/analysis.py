@@ -171,6 +171,26 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
         _tables(out, "np_variance", wvar, "NP against its layers' normalised weight variance")
 
 
+def power_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+    """Power of each primary claim at Δ and its 80 % minimal detectable effect, for the design
+    the feature table holds (models, seeds, checkpoints) and noise fitted to its deviations, from
+    the calibration simulator (cached by design in ``params["cache"]``)."""
+    import pandas as pd
+
+    from topotrain.analysis.power_design import study_power
+    from topotrain.analysis.verdicts import read_paper_values
+
+    table = study_power(
+        pd.read_parquet(inputs["features"]),
+        read_paper_values(inputs["paper"]),
+        sesoi=params["sesoi"],
+        n_sim=params["simulations"],
+        seed=params["seed"],
+        cache=params["cache"],
+    )
+    _tables(out, "power", table, "Power of the primary claims at Δ, for the design that was run")
+
+
 def models_table_job(table: str, out: dict[str, str]) -> None:
     """The models table: architecture, parameters, final losses."""
     import pandas as pd
@@ -227,13 +247,15 @@ def report_markdown_job(
     line, the replication verdicts (a rule id per row, the rules listed once), findings from the
     CSV tables, then every other Markdown table explained, then each run's section
     (``tables["runs"]``). ``tables["calibration_csv"]``, when given, supplies the false-positive
-    rates the bottom line quotes (else the ones docs/calibration.md reports)."""
+    rates the bottom line quotes (else the ones docs/calibration.md reports); ``power_csv`` each
+    primary claim's power at Δ."""
     import pandas as pd
 
     from topotrain.analysis.replication import RULES
     from topotrain.analysis.stats import ALPHA
     from topotrain.io import atomic_write_text
     from topotrain.report.bottom_line import bottom_line, replication_section, to_html
+    from topotrain.report.confirm import confirm_sections
     from topotrain.report.control import control_section
     from topotrain.report.markdown import SECTIONS, Body, assemble_report, findings
 
@@ -249,7 +271,8 @@ def report_markdown_job(
         summary = pd.read_csv(summary) if summary else None
         calibration = tables.get("calibration_csv")  # only when make calibrate has written it
         calibration = pd.read_csv(calibration) if calibration else None
-        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration)
+        power = pd.read_csv(tables["power_csv"]) if "power_csv" in tables else None
+        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power)
         bodies["replication"] = Body(replication_section(rep, RULES))
     if "control_csv" in tables:  # the positive control, before the replication table
         primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
@@ -262,7 +285,9 @@ def report_markdown_job(
         if k in SECTIONS
     ]
     lead = int("control" in tables) + int("replication" in tables)
-    assemble_report(sections, out, preface, lead, runs, top, provenance)
+    confirmed = confirm_sections(tables)  # "Confirmed on fresh seeds" (when confirm: is on)
+    sections[lead:lead] = confirmed
+    assemble_report(sections, out, preface, lead + len(confirmed), runs, top, provenance)
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
         text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
         atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))

@@ -38,18 +38,26 @@ def control_features_job(
     )
 
 
-def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
-    """Every seed's features → the features table, the per-feature, per-seed and verdict tables
-    and the per-seed curves figure."""
+def control_frame(tables: list[str]):
+    """The seeds' feature tables (``control_features_job``) in one frame, every seed trained
+    with the same numerics (``check_seed_numerics``)."""
     import pandas as pd
 
-    from topotrain.analysis.grokking import FEATURES, feature_table, seed_table, verdicts
     from topotrain.analysis.numerics import check_seed_numerics
-    from topotrain.io import atomic_write_all
-    from topotrain.report.control import control_curves
 
     df = pd.concat([pd.read_parquet(t) for t in tables], ignore_index=True)
     check_seed_numerics(df)
+    return df
+
+
+def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
+    """Every seed's features → the features table, the per-feature, per-seed and verdict tables
+    and the per-seed curves figure."""
+    from topotrain.analysis.grokking import FEATURES, feature_table, seed_table, verdicts
+    from topotrain.io import atomic_write_all
+    from topotrain.report.control import control_curves
+
+    df = control_frame(tables)
     features = [f for f in FEATURES if f in df]
     seeds = seed_table(df, features)
     table = feature_table(df, seeds, features)

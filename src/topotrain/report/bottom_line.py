@@ -86,6 +86,31 @@ def effect_phrase(name: str, row) -> str:
     )
 
 
+def power_sentence(power: pd.DataFrame | None) -> str:
+    """One sentence per claim of power.csv: 'TP0: power at Δ = 0.1 is 0.53 [MC 0.50, 0.56]; 80 %
+    power needs β ≥ 0.14 (5 models × 3 seeds × 51 checkpoints; simulator's model).' The design's
+    power, fixed before the data (never at the observed effect)."""
+    if power is None or power.empty:
+        return ""
+    parts = []
+    for row in power.itertuples(index=False):
+        name = NAMES.get(row.feature, row.feature)
+        if not np.isfinite(row.power_at_sesoi):
+            parts.append(f"{name}: {row.note}.")
+            continue
+        need = (
+            f"80 % power needs β ≥ {row.mde_80:.2f}"
+            if np.isfinite(row.mde_80)
+            else "80 % power is not reached at any β ≤ 1"
+        )
+        parts.append(
+            f"{name}: power at Δ = {row.sesoi:g} is {row.power_at_sesoi:.2f} [MC "
+            f"{row.power_mc_low:.2f}, {row.power_mc_high:.2f}]; {need} ({row.models:.0f} models × "
+            f"{row.seeds:.0f} seeds × {row.checkpoints:.0f} checkpoints; simulator's model)."
+        )
+    return " ".join(parts)
+
+
 def study_seeds(summary: pd.DataFrame) -> int:
     """Seeds per model in associations_summary.csv (the smallest over models: pooled rows hold
     none)."""
@@ -122,9 +147,11 @@ def bottom_line(
     primary: pd.DataFrame | None = None,
     summary: pd.DataFrame | None = None,
     calibration: pd.DataFrame | None = None,
+    power: pd.DataFrame | None = None,
 ) -> str:
     """Markdown: per question, its verdict counts and each claim's numbers in one line
-    (``calibration``: the rows of calibration.csv, when the study has one)."""
+    (``calibration``: the rows of calibration.csv, when the study has one; ``power``: power.csv,
+    one sentence per primary claim)."""
     rep = with_rule_ids(replication, rules)
     lines = ["## Bottom line\n"]
     for question, ids in QUESTIONS.items():
@@ -141,7 +168,11 @@ def bottom_line(
                 f"{format_cell(r.ours)}{interval} ({r.rule}; {r.note})"
             )
         if "t2" in ids:
-            extra = (primary_sentence(primary, alpha), beats_sentence(summary, alpha, calibration))
+            extra = (
+                primary_sentence(primary, alpha),
+                power_sentence(power),
+                beats_sentence(summary, alpha, calibration),
+            )
             lines += [s for s in extra if s]
         lines.append("")
     if len(lines) == 1:

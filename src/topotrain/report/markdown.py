@@ -198,11 +198,12 @@ SECTIONS = {
         "Replication of the paper's claims",
         "One row per claim of the paper (Tables 1–8): its value, ours (mean over seeds with an "
         "across-seed interval where the rule uses one) and a verdict computed by the rule whose id "
-        "is in the `rule` column (the rules are listed once below the table) — reproduced, not "
-        "reproduced, inconclusive (including: cannot be measured), artefact (the paper's sign "
-        "that the primary between-seed test does not carry beyond the clock and the scale, a "
-        "trend the clock or the L2 norm shows as strongly, a prediction gain a control or placebo "
-        "matches) or not evaluated (model, fit or input table absent). The TP0, NP and TP1 rows "
+        "is in the `rule` column (the rules are listed once below the table) — reproduced (below "
+        "Δ when the effect is also shown small), not reproduced, inconclusive (including: cannot "
+        "be measured, or neither rejected nor shown small), artefact (an effect beyond the clock "
+        "and the scale shown below Δ, a trend the clock or the L2 norm shows as strongly, a gain "
+        "a control or placebo matches) or not evaluated (model, fit or input table absent). The "
+        "TP0, NP and TP1 rows "
         "use the pre-registered primary family (`tables/primary.csv`); every other p-value in "
         "this report is exploratory.",
     ),

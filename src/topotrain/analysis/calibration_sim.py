@@ -1,0 +1,129 @@
+"""The calibration suite's simulator: runs that look like training, with a known answer.
+
+A run has ``N_CHECKPOINTS`` checkpoints (steps 0, 100, …, 5000 as in the study), a loss y, an L2
+norm l and one or more features x; studies group ``N_MODELS`` models × k seeds (the seeds of a
+model share the trends and differ by noise). Every feature of a run shares its y and l (the
+primary family's three claims are three features of the same runs) and draws its own noise.
+
+Nulls (NULLS, x carries none of y's fluctuation): independent random walks; a decelerating function
+of the step plus iid, AR(0.8) or AR(0.95) noise; an almost monotone pair (|raw ρ| ≈ 0.99); x a
+function of the L2 norm, whose fluctuation y shares (a null of the scale only); x tracking y's
+fluctuation with the sign opposite to the raw ρ (a null of the sign-aware flags only). Signals
+(SIGNALS): x carries a share r of y's own fluctuation around its trend, for r in EFFECTS. The
+effect scenarios (EFFECT_SCENARIOS) test the effect's interval where the simulator's β is known:
+``decay_r<r>``, AR(0.8) noise whose sd shrinks as e^(−t/DECAY) (deviations shrink with the step),
+and ``spread_r<r>``, the share differing across models (r + SPREAD, mean r).
+
+The effect β (``seed_effect``) equals the planted share r under this simulator's model
+(``true_effect``): that link is the simulator's, not a law.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from topotrain.config import DEFAULTS
+
+N_CHECKPOINTS, N_MODELS, STEP = 51, 5, 100
+NOISE = 0.05  # sd of the feature's and the loss's fluctuation around their trends
+EFFECTS = (0.05, 0.1, 0.2, 0.4)  # planted: share r of the loss's fluctuation in the feature's
+SESOI = DEFAULTS["analysis"]["sesoi"]  # Δ: the effect scenarios are planted at it
+DECAY = 2000.0  # steps: the decay scenarios' noise sd falls as e^(−t/DECAY) (0.08 at step 5000)
+SPREAD = (-0.2, -0.1, 0.0, 0.1, 0.2)  # model m's share is r + SPREAD[m mod N_MODELS]
+OPPOSITE = -0.7 / np.sqrt(0.98)  # opposite_sign's β: x = −0.7·u + 0.7·e against y = u
+NULLS = (
+    "random_walk",
+    "decel_iid",
+    "decel_ar08",
+    "decel_ar095",
+    "near_monotone",
+    "l2_function",
+    "opposite_sign",
+)
+SIGNALS = tuple(f"signal_r{r:g}" for r in EFFECTS)
+EFFECT_SCENARIOS = ("decay_r0", f"decay_r{SESOI:g}", f"spread_r{SESOI:g}")
+
+
+def _ar(rng: np.random.Generator, phi: float, shape: tuple[int, ...]) -> np.ndarray:
+    """Stationary AR(φ) series along the last axis with marginal sd NOISE (φ = 0: iid)."""
+    e = rng.normal(0.0, NOISE * np.sqrt(1 - phi**2), shape)
+    out = np.empty(shape)
+    out[..., 0] = rng.normal(0.0, NOISE, shape[:-1])
+    for i in range(1, shape[-1]):
+        out[..., i] = phi * out[..., i - 1] + e[..., i]
+    return out
+
+
+def _trends(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Feature, loss and L2 trends: −log1p(t/100), 2 + 3·e^(−t/800), 1 + 0.3·log1p(t/500)."""
+    return -np.log1p(t / 100), 2 + 3 * np.exp(-t / 800), 1 + 0.3 * np.log1p(t / 500)
+
+
+def share(name: str, models: int = N_MODELS) -> np.ndarray | float:
+    """The planted share r of scenario ``name`` (0 for the nulls); ``spread_r<r>``: per model,
+    r + SPREAD[m mod N_MODELS] for ``models`` models, shaped (models, 1, 1)."""
+    if not name.startswith(("signal_r", "decay_r", "spread_r")):
+        return 0.0
+    r = float(name.split("_r", 1)[1])
+    if name.startswith("spread"):
+        offsets = np.resize(np.asarray(SPREAD), models)
+        return (r + offsets)[:, None, None]
+    return r
+
+
+def is_signal(name: str) -> bool:
+    """Whether x carries a planted share of y's fluctuation (a power row, not a null)."""
+    return bool(np.any(np.asarray(share(name)) != 0)) and name not in NULLS
+
+
+def true_effect(name: str, view: str) -> float | None:
+    """β of scenario ``name`` in ``view`` (clock or scale) where the simulator fixes it: the mean
+    planted share, 0 on the nulls, −0.7/√0.98 on opposite_sign; None for l2_function's clock (x
+    and y share the norm's fluctuation there: β is the simulator's accident, not a known value)."""
+    if name == "l2_function":
+        return 0.0 if view == "scale" else None
+    if name == "opposite_sign":
+        return float(OPPOSITE)
+    return float(np.mean(share(name)))
+
+
+def _loss_and_rule(
+    name: str, rng: np.random.Generator, full: tuple[int, ...], t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, Callable[[], np.ndarray]]:
+    """(y, l, draw_x) of one scenario: the loss, the norm and a rule drawing one feature of the
+    same runs with fresh noise."""
+    fx, fy, fl = _trends(t)
+    if name == "random_walk":
+        y, norm = (np.cumsum(rng.normal(0, NOISE, full), axis=-1) for _ in range(2))
+        return y, norm + 1, lambda: np.cumsum(rng.normal(0, NOISE, full), axis=-1)
+    phi = {"ar08": 0.8, "ar095": 0.95}.get(name.rsplit("_", 1)[-1], 0.0)
+    phi = 0.8 if name.startswith("decay") else phi
+    scale = np.exp(-t / DECAY) if name.startswith("decay") else 1.0
+    u, w = scale * _ar(rng, phi, full), scale * _ar(rng, 0.8, full) / 5
+
+    def noise() -> np.ndarray:
+        return scale * _ar(rng, phi, full)
+
+    if name == "near_monotone":  # tiny noise: raw ρ(x, y) ≈ −0.99
+        return fy + u / 10, fl + w, lambda: -fx + noise() / 10
+    if name == "l2_function":  # x a function of the norm, y shares the norm's fluctuation
+        return fy + 2 * w + u, fl + w, lambda: 2 * (fl + w) + noise() / 5
+    if name == "opposite_sign":  # trend ρ > 0, fluctuations anti-correlated
+        return fy + u, fl + w, lambda: fx - 0.7 * u + 0.7 * noise()
+    r = share(name, full[0])
+    return fy + u, fl + w, lambda: fx + r * u + np.sqrt(1 - r**2) * noise()
+
+
+def simulate(
+    name: str, rng: np.random.Generator, shape: tuple[int, int], features: int = 1
+) -> dict[str, np.ndarray]:
+    """x, y, l of shape (models, seeds, checkpoints) for scenario ``name`` (NULLS, SIGNALS,
+    EFFECT_SCENARIOS or any ``signal_r<r>``); ``features`` > 1 adds x_2 … x_<features>, further
+    features of the same runs (same y and l, fresh noise)."""
+    full = (*shape, N_CHECKPOINTS)
+    t = np.arange(N_CHECKPOINTS) * float(STEP)
+    y, norm, draw_x = _loss_and_rule(name, rng, full, t)
+    out = {"x": draw_x(), "y": y, "l": norm}
+    return out | {f"x_{j}": draw_x() for j in range(2, features + 1)}

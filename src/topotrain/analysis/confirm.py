@@ -1,0 +1,269 @@
+"""Discovery, then confirmation on fresh seeds: the exploratory hits, frozen, then tested once.
+
+Discovery (``hypotheses_table``) reads only the discovery seeds' feature table. A **hit** is a
+(feature, target) cell whose plain between-seed contrast and every partial view its branch reports
+(the GPT study: the scale ``l2_norm_mean``; the control: the weight norm and the Fourier measure)
+have two-sided p < α, pooled over models with signs +1 (as ``associations``), all of one sign; a
+view partial on the feature itself does not exist and is left out. That sign is **frozen**. Named
+hypotheses (``confirm.hypotheses``) come with their own sign. Each row keeps, per view and in the
+frozen sign (ρ > 0 and effect > 0: the frozen direction), the discovery ρ, two-sided p and effect
+[95 % interval] (``seed_effect``), the discovery seeds and the sha256 of the discovery table.
+
+Confirmation (``confirmation_table``) reads those rows and the confirmation seeds' table only,
+and tests exactly those rows as one family: per view the pooled contrast one-sided in the frozen
+sign; p = the largest over the views (intersection–union: every view must hold);
+Benjamini–Hochberg over the family; every view's effect [95 % interval]; the verdict of
+``decide_claim`` at Δ (and Δ/2, 2Δ) from the upper ends of the clock's and the scale's (the
+control: the norm's) intervals; beside it the discovery effect of the view whose p is the row's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from topotrain.analysis import associations, grokking
+from topotrain.analysis.primary import EFFECT, claim_views
+from topotrain.analysis.seed_contrast import SCALE, model_matrices, seed_permutations
+from topotrain.analysis.stats import ALPHA, benjamini_hochberg
+from topotrain.analysis.verdicts import decide_claim
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A study's confirmation design: targets, views (name → the column the contrast is partial
+    on, None for the plain one; the first is the clock), the views whose upper ends can show an
+    effect small ("artefact", Bonferroni over two), and its candidate features."""
+
+    name: str
+    targets: tuple[str, ...]
+    views: dict[str, str | None]
+    equivalence: tuple[str, str]
+    features: Callable[[pd.DataFrame], list[str]]
+
+
+BRANCHES = {
+    "spine": Branch(
+        "spine",
+        tuple(associations.TARGETS),
+        {"clock": None, "scale": SCALE},
+        ("clock", "scale"),
+        lambda df: [f for f, _ in associations.feature_kinds(df) if f in df],
+    ),
+    "control": Branch(
+        "control",
+        (grokking.TARGET,),
+        {"clock": None, "norm": grokking.NORM, "fourier": grokking.FOURIER},
+        ("clock", "norm"),
+        lambda df: [f for f in grokking.FEATURES if f in df],
+    ),
+}
+HEAD = ["branch", "feature", "target", "sign", "source"]
+SCREEN = ["feature", "target", "hit", "sign"]  # then rho_ and p_ per view
+TAIL = ["arrangements", "seeds", "models", "discovery_table_sha256"]
+
+
+def view_columns(branch: Branch) -> list[str]:
+    """rho_, p_, effect_, effect_*_ci_low/high per view of ``branch``."""
+    out = []
+    for v in branch.views:
+        out += [f"rho_{v}", f"p_{v}", f"effect_{v}", f"effect_{v}_ci_low", f"effect_{v}_ci_high"]
+    return out
+
+
+def hypotheses_columns(branch: Branch) -> list[str]:
+    return [*HEAD, *view_columns(branch), *TAIL, "note"]
+
+
+def feature_views(branch: Branch, feature: str) -> dict[str, str | None]:
+    """The branch's views of ``feature``: a view partial on the feature itself does not exist."""
+    return {name: cond for name, cond in branch.views.items() if cond != feature}
+
+
+def left_out(branch: Branch, feature: str) -> str:
+    gone = [name for name in branch.views if name not in feature_views(branch, feature)]
+    return f"view {', '.join(gone)} left out: partial on the feature itself" if gone else ""
+
+
+@dataclass(frozen=True)
+class Design:
+    """One side's models: their raw matrices and seed permutations, the seeds and model names."""
+
+    mats: list[dict[str, np.ndarray]]
+    perms: list[np.ndarray]
+    seeds: list[int]
+    models: list[str]
+
+    def test(
+        self, feature: str, target: str, views: dict, sign: float, alternative: str, seed: int
+    ) -> dict:
+        """``primary.claim_views`` of one cell over every model, every model in ``sign``."""
+        signs = [float(sign)] * len(self.mats)
+        return claim_views(self.mats, self.perms, signs, feature, target, seed, views, alternative)
+
+
+def design(df: pd.DataFrame, columns: Sequence[str], seed: int = 0) -> Design:
+    """The Design of a feature table (one row per model, seed and checkpoint)."""
+    groups = [g for _, g in df.groupby("model", sort=True)]
+    cols = [c for c in dict.fromkeys(columns) if c in df]
+    return Design(
+        [model_matrices(g, cols) for g in groups],
+        [seed_permutations(g["seed"].nunique(), seed) for g in groups],
+        sorted(int(s) for s in df["seed"].unique()),
+        [str(g["model"].iloc[0]) for g in groups],
+    )
+
+
+def is_hit(row: dict, views: Sequence[str], alpha: float = ALPHA) -> bool:
+    """Every view's two-sided p < alpha and every view's ρ of one sign (NaN: no hit)."""
+    p = np.array([row[f"p_{v}"] for v in views], float)
+    rho = np.array([row[f"rho_{v}"] for v in views], float)
+    return bool((p < alpha).all() and ((rho > 0).all() or (rho < 0).all()))
+
+
+def discovery_screen(
+    df: pd.DataFrame, branch: Branch, alpha: float = ALPHA, seed: int = 0
+) -> pd.DataFrame:
+    """One row per candidate (feature, target) of the branch in ``df``: rho_ and two-sided p_ per
+    view (signs +1, pooled over models), ``hit`` (``is_hit``) and the sign a hit freezes."""
+    features = branch.features(df)
+    side = design(df, [*features, *branch.targets, *filter(None, branch.views.values())], seed)
+    rows = []
+    for feature, target in itertools.product(features, branch.targets):
+        if target not in df or feature == target:
+            continue
+        views = feature_views(branch, feature)
+        res = side.test(feature, target, views, 1.0, "two-sided", seed)
+        rho = res[f"rho_{next(iter(views))}"]
+        row = {"feature": feature, "target": target, "hit": is_hit(res, views, alpha)}
+        rows.append(row | {"sign": float(np.sign(rho)) if np.isfinite(rho) else np.nan} | res)
+    return pd.DataFrame(rows, columns=None if rows else SCREEN)
+
+
+def hypotheses_table(
+    df: pd.DataFrame,
+    branch: Branch,
+    named: Sequence[dict] = (),
+    sha256: str = "",
+    alpha: float = ALPHA,
+    seed: int = 0,
+    source: str = "the discovery feature table",
+) -> pd.DataFrame:
+    """hypotheses_columns(branch): the hits of ``discovery_screen``, then the named hypotheses
+    (a named cell that is also a hit keeps its named sign; the note says so), each with its
+    discovery ρ, two-sided p and effect [interval] per view in the frozen sign. Header only: no
+    hit and nothing named."""
+    for h in named:
+        if missing := [c for c in (h["feature"], h["target"]) if c not in df]:
+            raise ValueError(
+                f"confirm.hypotheses: {h['branch']} {h['feature']} ~ {h['target']}: {missing} "
+                f"not a column of {source}"
+            )
+    found = discovery_screen(df, branch, alpha, seed)
+    found = found[found["hit"].astype(bool)]
+    hits = {(f, t): s for f, t, s in found[["feature", "target", "sign"]].to_numpy()}
+    cells = {key: (sign, "hit", "") for key, sign in hits.items()}
+    for h in named:
+        key = (h["feature"], h["target"])
+        also = f"also a hit, sign {hits[key]:+.0f}" if key in hits else ""
+        cells[key] = (float(h["sign"]), "named", also)
+    columns = {c for f, t in cells for c in (f, t)} | set(filter(None, branch.views.values()))
+    side = design(df, sorted(columns), seed)
+    rows = []
+    for (feature, target), (sign, source, note) in cells.items():
+        views = feature_views(branch, feature)
+        res = side.test(feature, target, views, sign, "two-sided", seed)
+        note = "; ".join(filter(None, [res.pop("note"), left_out(branch, feature), note]))
+        rows.append(
+            {"branch": branch.name, "feature": feature, "target": target, "sign": int(sign)}
+            | {"source": source, **res, "note": note}
+        )
+    out = pd.DataFrame(rows, columns=hypotheses_columns(branch))
+    out["seeds"] = ";".join(map(str, side.seeds))
+    out["models"] = ";".join(side.models)
+    out["discovery_table_sha256"] = sha256
+    return out
+
+
+SUMMARY = ["view", "discovery_effect", "discovery_effect_ci_low", "discovery_effect_ci_high"]
+SUMMARY += [*EFFECT, "p", "p_bh", "rejected", "sesoi", "verdict"]
+SUMMARY += ["verdict_half_sesoi", "verdict_double_sesoi"]
+PROVENANCE = ["discovery_seeds", "discovery_table_sha256", "hypotheses_sha256"]
+
+
+def confirmation_columns(branch: Branch) -> list[str]:
+    return [*HEAD, *SUMMARY, *view_columns(branch), *TAIL[:-1], *PROVENANCE, "note"]
+
+
+def fresh_seeds(hypotheses: pd.DataFrame, df: pd.DataFrame) -> list[int]:
+    """The confirmation table's seeds; ValueError when one is among the discovery seeds."""
+    seeds = sorted(int(s) for s in df["seed"].unique())
+    found = {int(s) for text in hypotheses["seeds"].dropna() for s in str(text).split(";")}
+    if shared := sorted(found & set(seeds)):
+        raise ValueError(
+            f"seeds {shared} are both discovery and confirmation seeds: confirmation needs fresh "
+            "seeds (confirm.seeds / confirm.control_seeds)"
+        )
+    return seeds
+
+
+def confirmation_table(
+    hypotheses: pd.DataFrame,
+    df: pd.DataFrame,
+    branch: Branch,
+    sesoi: float,
+    hypotheses_sha256: str = "",
+    alpha: float = ALPHA,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """confirmation_columns(branch): one row per hypothesis, tested on ``df`` alone (module
+    docstring); rows whose cell cannot be measured keep p NaN, out of the family's BH."""
+    fresh_seeds(hypotheses, df)
+    cells = [tuple(x) for x in hypotheses[["feature", "target"]].to_numpy()]
+    columns = {c for cell in cells for c in cell} | set(filter(None, branch.views.values()))
+    side = design(df, sorted(columns), seed)
+    rows = [_confirm_row(h, branch, side, df, seed) for _, h in hypotheses.iterrows()]
+    out = pd.DataFrame(rows, columns=confirmation_columns(branch))
+    out["p_bh"] = benjamini_hochberg(out["p"].to_numpy(float))
+    out["rejected"] = out["p_bh"] < alpha
+    out["sesoi"] = sesoi
+    for column, delta in zip(SUMMARY[-3:], (sesoi, sesoi / 2, 2 * sesoi), strict=True):
+        out[column] = [_verdict(row, branch, delta) for _, row in out.iterrows()]
+    out["seeds"] = ";".join(map(str, side.seeds))
+    out["models"] = ";".join(side.models)
+    out["hypotheses_sha256"] = hypotheses_sha256
+    return out
+
+
+def _confirm_row(h: pd.Series, branch: Branch, side: Design, df: pd.DataFrame, seed: int):
+    """One hypothesis on the confirmation side: every view one-sided in its frozen sign."""
+    base = {c: h[c] for c in HEAD} | {"discovery_seeds": h["seeds"]}
+    base["discovery_table_sha256"] = h["discovery_table_sha256"]
+    missing = [c for c in (h["feature"], h["target"]) if c not in df]
+    if missing:
+        return base | {"note": f"{missing} not in the confirmation table: cannot be measured"}
+    views = feature_views(branch, h["feature"])
+    res = side.test(h["feature"], h["target"], views, h["sign"], "greater", seed)
+    ps = [res[f"p_{v}"] for v in views]
+    view = list(views)[int(np.argmax(ps))] if np.isfinite(ps).all() else next(iter(views))
+    effects = {c: res[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
+    found = {f"discovery_{c}": h[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
+    note = "; ".join(filter(None, [res.pop("note"), left_out(branch, h["feature"])]))
+    p = float(np.max(ps)) if np.isfinite(ps).all() else np.nan
+    return base | res | effects | found | {"view": view, "p": p, "note": note}
+
+
+def _verdict(row: pd.Series, branch: Branch, delta: float) -> str:
+    rejected = None if pd.isna(row["p"]) else bool(row["rejected"])
+    uppers = [row[f"effect_{v}_ci_high"] for v in branch.equivalence]
+    return decide_claim(rejected, uppers, delta)
+
+
+def read_hypotheses(path: str) -> pd.DataFrame:
+    """hypotheses.csv as written (the seeds and the hash as text; header only: no rows)."""
+    text = {"seeds": str, "models": str, "discovery_table_sha256": str, "note": str}
+    return pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])

@@ -1,0 +1,81 @@
+"""Jobs of the confirmation on fresh seeds: the confirmation seeds' feature tables, the frozen
+hypotheses (discovery side only) and their test on the confirmation side only."""
+
+from __future__ import annotations
+
+from topotrain.jobs.common import log
+
+
+def confirm_features_job(
+    records: list[str],
+    logs: list[str],
+    params: dict,
+    out: dict[str, str],
+    series: list[str] | None = None,
+    gradients: list[str] | None = None,
+) -> None:
+    """The GPT study's confirmation seeds in feature tables of their own, built as the discovery
+    seeds' are (``aggregate_features_job``)."""
+    from topotrain.jobs.spine import aggregate_features_job
+
+    aggregate_features_job(records, logs, params, out, series, gradients)
+
+
+def control_confirm_features_job(tables: list[str], out: dict[str, str]) -> None:
+    """The control's confirmation seeds (one feature table per seed) in one table."""
+    from topotrain.io import atomic_write
+    from topotrain.jobs.control import control_frame
+
+    df = control_frame(tables)
+    atomic_write(out["table"], lambda fh: df.to_parquet(fh, index=False))
+    log.info("confirmation: %d control seeds in %s", df["seed"].nunique(), out["table"])
+
+
+def hypotheses_job(table: str, params: dict, out: dict[str, str]) -> None:
+    """The branch's hits on the discovery seeds' table and its named hypotheses, frozen with the
+    table's sha256 (``analysis.confirm.hypotheses_table``); reads nothing else."""
+    import pandas as pd
+
+    from topotrain.analysis.confirm import BRANCHES, hypotheses_table
+    from topotrain.analysis.numerics import check_seed_numerics
+    from topotrain.io import atomic_write_text
+    from topotrain.sources.hub_files import file_sha256
+
+    df = pd.read_parquet(table)
+    check_seed_numerics(df)
+    sha256 = file_sha256(table)
+    branch = BRANCHES[params["branch"]]
+    hyps = hypotheses_table(df, branch, params["named"], sha256, seed=params["seed"], source=table)
+    atomic_write_text(out["hypotheses"], hyps.to_csv(index=False))
+    log.info(
+        "hypotheses (%s): %d hits, %d named, discovery table %s sha256 %s",
+        branch.name,
+        (hyps["source"] == "hit").sum(),
+        (hyps["source"] == "named").sum(),
+        table,
+        sha256,
+    )
+
+
+def confirmation_job(hypotheses: str, table: str, params: dict, out: dict[str, str]) -> None:
+    """The frozen hypotheses tested as one family on the confirmation seeds' table
+    (``analysis.confirm.confirmation_table``); the discovery table is never read."""
+    import pandas as pd
+
+    from topotrain.analysis.confirm import BRANCHES, confirmation_table, read_hypotheses
+    from topotrain.analysis.numerics import check_seed_numerics
+    from topotrain.io import atomic_write_text
+    from topotrain.sources.hub_files import file_sha256
+
+    hyps = read_hypotheses(hypotheses)
+    df = pd.read_parquet(table)
+    check_seed_numerics(df)
+    branch = BRANCHES[params["branch"]]
+    try:
+        conf = confirmation_table(
+            hyps, df, branch, params["sesoi"], file_sha256(hypotheses), seed=params["seed"]
+        )
+    except ValueError as err:
+        raise ValueError(f"{table} against {hypotheses}: {err}") from err
+    atomic_write_text(out["confirmation"], conf.to_csv(index=False))
+    log.info("confirmation (%s): %s", branch.name, conf["verdict"].value_counts().to_dict())

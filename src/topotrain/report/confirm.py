@@ -1,0 +1,91 @@
+"""The report's section "Confirmed on fresh seeds": per confirmed branch, the hypotheses frozen on
+the discovery seeds and their test on the confirmation seeds, the two effects side by side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from topotrain.report.markdown import Body, format_cell, to_markdown
+
+HEADING = "Confirmed on fresh seeds"
+TEXT = (
+    "An exploratory hit is a hypothesis. Each branch with confirmation seeds (config `confirm:`) "
+    "freezes its hits on the discovery seeds (cells whose plain between-seed contrast and every "
+    "partial view, the scale and for the control also the Fourier measure, have two-sided p < "
+    "0.05 with one sign) and the named `confirm.hypotheses` in `tables/<branch>_hypotheses.csv`, "
+    "with the sha256 of the discovery feature table, before the confirmation seeds' table is "
+    "read; then it tests exactly those on seeds discovery never saw, as one family: per view "
+    "one-sided in the frozen sign, p the largest over the views, Benjamini–Hochberg over the "
+    "family (`tables/<branch>_confirmation.csv`). Verdicts by the primary family's rule at Δ: "
+    "*reproduced* (confirmed) when the family rejects, *artefact* when the clock's or the "
+    "scale's 95 % interval lies below Δ, *inconclusive* otherwise. Effects: the slope of the "
+    "standardised seed deviations, in the frozen sign, with 95 % intervals, for the view whose "
+    "p is the row's; discovery beside confirmation."
+)
+BRANCHES = {"control": "Positive control (grokking)", "spine": "GPT study"}
+NOTHING = "No hit on the discovery seeds: nothing to confirm."
+
+
+def seed_list(text) -> str:
+    """'0;1;2;3' → '0–3'; other lists comma-separated; '' for none."""
+    seeds = sorted(int(s) for s in str(text).split(";") if s.strip()) if pd.notna(text) else []
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def with_interval(effect: float, low: float, high: float) -> str:
+    """'0.42 [0.21, 0.6]', the effect alone without an interval, '–' without an effect."""
+    if not np.isfinite(effect):
+        return "–"
+    text = format_cell(float(effect), 2)
+    if np.isfinite(low) or np.isfinite(high):
+        text += f" [{format_cell(float(low), 2)}, {format_cell(float(high), 2)}]"
+    return text
+
+
+def confirmation_view(conf: pd.DataFrame) -> pd.DataFrame:
+    """The report's columns of a confirmation table: discovery and confirmation effects side by
+    side, p, p_bh and the verdicts at Δ, Δ/2, 2Δ."""
+    found = ["discovery_effect", "discovery_effect_ci_low", "discovery_effect_ci_high"]
+    again = ["effect", "effect_ci_low", "effect_ci_high"]
+    out = conf[["feature", "target", "sign", "source", "view"]].copy()
+    out["sign"] = [f"{int(s):+d}" for s in conf["sign"]]
+    out["discovery effect [95 %]"] = [with_interval(*r) for r in conf[found].to_numpy(float)]
+    out["confirmation effect [95 %]"] = [with_interval(*r) for r in conf[again].to_numpy(float)]
+    out["p"], out["p_bh"] = conf["p"].astype(float), conf["p_bh"].astype(float)
+    out["verdict"] = conf["verdict"]
+    out["at Δ/2"], out["at 2Δ"] = conf["verdict_half_sesoi"], conf["verdict_double_sesoi"]
+    return out
+
+
+def branch_body(conf: pd.DataFrame) -> str:
+    """One branch's part: what was frozen and from what, what the fresh seeds say, the table."""
+    if conf.empty:
+        return NOTHING + "\n"
+    first = conf.iloc[0]
+    sources = conf["source"].value_counts()
+    verdicts = ", ".join(f"{n} {v}" for v, n in conf["verdict"].value_counts().items())
+    sha = str(first["discovery_table_sha256"])
+    hits, named = sources.get("hit", 0), sources.get("named", 0)
+    head = (
+        f"{len(conf)} {'hypothesis' if len(conf) == 1 else 'hypotheses'} ({hits} "
+        f"{'hit' if hits == 1 else 'hits'}, {named} named) frozen on seeds "
+        f"{seed_list(first['discovery_seeds'])} "
+        f"(discovery table sha256 `{sha[:16]}…`), tested on seeds {seed_list(first['seeds'])} "
+        f"at Δ = {format_cell(float(first['sesoi']))}: {verdicts}."
+    )
+    return "\n".join([head, "", to_markdown(confirmation_view(conf), digits=3)])
+
+
+def confirm_sections(tables: dict[str, str]) -> list[tuple[str, str, Body]]:
+    """[(HEADING, TEXT, body)] when a branch is confirmed (``<branch>_confirmation_csv`` among
+    the report's tables), else []."""
+    text = {c: str for c in ("seeds", "discovery_seeds", "discovery_table_sha256")}
+    parts = []
+    for branch, label in BRANCHES.items():
+        if f"{branch}_confirmation_csv" in tables:
+            conf = pd.read_csv(tables[f"{branch}_confirmation_csv"], dtype=text)
+            parts += [f"### {label}\n", branch_body(conf)]
+    return [(HEADING, TEXT, Body("\n".join(parts)))] if parts else []
