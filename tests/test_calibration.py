@@ -27,9 +27,10 @@ from topotrain.analysis.calibration_effect import (
     HIGH,
     LOW,
     effect_hits,
+    judge_effect,
     study_effects,
 )
-from topotrain.analysis.calibration_sim import SPREAD, true_effect
+from topotrain.analysis.calibration_sim import SPREAD, effect_scenarios, true_effect
 from topotrain.analysis.seed_contrast import SCALE, seed_permutations
 from topotrain.analysis.stats import ALPHA, spearman_rows
 
@@ -180,6 +181,28 @@ def test_effect_hits_count_each_end_against_the_known_beta():
     assert set(effect_hits(d, "l2_function")) == {LOW.format("scale"), HIGH.format("scale")} | {
         ARTEFACT_TEST
     }  # its clock's β is not known
+
+
+def test_the_study_delta_moves_the_artefact_rule_and_the_effect_scenarios():
+    # the same intervals judged at the study's own Δ: upper ends 0.2, 0.3, 0.08, 0.09 (clock)
+    # and 0.19, 0.25, 0.15, 0.3 (scale); "artefact" needs an upper end below Δ in a view
+    d = pd.DataFrame(
+        {
+            "effect_clock_ci_low": [0.0] * 4,
+            "effect_clock_ci_high": [0.2, 0.3, 0.08, 0.09],
+            "effect_scale_ci_low": [0.0] * 4,
+            "effect_scale_ci_high": [0.19, 0.25, 0.15, 0.3],
+        }
+    )
+    assert effect_hits(d, "decay_r0", 0.05)[ARTEFACT_TEST].tolist() == [False] * 4
+    assert effect_hits(d, "decay_r0", 0.195)[ARTEFACT_TEST].tolist() == [True, False, True, True]
+    assert effect_scenarios(0.2) == ("decay_r0", "decay_r0.2", "spread_r0.2")
+    assert effect_scenarios() == EFFECT_SCENARIOS
+    # β = 0.1 is "small" (the rule's power) at Δ 0.2, a null (its false-positive rate) at Δ 0.1
+    assert judge_effect(ARTEFACT_TEST, "decay_r0.1", 0.2) == ("power", ALPHA, False)
+    assert judge_effect(ARTEFACT_TEST, "decay_r0.1", 0.1) == ("false-positive rate", ALPHA, True)
+    row = _rows({ARTEFACT_TEST: np.zeros(10, bool)}, "decay_r0.1", 3, 0.2)[0]
+    assert row["measures"] == "power"
 
 
 def test_table_rows_judge_nulls_effects_and_report_power():

@@ -68,6 +68,7 @@ rule calibration:
         calibration=config["analysis"]["calibration"],
         n_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["analysis"]["bootstrap_seed"],
+        sesoi=config["analysis"]["sesoi"],
     script:
         "../scripts/calibration.py"
 

@@ -38,8 +38,10 @@ from topotrain.analysis.calibration_sim import (  # noqa: F401 - the simulator's
     N_MODELS,
     NOISE,
     NULLS,
+    SESOI,
     SIGNALS,
     STEP,
+    effect_scenarios,
     is_signal,
     simulate,
 )
@@ -192,7 +194,12 @@ def _contrast_study(
 
 
 def _contrast_draws(
-    name: str, n_sim: int, k: int, seed: int, n_effects: int | None = None
+    name: str,
+    n_sim: int,
+    k: int,
+    seed: int,
+    n_effects: int | None = None,
+    sesoi: float = SESOI,
 ) -> dict[str, np.ndarray]:
     """Between-seed tests' "yes" over n_sim simulated studies of N_MODELS models × k seeds, and
     the effect rows over the first ``n_effects`` of them (default ``effect_draws(n_sim, k)``)."""
@@ -204,7 +211,7 @@ def _contrast_draws(
     perms = seed_permutations(k, seed)
     n_eff = effect_draws(n_sim, k) if n_effects is None else n_effects
     rows = pd.DataFrame([_contrast_study(sim, i, perms, i < n_eff) for i in range(n_sim)])
-    return _contrast_hits(rows) | (effect_hits(rows.iloc[:n_eff], name) if n_eff else {})
+    return _contrast_hits(rows) | (effect_hits(rows.iloc[:n_eff], name, sesoi) if n_eff else {})
 
 
 def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -229,20 +236,22 @@ def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
     return hits
 
 
-def _judge(test: str, name: str) -> tuple[str, float, bool] | None:
+def _judge(test: str, name: str, sesoi: float = SESOI) -> tuple[str, float, bool] | None:
     """(measures, nominal, is_null) of a (test, scenario) row, None where the row is not made
     (a null that is not the test's)."""
     if test in EFFECT_TESTS:
-        return judge_effect(test, name)
+        return judge_effect(test, name, sesoi)
     if is_signal(name):
         return "power", ALPHA, False
     return ("false-positive rate", ALPHA, True) if _is_null_for(test, name) else None
 
 
-def _rows(hits: dict[str, np.ndarray], name: str, seeds: int | str) -> list[dict]:
+def _rows(
+    hits: dict[str, np.ndarray], name: str, seeds: int | str, sesoi: float = SESOI
+) -> list[dict]:
     rows = []
     for test, yes in hits.items():
-        judged = _judge(test, name)
+        judged = _judge(test, name, sesoi)
         if judged is None:
             continue
         kind, nominal, null = judged
@@ -283,7 +292,9 @@ def _is_null_for(test: str, scenario: str) -> bool:
     return "T5" not in test and not sizes
 
 
-def _task(task: tuple[str, int | None], n_sim: int, n_resamples: int, seed: int) -> list[dict]:
+def _task(
+    task: tuple[str, int | None], n_sim: int, n_resamples: int, seed: int, sesoi: float = SESOI
+) -> list[dict]:
     """Rows of one scenario: its per-run tests (k None) or its between-seed tests with k seeds."""
     name, k = task
     if name in PAIRED:
@@ -292,7 +303,7 @@ def _task(task: tuple[str, int | None], n_sim: int, n_resamples: int, seed: int)
         return _rows(_size_draws(name, n_sim, seed), name, f"{N_MODELS} sizes")
     if k is None:
         return _rows(_run_draws(name, n_sim, n_resamples, seed), name, "1 run")
-    return _rows(_contrast_draws(name, n_sim, k, seed), name, k)
+    return _rows(_contrast_draws(name, n_sim, k, seed, sesoi=sesoi), name, k, sesoi)
 
 
 def calibration_table(
@@ -302,15 +313,17 @@ def calibration_table(
     seed: int = _ANALYSIS["bootstrap_seed"],
     threads: int = 1,
     progress: Callable[[str], None] = log.info,
+    sesoi: float = SESOI,
 ) -> pd.DataFrame:
     """CALIBRATION_COLUMNS for every per-run test on n_sim runs over NULLS and SIGNALS, and
     every between-seed test on n_sim studies of N_MODELS models × k seeds for each k in
-    ``seeds`` over those and EFFECT_SCENARIOS (the effect rows on ``effect_draws`` of them);
-    scenarios run in ``threads`` processes (the same rows in the same order for any count)."""
+    ``seeds`` over those and ``effect_scenarios(sesoi)`` (the effect rows on ``effect_draws`` of
+    them; Δ = ``sesoi``, the study's ``analysis.sesoi``); scenarios run in ``threads`` processes
+    (the same rows in the same order for any count)."""
     tasks = [(name, k) for name in (*NULLS, *SIGNALS) for k in (None, *seeds)]
-    tasks += [(name, k) for name in EFFECT_SCENARIOS for k in seeds]
+    tasks += [(name, k) for name in effect_scenarios(sesoi) for k in seeds]
     tasks += [(name, None) for name in (*PAIRED, *SIZE_NULLS)]
-    work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed)
+    work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed, sesoi=sesoi)
     results: dict[tuple, list[dict]] = {}
     with ProcessPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
         heavy_first = sorted(tasks, key=lambda task: -(task[1] or 0))  # the 8-seed ones last long

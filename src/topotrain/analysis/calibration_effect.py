@@ -55,9 +55,9 @@ def study_effects(
     return {c: float(res[c]) for c in EFFECT_COLUMNS}
 
 
-def effect_hits(d: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
+def effect_hits(d: pd.DataFrame, name: str, sesoi: float = SESOI) -> dict[str, np.ndarray]:
     """Per study with an interval (rows of ``d`` with EFFECT_COLUMNS): each end's miss in each
-    view whose β the simulator fixes, and the artefact rule at Δ."""
+    view whose β the simulator fixes, and the artefact rule at Δ = ``sesoi``."""
     d = d.dropna(subset=EFFECT_COLUMNS, how="all")
     hits = {}
     for view in VIEWS:
@@ -67,11 +67,11 @@ def effect_hits(d: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
         hits[LOW.format(view)] = d[f"effect_{view}_ci_low"].to_numpy(float) > beta
         hits[HIGH.format(view)] = d[f"effect_{view}_ci_high"].to_numpy(float) < beta
     uppers = d[[f"effect_{v}_ci_high" for v in VIEWS]].to_numpy(float)
-    hits[ARTEFACT_TEST] = np.array([decide_claim(False, u, SESOI) == ARTEFACT for u in uppers])
+    hits[ARTEFACT_TEST] = np.array([decide_claim(False, u, sesoi) == ARTEFACT for u in uppers])
     return hits
 
 
-def judge_effect(test: str, name: str) -> tuple[str, float, bool] | None:
+def judge_effect(test: str, name: str, sesoi: float = SESOI) -> tuple[str, float, bool] | None:
     """(measures, nominal, is_null) of an effect row: an interval end's miss rate at α/2, or
     the artefact rule's false-positive rate (β ≥ Δ in both views: at most α) or power (β < Δ in
     a view); None where the test is not one of EFFECT_TESTS."""
@@ -80,5 +80,5 @@ def judge_effect(test: str, name: str) -> tuple[str, float, bool] | None:
     if test != ARTEFACT_TEST:
         return MISS, ALPHA / 2, True
     known = [b for b in (true_effect(name, v) for v in VIEWS) if b is not None]
-    small = any(b < SESOI - 1e-12 for b in known)
+    small = any(b < sesoi - 1e-12 for b in known)
     return ("power", ALPHA, False) if small else ("false-positive rate", ALPHA, True)

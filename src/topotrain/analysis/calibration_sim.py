@@ -43,7 +43,15 @@ NULLS = (
     "opposite_sign",
 )
 SIGNALS = tuple(f"signal_r{r:g}" for r in EFFECTS)
-EFFECT_SCENARIOS = ("decay_r0", f"decay_r{SESOI:g}", f"spread_r{SESOI:g}")
+
+
+def effect_scenarios(sesoi: float = SESOI) -> tuple[str, ...]:
+    """The effect scenarios for Δ = ``sesoi``: no effect (decay_r0), β = Δ (decay_r<Δ>), and β = Δ
+    on average with a spread across models (spread_r<Δ>)."""
+    return ("decay_r0", f"decay_r{sesoi:g}", f"spread_r{sesoi:g}")
+
+
+EFFECT_SCENARIOS = effect_scenarios()
 
 
 def _ar(rng: np.random.Generator, phi: float, shape: tuple[int, ...]) -> np.ndarray:

@@ -55,6 +55,7 @@ def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None
         seeds=tuple(knobs["seeds"]),
         seed=params["seed"],
         threads=threads,
+        sesoi=params["sesoi"],
     )
     _tables(out, "calibration", table, "Calibration: false-positive rates and power")
 
