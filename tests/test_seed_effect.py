@@ -21,6 +21,7 @@ from topotrain.analysis.seed_effect import (
     drawn_cells,
     effect_cell,
     effect_interval,
+    effect_text,
     one_sided_ps,
 )
 
@@ -195,3 +196,9 @@ def test_a_monte_carlo_pooled_null_reads_only_its_draws_and_gives_the_same_p():
         null, exact = pooled_null([c.null(beta0) for c in cells], [1.0, -1.0], seed=3)
         full = (permutation_p(null, "greater", exact), permutation_p(null, "less", exact))
         assert not exact and one_sided_ps(cells, beta0, 3, drawn) == full
+
+
+def test_effect_text_prints_the_estimate_and_its_interval_or_says_there_is_none():
+    assert effect_text(0.1234, -0.05, 0.3) == "0.123 [-0.05, 0.3]"
+    assert effect_text(0.1234, np.nan, np.nan) == "0.123 (no interval)"
+    assert effect_text(0.5, 0.25, 1.0, lambda v: f"{v:.1f}") == "0.5 [0.2, 1.0]"

@@ -38,7 +38,13 @@ from topotrain.analysis.rank_stats import (
     pearson_rows,
     rank_residuals,
 )
-from topotrain.analysis.seed_contrast import CONTRAST_VIEWS, POOLED, contrast_table
+from topotrain.analysis.seed_contrast import (
+    CONTRAST_VIEWS,
+    POOLED,
+    SCALE,
+    contrast_table,
+    model_inputs,
+)
 from topotrain.analysis.seed_effect import effect_table
 from topotrain.analysis.stats import (
     ALPHA,
@@ -343,11 +349,14 @@ def association_table(
     work = partial(_run_rows, features=features, targets=targets, seed=seed, kw=kw)
     rows = [row for part in map_tasks(work, runs, threads) for row in part]
     log.info("associations: between-seed contrasts")
-    contrast = contrast_table(df, list(features), list(targets), seed).assign(
+    columns = sorted({f for f, _ in features} | set(targets) | {SCALE} & set(df.columns))
+    inputs = model_inputs(df, columns, seed)  # the contrasts' p and their effects share them
+    contrast = contrast_table(df, list(features), list(targets), seed, inputs).assign(
         ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]
     )
     log.info("associations: effects [95 %% intervals] of the between-seed contrasts")
-    contrast = with_effects(contrast, df, [f for f, _ in features], list(targets), seed)
+    effects = effect_table(df, [f for f, _ in features], list(targets), seed, inputs)
+    contrast = with_effects(contrast, effects)
     table = pd.DataFrame(rows)
     table["seed"] = table["seed"].astype("Int64")
     table["n_params"] = table["n_params"].astype("Int64")
@@ -359,11 +368,10 @@ def association_table(
     return table[ASSOCIATION_COLUMNS].reset_index(drop=True)
 
 
-def with_effects(contrast, df, features, targets, seed) -> pd.DataFrame:
+def with_effects(contrast: pd.DataFrame, effects: pd.DataFrame) -> pd.DataFrame:
     """The contrast rows with their effect [interval] (``seed_effect.effect_table``) and, where
     there is none, its reason appended to the note."""
     keys = ["model", "feature", "target", "view"]
-    effects = effect_table(df, features, targets, seed)
     out = contrast.merge(effects, on=keys, how="left", validate="one_to_one")
     why = out.pop("effect_note").fillna("")
     note = out["note"].fillna("")

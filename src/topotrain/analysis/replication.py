@@ -24,6 +24,7 @@ from topotrain.analysis.replication_sizes import (
     scaling_rows,
 )
 from topotrain.analysis.scaling import spearman_exact
+from topotrain.analysis.seed_effect import effect_text
 from topotrain.analysis.stats import ALPHA, CLOCK_AND_SCALE, seed_interval
 from topotrain.analysis.verdicts import (
     ARTEFACT,
@@ -117,20 +118,14 @@ def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[str | None,
     if not np.isfinite(p):
         return None, f"beyond the clock and scale: cannot be measured ({row['note']})"
     delta = float(row["sesoi"])
+    effect = effect_text(row["effect"], row["effect_ci_low"], row["effect_ci_high"])
     note = (
         f"primary test: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}, "
         f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements; effect "
-        f"{effect_text(row)}, Δ = {delta:g}; at Δ/2: {row['verdict_half_sesoi']}, at 2Δ: "
+        f"{effect}, Δ = {delta:g}; at Δ/2: {row['verdict_half_sesoi']}, at 2Δ: "
         f"{row['verdict_double_sesoi']}"
     )
     return str(row["verdict"]), note
-
-
-def effect_text(row: pd.Series) -> str:
-    """'0.12 [0.03, 0.21]' of a primary row's effect, or 'no interval'."""
-    if not np.isfinite(float(row["effect_ci_low"])):
-        return "(no interval)"
-    return f"{row['effect']:.3g} [{row['effect_ci_low']:.3g}, {row['effect_ci_high']:.3g}]"
 
 
 def sign_verdict(ev: dict, decision: str | None) -> str:

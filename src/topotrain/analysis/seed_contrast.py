@@ -189,6 +189,31 @@ def cell_deviations(mats: dict[str, np.ndarray], columns: list[str]) -> dict[str
     return {c: deviations(mats[c][:, ok]) for c in columns}
 
 
+def view_cell(
+    mats: dict[str, np.ndarray], feature: str, target: str, view: str, cond: str | None = None
+) -> tuple[str | None, dict[str, np.ndarray] | None]:
+    """The conditioning column of ``view`` (CONTRAST_VIEWS; ``PARTIAL`` takes ``cond``) and the
+    cell's seed deviations (``cell_deviations`` of feature, target and it), None where one of
+    them is not in ``mats``: the set-up the contrast's p and its effect share."""
+    cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
+    columns = list(dict.fromkeys([feature, target, *([cond] if cond else [])]))
+    if any(c not in mats for c in columns):
+        return cond, None
+    return cond, cell_deviations(mats, columns)
+
+
+def model_inputs(
+    df: pd.DataFrame, columns: list[str], seed: int = 0
+) -> list[tuple[str, pd.DataFrame, dict[str, np.ndarray], np.ndarray]]:
+    """Per model of ``df`` (in order of appearance): its name, rows, raw matrices of those of
+    ``columns`` it has (``model_matrices``) and its seed permutations (``seed_permutations``)."""
+    out = []
+    for model, g in df.groupby("model", sort=False):
+        mats = model_matrices(g, [c for c in columns if c in g])
+        out.append((model, g, mats, seed_permutations(g["seed"].nunique(), seed)))
+    return out
+
+
 def _undefined(k: int, n: int, feature: str, cond: str | None, columns) -> str:
     """Why a model's contrast is undefined before any computation, or ''."""
     if cond is not None and cond not in columns:
@@ -213,14 +238,14 @@ def contrast_cell(
     """(rho, p, n, p_method, note) of one model's ``view`` of (feature, target), and its null
     (ρ under every permutation in ``perms``, observed first; NaN where undefined). The view
     names its conditioning column (CONTRAST_VIEWS); ``PARTIAL`` conditions on ``cond``."""
-    cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
+    cond, cell = view_cell(mats, feature, target, view, cond)
     k = mats[target].shape[0]
     exact = len(perms) == math.factorial(k)
     method = P_METHOD_FL.format(cond=cond) if cond else P_METHOD if exact else P_METHOD_MC
     row = {"rho": np.nan, "p": np.nan, "n": 0, "p_method": method, "note": ""}
-    if cond is not None and cond not in mats:
+    if cell is None:
         return row | {"note": _undefined(k, 0, feature, cond, mats)}, np.full(1, np.nan)
-    mats = cell_deviations(mats, list(dict.fromkeys([feature, target, *([cond] if cond else [])])))
+    mats = cell
     n = mats[target].shape[1]
     row["n"] = k * n
     why = _undefined(k, n, feature, cond, mats)
@@ -241,16 +266,21 @@ POOLED = "pooled"  # the model name of rows pooled over models
 
 
 def contrast_table(
-    df: pd.DataFrame, features: list[tuple[str, str]], targets: list[str], seed: int = 0
+    df: pd.DataFrame,
+    features: list[tuple[str, str]],
+    targets: list[str],
+    seed: int = 0,
+    inputs: list | None = None,
 ) -> pd.DataFrame:
     """Rows of both contrast views per (model, feature, target) (``seed`` is <NA>: one row per
     model), then pooled over models (model ``pooled``, signs +1, two-sided); p_bh, flags and
-    CI columns are left to the caller."""
-    columns = sorted({f for f, _ in features} | set(targets) | {SCALE} & set(df.columns))
+    CI columns are left to the caller. ``inputs``: ``model_inputs`` of ``df`` when the caller
+    has them already."""
+    if inputs is None:
+        columns = sorted({f for f, _ in features} | set(targets) | {SCALE} & set(df.columns))
+        inputs = model_inputs(df, columns, seed)
     rows, nulls = [], {}
-    for model, g in df.groupby("model", sort=False):
-        mats = model_matrices(g, columns)
-        perms = seed_permutations(g["seed"].nunique(), seed)
+    for model, g, mats, perms in inputs:
         head = {"model": model, "n_params": int(g["n_params"].iloc[0])}
         for (feature, kind), target, view in itertools.product(features, targets, CONTRAST_VIEWS):
             res, null = contrast_cell(mats, feature, target, view, perms)

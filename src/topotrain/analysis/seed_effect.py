@@ -29,17 +29,15 @@ import pandas as pd
 from topotrain.analysis.seed_contrast import (
     CONTRAST_VIEWS,
     EXACT_LIMIT,
-    PARTIAL,
     POOLED,
     SCALE,
     _residual,
-    cell_deviations,
     mc_draws,
-    model_matrices,
+    model_inputs,
     permutation_p,
     permutation_rhos,
     pooled_null,
-    seed_permutations,
+    view_cell,
 )
 from topotrain.analysis.stats import ALPHA
 
@@ -76,11 +74,9 @@ def effect_cell(
     """The EffectCell of one model's ``view`` of (feature, target) from its raw (k, n) matrices
     (``model_matrices``), over the checkpoints every seed shares; None where the contrast is
     undefined (a column missing, one seed, one checkpoint, nothing left varying)."""
-    cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
-    columns = list(dict.fromkeys([feature, target, *([cond] if cond else [])]))
-    if feature == cond or any(c not in mats for c in columns):
+    cond, d = view_cell(mats, feature, target, view, cond)
+    if feature == cond or d is None:
         return None
-    d = cell_deviations(mats, columns)
     dx, dy = d[feature], d[target]
     if dx.shape[0] < 2 or dx.shape[1] < 2:
         return None
@@ -202,15 +198,20 @@ def _hodges_lehmann(ps: Callable[[float], tuple[float, float]], guess: float) ->
 
 
 def effect_table(
-    df: pd.DataFrame, features: list[str], targets: list[str], seed: int = 0
+    df: pd.DataFrame,
+    features: list[str],
+    targets: list[str],
+    seed: int = 0,
+    inputs: list | None = None,
 ) -> pd.DataFrame:
     """EFFECT_COLUMNS per (model, feature, target, view) of both contrast views (+1 signs), then
-    pooled over models (model ``pooled``): the exploratory rows' effects beside their p."""
-    columns = sorted(set(features) | set(targets) | ({SCALE} & set(df.columns)))
+    pooled over models (model ``pooled``): the exploratory rows' effects beside their p.
+    ``inputs``: ``model_inputs`` of ``df`` when the caller has them already."""
+    if inputs is None:
+        columns = sorted(set(features) | set(targets) | ({SCALE} & set(df.columns)))
+        inputs = model_inputs(df, columns, seed)
     rows, cells = [], {}
-    for model, g in df.groupby("model", sort=False):
-        mats = model_matrices(g, [c for c in columns if c in g])
-        perms = seed_permutations(g["seed"].nunique(), seed)
+    for model, _, mats, perms in inputs:
         for feature, target, view in itertools.product(features, targets, CONTRAST_VIEWS):
             cell = effect_cell(mats, feature, target, view, perms)
             cells.setdefault((feature, target, view), []).append(cell)
@@ -220,3 +221,11 @@ def effect_table(
         keys = {"model": POOLED, "feature": feature, "target": target, "view": view}
         rows.append(keys | effect_interval(per_model, ALPHA, seed))
     return pd.DataFrame(rows)
+
+
+def effect_text(effect: float, low: float, high: float, fmt=lambda v: f"{v:.3g}") -> str:
+    """'0.12 [0.03, 0.21]': an effect and its interval, each number by ``fmt``; '0.12 (no
+    interval)' where the interval is missing (too few arrangements)."""
+    if not np.isfinite(float(low)):
+        return f"{fmt(effect)} (no interval)"
+    return f"{fmt(effect)} [{fmt(low)}, {fmt(high)}]"
