@@ -24,7 +24,7 @@ from transformers import (  # noqa: E402
     TrainingArguments,
 )
 
-from topotrain.analysis.stopping import topology_stop  # noqa: E402
+from topotrain.analysis.prediction.stopping import topology_stop  # noqa: E402
 from topotrain.callbacks import TopologyCallback  # noqa: E402
 from topotrain.live import weight_topology  # noqa: E402
 from topotrain.topology.layers import layer_records  # noqa: E402

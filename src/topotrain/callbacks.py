@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from topotrain.analysis.stopping import DEFAULTS, topology_stop
+from topotrain.analysis.prediction.stopping import DEFAULTS, topology_stop
 from topotrain.config import DEFAULTS as CONFIG_DEFAULTS
 from topotrain.live import matrix_topology, model_maps, module_matrices
 

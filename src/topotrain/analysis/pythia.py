@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from topotrain.analysis.stats import benjamini_hochberg, spearman_ci
+from topotrain.analysis.inference.stats import benjamini_hochberg, spearman_ci
 from topotrain.config import DEFAULTS
 from topotrain.topology.vietoris_rips import UNNAMED
 

@@ -107,7 +107,7 @@ def run_weight_topology_job(
 def run_diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
     """A run's diagram series: the spine's (``diagram_series_job``) over its checkpoints, those
     whose weights are gone read from their kept records."""
-    from topotrain.jobs.spine import diagram_series_job
+    from topotrain.jobs.topology import diagram_series_job
 
     diagram_series_job(diagrams, params, out)
 

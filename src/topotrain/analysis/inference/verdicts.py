@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.scaling import spearman_exact
+from topotrain.analysis.inference.stats import spearman_exact
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 ARTEFACT, NOT_EVALUATED = "artefact", "not evaluated"

@@ -3,9 +3,9 @@ column (the functions that apply them are in ``replication``)."""
 
 from __future__ import annotations
 
-from topotrain.analysis.replication_sizes import SIZE_RULES
-from topotrain.analysis.stats import ALPHA
-from topotrain.analysis.verdicts import MIN_MODELS, REPRODUCED_SMALL
+from topotrain.analysis.inference.stats import ALPHA
+from topotrain.analysis.inference.verdicts import MIN_MODELS, REPRODUCED_SMALL
+from topotrain.analysis.replication.sizes import SIZE_RULES
 
 T2_P = 1e-5  # Table 2's "all p < 1e-5" (the paper's iid p-values)
 PRIMARY = (

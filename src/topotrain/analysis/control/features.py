@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.aggregate import checkpoint_features
-from topotrain.analysis.numerics import numerics_label
+from topotrain.analysis.inference.numerics import numerics_label
 from topotrain.config import DEFAULTS
 from topotrain.topology.checkpoint import load_tensors, trained_numerics
 from topotrain.topology.embedding import embedding_topology, fourier_share

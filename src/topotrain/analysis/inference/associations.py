@@ -32,21 +32,21 @@ import pandas as pd
 from arch.bootstrap import StationaryBootstrap, optimal_block_length
 from scipy import stats
 
-from topotrain.analysis.parallel import map_tasks
-from topotrain.analysis.rank_stats import (
+from topotrain.analysis.inference.parallel import map_tasks
+from topotrain.analysis.inference.rank_stats import (
     partial_spearman,
     pearson_rows,
     rank_residuals,
 )
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     POOLED,
     SCALE,
     contrast_table,
     model_inputs,
 )
-from topotrain.analysis.seed_effect import effect_table
-from topotrain.analysis.stats import (
+from topotrain.analysis.inference.seed_effect import effect_table
+from topotrain.analysis.inference.stats import (
     ALPHA,
     BASELINES,
     FEATURES,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     EXACT_LIMIT,
     POOLED,
@@ -39,7 +39,7 @@ from topotrain.analysis.seed_contrast import (
     pooled_null,
     view_cell,
 )
-from topotrain.analysis.stats import ALPHA
+from topotrain.analysis.inference.stats import ALPHA
 
 MIN_ARRANGEMENTS = 40  # below this a 95 % interval's tails (2.5 % each) cannot be reached
 TOL = 1e-4  # bisection stops when an end is known within this

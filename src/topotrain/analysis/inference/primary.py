@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     SCALE,
     contrast_cell,
@@ -24,9 +24,9 @@ from topotrain.analysis.seed_contrast import (
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.seed_effect import effect_cell, effect_interval
-from topotrain.analysis.stats import ALPHA, benjamini_hochberg
-from topotrain.analysis.verdicts import decide_claim, paper_series
+from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
+from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
+from topotrain.analysis.inference.verdicts import decide_claim, paper_series
 from topotrain.config import DEFAULTS
 
 TARGET = "train_loss"

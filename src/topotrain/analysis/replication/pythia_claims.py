@@ -9,10 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.pythia import SPECTRAL
-from topotrain.analysis.scaling import spearman_exact
-from topotrain.analysis.stats import ALPHA
-from topotrain.analysis.verdicts import (
+from topotrain.analysis.inference.stats import ALPHA, spearman_exact
+from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
     INCONCLUSIVE,
     MIN_MODELS,
@@ -22,6 +20,7 @@ from topotrain.analysis.verdicts import (
     make_row,
     paper_series,
 )
+from topotrain.analysis.pythia import SPECTRAL
 
 PYTHIA_MODEL = "pythia-14m"  # Table 8's model (hub id suffix)
 H1_FEATURES = {

@@ -24,17 +24,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.control import grokking_step, lead, onset_step
-from topotrain.analysis.scaling import spearman_exact
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.control.features import grokking_step, lead, onset_step
+from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     contrast_cell,
     model_matrices,
     permutation_p,
     seed_permutations,
 )
-from topotrain.analysis.stats import ALPHA, MAX_EXACT_SIGNS, sign_flip_p
-from topotrain.analysis.verdicts import (
+from topotrain.analysis.inference.stats import ALPHA, MAX_EXACT_SIGNS, sign_flip_p, spearman_exact
+from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
     INCONCLUSIVE,
     NOT_EVALUATED,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.stopping import DEFAULTS, topology_stop
+from topotrain.analysis.prediction.stopping import DEFAULTS, topology_stop
 from topotrain.config import DEFAULTS as CONFIG_DEFAULTS
 
 _ANALYSIS = CONFIG_DEFAULTS["analysis"]  # the schema's analysis: defaults

@@ -7,15 +7,50 @@ they are never dropped or raised.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topotrain.analysis.scaling import spearman_exact
 from topotrain.config import DEFAULTS
+
+EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
+MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
+
+
+@lru_cache(maxsize=EXACT_MAX_N)
+def _all_orderings(n: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+
+
+def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
+    """Spearman ρ and its two-sided permutation p = P(|ρ_π| ≥ |ρ|) over orderings π of y.
+
+    Exact (all n! orderings, ties as average ranks) for n ≤ EXACT_MAX_N; above, MC_PERMUTATIONS
+    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or
+    constant x or y.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = np.sqrt((rx @ rx) * (ry @ ry))
+    rho = float(rx @ ry / scale)
+    if x.size <= EXACT_MAX_N:
+        orderings, extra = _all_orderings(x.size), 0
+    else:
+        rng = np.random.default_rng(seed)
+        orderings = rng.permuted(np.tile(np.arange(x.size), (MC_PERMUTATIONS, 1)), axis=1)
+        extra = 1
+    null = ry[orderings] @ rx / scale
+    hits = int(np.count_nonzero(np.abs(null) >= abs(rho) * (1 - 1e-9)))
+    return rho, (hits + extra) / (len(orderings) + extra)
+
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 

@@ -12,21 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.primary import primary_family
-from topotrain.analysis.replication_pythia import PYTHIA_RULES, pythia_rows, study_b_rows
-from topotrain.analysis.replication_rules import A_RULES, T2_P
-from topotrain.analysis.replication_sizes import (
-    baseline_phases,
-    exponent_verdict,
-    peak_row,
-    phases_row,
-    prediction_rows,
-    scaling_rows,
-)
-from topotrain.analysis.scaling import spearman_exact
-from topotrain.analysis.seed_effect import effect_text
-from topotrain.analysis.stats import ALPHA, CLOCK_AND_SCALE, seed_interval
-from topotrain.analysis.verdicts import (
+from topotrain.analysis.inference.primary import primary_family
+from topotrain.analysis.inference.seed_effect import effect_text
+from topotrain.analysis.inference.stats import ALPHA, CLOCK_AND_SCALE, seed_interval, spearman_exact
+from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
     INCONCLUSIVE,
     MIN_MODELS,
@@ -40,6 +29,16 @@ from topotrain.analysis.verdicts import (
     paper_series,
     rank_rho,
     read_paper_values,
+)
+from topotrain.analysis.replication.pythia_claims import PYTHIA_RULES, pythia_rows, study_b_rows
+from topotrain.analysis.replication.rules import A_RULES, T2_P
+from topotrain.analysis.replication.sizes import (
+    baseline_phases,
+    exponent_verdict,
+    peak_row,
+    phases_row,
+    prediction_rows,
+    scaling_rows,
 )
 from topotrain.config import DEFAULTS
 

@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from topotrain.analysis.predict import METHODS, PLACEBOS, TOPOLOGY_METHODS
-from topotrain.analysis.scaling import spearman_exact
-from topotrain.analysis.stats import sign_flip_p
+from topotrain.analysis.inference.stats import sign_flip_p, spearman_exact
+from topotrain.analysis.prediction.predict import METHODS, PLACEBOS, TOPOLOGY_METHODS
 
 P_LEVEL = 0.05  # significance level used for the Wilcoxon note
 REFERENCE = "loss_only"
@@ -68,7 +67,7 @@ def wilcoxon_vs_reference(err: np.ndarray, ref: np.ndarray) -> tuple[float, floa
 def spearman_across_sizes(rows: pd.DataFrame) -> dict[str, float | int]:
     """Spearman ρ of predicted vs actual final loss over models (means over seeds, finite rows).
 
-    p is the exact permutation p (scaling.spearman_exact);
+    p is the exact permutation p (stats.spearman_exact);
     NaN below 3 models or for constant values.
     """
     finite = rows[np.isfinite(rows["predicted"].to_numpy(float))]

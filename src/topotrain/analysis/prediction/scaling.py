@@ -7,23 +7,21 @@ the log-log slope (the same F-profile construction, exact for a line under Gauss
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 from scipy.optimize import OptimizeWarning, brentq, curve_fit
 
+from topotrain.analysis.inference.stats import spearman_exact
+
 MAXFEV = 20_000
 B_BOUND = 5.0  # |b| ≤ 5 inside the fit; an exponent that runs to the bound is not identified
 MIN_POINTS = 4  # three parameters need at least one residual degree of freedom
 CI_LEVEL = 0.95  # level of the exponent intervals
 PROFILE_GRID = 2001  # grid over [−B_BOUND, B_BOUND] on which the profile of b is scanned
-EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
-MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
 K_OFFSET, K_LINE = 2, 1  # fitted parameters besides the intercept (c; the log-log intercept)
 LOGLOG_KEYS = (
     "loglog_slope",
@@ -63,36 +61,6 @@ def adjusted_r2(r2: float, n: int, k: int) -> float:
     if n - k - 1 <= 0 or not np.isfinite(r2):
         return float("nan")
     return float(1 - (1 - r2) * (n - 1) / (n - k - 1))
-
-
-@lru_cache(maxsize=EXACT_MAX_N)
-def _all_orderings(n: int) -> np.ndarray:
-    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
-
-
-def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
-    """Spearman ρ and its two-sided permutation p = P(|ρ_π| ≥ |ρ|) over orderings π of y.
-
-    Exact (all n! orderings, ties as average ranks) for n ≤ EXACT_MAX_N; above, MC_PERMUTATIONS
-    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or
-    constant x or y.
-    """
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan"), float("nan")
-    rx, ry = stats.rankdata(x), stats.rankdata(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    scale = np.sqrt((rx @ rx) * (ry @ ry))
-    rho = float(rx @ ry / scale)
-    if x.size <= EXACT_MAX_N:
-        orderings, extra = _all_orderings(x.size), 0
-    else:
-        rng = np.random.default_rng(seed)
-        orderings = rng.permuted(np.tile(np.arange(x.size), (MC_PERMUTATIONS, 1)), axis=1)
-        extra = 1
-    null = ry[orderings] @ rx / scale
-    hits = int(np.count_nonzero(np.abs(null) >= abs(rho) * (1 - 1e-9)))
-    return rho, (hits + extra) / (len(orderings) + extra)
 
 
 def spearman_with_n(n: np.ndarray, y: np.ndarray) -> dict[str, float]:

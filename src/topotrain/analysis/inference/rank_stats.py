@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from topotrain.analysis.seed_contrast import RESIDUAL_TOL
-from topotrain.analysis.stats import spearman_rows
+from topotrain.analysis.inference.seed_contrast import RESIDUAL_TOL
+from topotrain.analysis.inference.stats import spearman_rows
 
 
 def _centred_ranks(v: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     POOLED,
     contrast_cell,
@@ -22,7 +22,7 @@ from topotrain.analysis.seed_contrast import (
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.stats import ALPHA
+from topotrain.analysis.inference.stats import ALPHA
 
 WVAR = "np_wvar_mean"
 NP_FEATURES = ["np_mean", "np_p2_mean", "np_rieck_mean"]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.phases import phase_transitions, total_steps
-from topotrain.analysis.scaling import spearman_exact
-from topotrain.analysis.seed_contrast import SCALE
-from topotrain.analysis.stats import ALPHA
-from topotrain.analysis.verdicts import (
+from topotrain.analysis.dynamics.phases import phase_transitions, total_steps
+from topotrain.analysis.inference.seed_contrast import SCALE
+from topotrain.analysis.inference.stats import ALPHA, spearman_exact
+from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
     INCONCLUSIVE,
     MIN_MODELS,

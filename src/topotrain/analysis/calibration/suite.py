@@ -23,15 +23,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topotrain.analysis.associations import view_association
-from topotrain.analysis.calibration_effect import (
+from topotrain.analysis.calibration.effect import (
     EFFECT_TESTS,
     effect_draws,
     effect_hits,
     judge_effect,
     study_effects,
 )
-from topotrain.analysis.calibration_sim import (  # noqa: F401 - the simulator's names live here too
+from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
     EFFECT_SCENARIOS,
     EFFECTS,
     N_CHECKPOINTS,
@@ -45,22 +44,24 @@ from topotrain.analysis.calibration_sim import (  # noqa: F401 - the simulator's
     is_signal,
     simulate,
 )
-from topotrain.analysis.replication import REPRODUCED, monotone_verdict
-from topotrain.analysis.scaling import loglog_line, spearman_exact
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.inference.associations import view_association
+from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     SCALE,
     contrast_cell,
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.stats import (
+from topotrain.analysis.inference.stats import (
     ALPHA,
     benjamini_hochberg,
     seed_interval,
     sign_flip_p,
+    spearman_exact,
     spearman_rows,
 )
+from topotrain.analysis.prediction.scaling import loglog_line
+from topotrain.analysis.replication.claims import REPRODUCED, monotone_verdict
 from topotrain.config import DEFAULTS
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults

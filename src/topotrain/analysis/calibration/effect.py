@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.calibration_sim import SESOI, true_effect
-from topotrain.analysis.primary import claim_views
-from topotrain.analysis.stats import ALPHA
-from topotrain.analysis.verdicts import ARTEFACT, decide_claim
+from topotrain.analysis.calibration.simulator import SESOI, true_effect
+from topotrain.analysis.inference.primary import claim_views
+from topotrain.analysis.inference.stats import ALPHA
+from topotrain.analysis.inference.verdicts import ARTEFACT, decide_claim
 
 VIEWS = ("clock", "scale")
 LOW, HIGH = "effect CI lower end above β ({})", "effect CI upper end below β ({})"

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topotrain.analysis.associations import shift_pvalue
+from topotrain.analysis.inference.associations import shift_pvalue
 
 DISTANCES = ["h0_w1_step", "h1_w1_step", "h0_bottleneck_step", "h1_bottleneck_step"]
 BASELINES = ["step", "l2_norm_step"]

@@ -8,9 +8,10 @@ feature and the L2 norm, and the correlation of the norm's deviations with the l
 0.01 (a re-aggregated table then hits the power cache). Only correlations and ranks enter the
 tests, so the deviations' SDs need no fit.
 
-``python -m topotrain.analysis.power [features.parquet]`` prints each claim's power at Δ and MDE for
-k = 3, 5 and 8 seeds (noise fitted to the table when one is given, else the calibration's) beside
-the training time extrapolated linearly in runs from the measured default study (``TRAINING``).
+``python -m topotrain.analysis.calibration.power [features.parquet]`` prints each claim's power
+at Δ and MDE for k = 3, 5 and 8 seeds (noise fitted to the table when one is given, else the
+calibration's) beside the training time extrapolated linearly in runs from the measured default
+study (``TRAINING``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.calibration_sim import N_CHECKPOINTS
-from topotrain.analysis.power import (
+from topotrain.analysis.calibration.power import (
     POWER_COLUMNS,
     SESOI,
     SIMULATIONS,
@@ -31,8 +31,9 @@ from topotrain.analysis.power import (
     Noise,
     power_table,
 )
-from topotrain.analysis.primary import CLAIMS, TARGET, claimed_signs
-from topotrain.analysis.seed_contrast import SCALE, cell_deviations, model_matrices
+from topotrain.analysis.calibration.simulator import N_CHECKPOINTS
+from topotrain.analysis.inference.primary import CLAIMS, TARGET, claimed_signs
+from topotrain.analysis.inference.seed_contrast import SCALE, cell_deviations, model_matrices
 
 MEASURED_SEEDS = 3  # the default study the timings below were measured on: 5 models × 3 seeds
 TRAINING = {  # config → measured wall seconds of that study's training
@@ -161,9 +162,9 @@ def recommended(table: pd.DataFrame) -> int | None:
 def main(argv: list[str] | None = None) -> None:
     """Print seeds_table for the study's design (from a feature table, else the paper's claims
     over every size, N_CHECKPOINTS checkpoints and the calibration's noise)."""
-    from topotrain.analysis.verdicts import read_paper_values
+    from topotrain.analysis.inference.verdicts import read_paper_values
 
-    parser = argparse.ArgumentParser(prog="python -m topotrain.analysis.power")
+    parser = argparse.ArgumentParser(prog="python -m topotrain.analysis.calibration.power")
     parser.add_argument("features", nargs="?", help="a feature table (weights.parquet)")
     parser.add_argument(
         "--paper",

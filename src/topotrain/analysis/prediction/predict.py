@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit, minimize_scalar
 
-from topotrain.analysis.predict_learned import (
+from topotrain.analysis.prediction.learned import (
     LEARNED_EXTRAS,
     RIDGE_ALPHA,
     clip_at_zero,
@@ -34,10 +34,10 @@ from topotrain.analysis.predict_learned import (
     learned_rows,
     ols_slope,
 )
-from topotrain.analysis.predict_learned import (
+from topotrain.analysis.prediction.learned import (
     VECTOR_FEATURES as VECTOR_FEATURES,  # re-exported: the diagrams' summaries
 )
-from topotrain.analysis.scaling import profile_sse
+from topotrain.analysis.prediction.scaling import profile_sse
 from topotrain.config import DEFAULTS
 
 PACE = "np_mean"  # the topological pacing series of topology_only and combined

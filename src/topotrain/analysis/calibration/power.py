@@ -38,16 +38,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topotrain.analysis.calibration_sim import N_CHECKPOINTS, STEP, _ar, _trends
-from topotrain.analysis.primary import CLAIMS
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, STEP, _ar, _trends
+from topotrain.analysis.inference.primary import CLAIMS
+from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     SCALE,
     contrast_cell,
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.stats import ALPHA, benjamini_hochberg
+from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
 from topotrain.config import DEFAULTS
 
 SESOI = DEFAULTS["analysis"]["sesoi"]
@@ -321,7 +321,7 @@ def power_table(
     return pd.DataFrame(out, columns=POWER_COLUMNS)
 
 
-if __name__ == "__main__":  # python -m topotrain.analysis.power [features.parquet]
-    from topotrain.analysis.power_design import main
+if __name__ == "__main__":  # python -m topotrain.analysis.calibration.power [features.parquet]
+    from topotrain.analysis.calibration.power_design import main
 
     main()
