@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from topotrain.sources.checkpoint import read_checkpoint
 from topotrain.training.modular import (
     METRICS,
     ControlConfig,
@@ -73,7 +74,7 @@ def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
 
     cfg = ControlConfig(**{**TINY, "steps": 100})
     train_control(cfg, tmp_path)
-    table, layers = control_features(tmp_path, cfg.p)
+    table, layers = control_features(tmp_path, cfg.p, read=read_checkpoint)
     assert table["step"].tolist() == [0, 50, 100]
     threads = torch.get_num_threads()  # every checkpoint records it; mha: nn.MultiheadAttention
     assert table["numerics"].str.contains(f"^device=cpu; .*; threads={threads}; ").all()

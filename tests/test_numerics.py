@@ -19,7 +19,7 @@ from topotrain.analysis.inference.numerics import (
     numerics_fields,
     numerics_label,
 )
-from topotrain.topology.checkpoint import write_checkpoint_topology
+from topotrain.jobs.topology import write_checkpoint_topology
 from topotrain.training.model import GPTConfig
 from topotrain.training.numerics import run_numerics
 from topotrain.training.train import TrainConfig, train_model

@@ -9,6 +9,7 @@ are duck-typed (``.detach().float().cpu().numpy()``), so ``import topotrain.live
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -136,6 +137,29 @@ def matrix_topology(
     return summary_columns(records, maxdim), records
 
 
+def module_topology(
+    model,
+    maps: Sequence[WeightMap],
+    max_points: int,
+    seed: int,
+    maxdim: int,
+    n_threads: int,
+    engine: str,
+) -> tuple[dict[str, float | int], list[dict]]:
+    """``matrix_topology`` of a module's current weights along ``maps`` (``model_maps``'s):
+    ``weight_topology(model)``'s computation, for a caller that walks the module once."""
+    mats = module_matrices(model, maps)
+    return matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
+
+
+def warm_up(**options) -> float:
+    """Seconds taken to load the Vietoris–Rips kernels (imports, first calls) on a 3×2 matrix,
+    so that the first measured ``matrix_topology(…, **options)`` does not pay for them."""
+    start = time.perf_counter()
+    matrix_topology({"warm-up": np.arange(6.0).reshape(3, 2)}, **options)
+    return time.perf_counter() - start
+
+
 def state_matrices(
     state_dict: Mapping,
     layers: Sequence[str] | None,
@@ -207,11 +231,12 @@ def weight_topology(
             raise ValueError(
                 "transposed and config are for state dicts: a module's layout comes from its types"
             )
-        mats = module_matrices(obj, model_maps(obj, layers, include_embeddings, include_head))
+        maps = model_maps(obj, layers, include_embeddings, include_head)
+        summary, records = module_topology(obj, maps, max_points, seed, maxdim, n_threads, engine)
     elif isinstance(obj, Mapping):
         options = (include_embeddings, include_head)
         mats = state_matrices(obj, layers, transposed, config, *options)
+        summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
     else:
         raise TypeError(f"need an nn.Module or a state dict, got {type(obj).__name__}")
-    summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
     return {**summary, "layers": records} if per_layer else summary

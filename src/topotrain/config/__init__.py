@@ -30,6 +30,7 @@ from topotrain.config.checks import (
 from topotrain.config.coerce import coerce_config, float_integers, order_like_schema
 from topotrain.config.schema import (
     DEFAULTS,
+    ENGINE,
     RUN_DEFAULTS,
     SCHEMA,
     choices,
@@ -41,6 +42,7 @@ from topotrain.config.schema import (
 
 __all__ = [
     "DEFAULTS",
+    "ENGINE",
     "RUN_DEFAULTS",
     "EMBEDDING_LAYERS",
     "GPT_LAYERS",

@@ -28,8 +28,11 @@ def control_features_job(
     """One seed's feature table (one row per checkpoint) and per-matrix records, as parquet."""
     from topotrain.analysis.control.features import control_features
     from topotrain.io import atomic_write_all
+    from topotrain.sources.checkpoint import read_checkpoint
 
-    table, layers = control_features(run_dir, p, fourier_k, topology, seed=seed)
+    table, layers = control_features(
+        run_dir, p, fourier_k, topology, seed=seed, read=read_checkpoint
+    )
     atomic_write_all(
         {
             out["table"]: lambda fh: table.to_parquet(fh, index=False),

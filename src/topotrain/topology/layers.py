@@ -1,7 +1,8 @@
 """The per-layer loop: named weight matrices → one topology record (and Rips diagrams) per layer.
 
-Every input branch calls ``layer_records``: the spine's checkpoints (``topology.checkpoint``),
-Pythia revisions (``sources.pythia``) and any later source. It selects the matrices by fnmatch
+Every input branch hands ``layer_records`` its named matrices (``sources``: the spine's
+checkpoints, Pythia revisions, your runs; a model in memory, gradients) and the jobs write what it
+returns: it reads and writes no file. It selects the matrices by fnmatch
 pattern, refuses NaN/inf weights, and computes neural persistence and Vietoris–Rips persistence of
 each. No torch here.
 """
@@ -32,7 +33,6 @@ from topotrain.topology.summaries import (
     persistence_entropy,
     total_persistence,
 )
-from topotrain.topology.tensors import shapes_of
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
@@ -51,6 +51,16 @@ RECORD_KEYS = (
     *(f"{key}_scalefree" for key in DIAGRAM_KEYS),
     "np_wvar",
 )  # one record per layer, in this order (README: `weights_layers` columns)
+
+
+def shapes_of(tensors: Mapping) -> dict[str, tuple[int, ...]]:
+    """{name: shape} of a mapping's tensors: the header shapes of one that reads each tensor when
+    it is looked up (``sources.tensors.LazyTensors``: its ``shapes``, nothing read), else each
+    array's own."""
+    shapes = getattr(tensors, "shapes", None)
+    if shapes is not None:
+        return dict(shapes)
+    return {name: tuple(np.shape(t)) for name, t in tensors.items()}
 
 
 def natural_key(name: str) -> list:

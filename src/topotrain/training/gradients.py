@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from topotrain.topology.checkpoint import write_record
+from topotrain.io import write_record
 from topotrain.topology.layers import layer_records
 from topotrain.topology.vietoris_rips import resolve_engine
 from topotrain.training.model import GPT

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,7 @@ import pandas as pd
 
 from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.inference.numerics import numerics_label
-from topotrain.config import DEFAULTS
-from topotrain.topology.checkpoint import load_tensors, trained_numerics
+from topotrain.config import DEFAULTS, ENGINE
 from topotrain.topology.embedding import embedding_topology, fourier_share
 from topotrain.topology.layers import layer_records
 from topotrain.topology.spectral import spectral_summary
@@ -67,18 +67,20 @@ def lead(grok: int | None, onset: int | None) -> float:
     return float(grok - onset) if grok is not None and onset is not None else float("nan")
 
 
-def checkpoint_row(path: Path, p: int, k: int = FOURIER_K, topology: dict | None = None):
-    """(row, records) of one checkpoint: the weights' L2 norm √(Σ w²) over every tensor and the
-    residues' embedding features; records: the workflow's weight topology of every 2-D matrix
-    (``topology.layers.layer_records`` with ``topology``'s max_points, seed, maxdim, engine)."""
-    tensors = load_tensors(path)
+def checkpoint_row(
+    tensors: dict[str, np.ndarray], path: Path, p: int, k: int = FOURIER_K, topology=None
+):
+    """(row, records) of one checkpoint's ``tensors`` (read from ``path``): the weights' L2 norm
+    √(Σ w²) over every tensor and the residues' embedding features; records: the workflow's
+    weight topology of every 2-D matrix (``topology.layers.layer_records`` with ``topology``'s
+    max_points, seed, maxdim, engine)."""
     if EMBEDDING not in tensors:
         raise ValueError(f"{path}: no {EMBEDDING} tensor (a grokking-control checkpoint has one)")
     emb = tensors[EMBEDDING][:p].astype(np.float64)
     weight_l2 = float(
         np.sqrt(sum(float((t.astype(np.float64) ** 2).sum()) for t in tensors.values()))
     )
-    engine = (topology or {}).get("engine", "auto")
+    engine = (topology or {}).get("engine", ENGINE)
     topo = {f"emb_{key}": v for key, v in embedding_topology(emb, engine=engine).items()}
     row = {
         "weight_l2": weight_l2,
@@ -91,14 +93,21 @@ def checkpoint_row(path: Path, p: int, k: int = FOURIER_K, topology: dict | None
 
 
 def control_features(
-    run_dir: str | Path, p: int, k: int = FOURIER_K, topology: dict | None = None, seed: int = 0
+    run_dir: str | Path,
+    p: int,
+    k: int = FOURIER_K,
+    topology: dict | None = None,
+    seed: int = 0,
+    *,
+    read: Callable[[Path], tuple[dict, dict | None]],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(checkpoints, layers) of a seed's run directory. checkpoints: one row per checkpoint,
     metrics.csv joined with checkpoint_row and the weight topology aggregated over matrices as
     in the GPT study (np_mean, h0_total, np_wvar_mean, …) and the numerics the checkpoint was
     trained with (``numerics``); layers: one record per matrix and checkpoint; both name the Rips
-    engine (``engine``). A checkpoint without a metrics row (or the reverse) is an error naming
-    it."""
+    engine (``engine``). ``read``: a checkpoint's path → (tensors, numerics), the source's
+    (``sources.checkpoint.read_checkpoint``). A checkpoint without a metrics row (or the reverse) is
+    an error naming it."""
     run_dir = Path(run_dir)
     metrics = pd.read_csv(run_dir / "metrics.csv")
     files = {int(m.group(1)): f for f in run_dir.iterdir() if (m := STEP.search(f.name))}
@@ -106,12 +115,13 @@ def control_features(
         odd = sorted(set(files) ^ set(metrics["step"]))
         raise ValueError(f"{run_dir}: checkpoints and metrics.csv disagree at steps {odd}")
     topology = dict(topology or {})
-    topology["engine"] = resolve_engine(topology.get("engine", "auto"))
+    topology["engine"] = resolve_engine(topology.get("engine", ENGINE))
     rows, layers = [], []
     for step in sorted(files):
         log.info("control features: %s step %d", run_dir, step)
-        row, records = checkpoint_row(files[step], p, k, topology)
-        numerics = numerics_label(trained_numerics(files[step]))
+        tensors, trained = read(files[step])
+        row, records = checkpoint_row(tensors, files[step], p, k, topology)
+        numerics = numerics_label(trained)
         rows.append({"step": step, "numerics": numerics, **row})
         keys = {"model": MODEL, "seed": seed, "step": step}
         layers += [{**keys, **r, "engine": topology["engine"]} for r in records]

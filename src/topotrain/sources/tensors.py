@@ -67,14 +67,6 @@ class LazyTensors(Mapping):
         return f"LazyTensors({len(self)} tensors, read one at a time)"
 
 
-def shapes_of(tensors: Mapping) -> dict[str, tuple[int, ...]]:
-    """{name: shape} of a mapping's tensors: a LazyTensors' header shapes (nothing read), else each
-    array's own."""
-    if isinstance(tensors, LazyTensors):
-        return dict(tensors.shapes)
-    return {name: tuple(np.shape(t)) for name, t in tensors.items()}
-
-
 class Entry(NamedTuple):
     """One tensor of a safetensors file: dtype name, shape, and its bytes [start, stop)."""
 
