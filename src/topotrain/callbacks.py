@@ -35,6 +35,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState
 
 from topotrain.analysis.prediction.stopping import DEFAULTS, topology_stop
 from topotrain.config import DEFAULTS as CONFIG_DEFAULTS
+from topotrain.config import ENGINE
 from topotrain.live import model_maps, module_topology, warm_up
 
 _TOPOLOGY = CONFIG_DEFAULTS["topology"]  # the schema's topology defaults
@@ -211,7 +212,7 @@ class TopologyCallback(TrainerCallback, DiminishingReturns):
         seed: int = _TOPOLOGY["seed"],
         maxdim: int = _TOPOLOGY["maxdim"],
         n_threads: int = 1,
-        engine: str = "auto",
+        engine: str = ENGINE,
         watch: Sequence[str] = tuple(DEFAULTS["topology_features"]),
         threshold: float = DEFAULTS["topology_threshold"],
         patience: int = DEFAULTS["topology_patience"],

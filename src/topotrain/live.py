@@ -18,7 +18,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from topotrain.analysis.aggregate import checkpoint_features
-from topotrain.config import DEFAULTS
+from topotrain.config import DEFAULTS, ENGINE
 from topotrain.sources.architectures import (
     WeightMap,
     config_weight_maps,
@@ -122,7 +122,7 @@ def matrix_topology(
     seed: int = _TOPOLOGY["seed"],
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> tuple[dict[str, float | int], list[dict]]:
     """(summary columns, per-layer records) of oriented matrices: ``layer_records`` over all of them
     (rows subsampled to ``max_points``), then ``summary_columns``.
@@ -205,7 +205,7 @@ def weight_topology(
     n_threads: int = 1,
     per_layer: bool = False,
     config=None,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> dict:
     """The study's per-checkpoint topology columns (np_mean, np_std, h0_total, h1_total, …; NP is
     unitless, VR totals in weight units) of a model's weight matrices now, as a flat dict of

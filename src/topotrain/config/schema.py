@@ -56,7 +56,6 @@ def fill_defaults(config: dict, schema: dict | None = None) -> dict:
 
 
 DEFAULTS = fill_defaults({})  # read-only: the settings of a config that gives nothing
-ENGINE = DEFAULTS["topology"]["engine"]  # the Rips engine a call that names none gets (auto)
 RUN_DEFAULTS = fill_defaults({"runs": {"run": {}}})["runs"]["run"]  # a runs: entry's defaults
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from topotrain.config import ALPHA
 from topotrain.report import prose
 from topotrain.report.markdown import to_markdown
 from topotrain.report.plots import plt, save_figure
@@ -93,7 +94,7 @@ def power_sentence(
         f"{row['note']})"
     ]
     known = leads.set_index("feature").loc[KNOWN] if KNOWN in set(leads["feature"]) else None
-    works = known is not None and known["contrast_p"] < 0.05
+    works = known is not None and known["contrast_p"] < ALPHA
     if known is not None:
         parts.append(
             f"it {'finds' if works else 'does not find'} the known progress measure, "

@@ -58,7 +58,7 @@ def fourier_share(E: np.ndarray, k: int = 1) -> float:
     return float(energy[:k].sum() / total) if total > 1e-20 * scale else float("nan")
 
 
-def embedding_topology(E: np.ndarray, n_threads: int = 1, engine: str = "auto") -> dict[str, float]:
+def embedding_topology(E: np.ndarray, n_threads: int = 1, engine: str = ENGINE) -> dict[str, float]:
     """h0_total, h0_max, h1_total, h1_max of the rows of E scaled by their mean norm, and that
     mean norm (``row_norm``); all zero rows give zeros. ``engine``: the Rips engine."""
     E = check_cloud(E)

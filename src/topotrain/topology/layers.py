@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from topotrain.config import DEFAULTS
+from topotrain.config import DEFAULTS, ENGINE
 from topotrain.topology.neural_persistence import (
     normalised_variance,
     np_summaries,
@@ -159,7 +159,7 @@ def layer_parts(
     seed: int,
     maxdim: int,
     n_threads: int,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> LayerParts:
     """The topology of one matrix (float32 or float64, read as it is: no float64 copy of W is
     made); NaN/inf weights → ValueError before anything is computed."""
@@ -193,7 +193,7 @@ def layer_topology(
     maxdim: int,
     n_threads: int,
     global_max: float | None = None,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> tuple[dict, list[np.ndarray]]:
     """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite matrix;
     the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W).
@@ -216,7 +216,7 @@ def layer_records(
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     source: str = "weights",
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Per-layer records (RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of the matrices that
     match ``patterns``, in natural name order.

@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.inference.associations import shift_pvalue
+from topotrain.config import ALPHA
 
 DISTANCES = ["h0_w1_step", "h1_w1_step", "h0_bottleneck_step", "h1_bottleneck_step"]
 BASELINES = ["step", "l2_norm_step"]
@@ -83,7 +84,7 @@ def velocity_summary(table: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(
         seeds=("seed", "size"),
         mean_rho=("rho", "mean"),
-        n_p05=("p", lambda p: int((p < 0.05).sum())),
+        n_p05=("p", lambda p: int((p < ALPHA).sum())),
         beats_clock=("beats_clock", "sum"),
     ).reset_index()
     return out.sort_values(["n_params", "kind", "feature"], kind="stable").reset_index(drop=True)

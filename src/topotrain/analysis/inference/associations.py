@@ -58,7 +58,7 @@ from topotrain.analysis.inference.stats import (
     spearman_ci,
     spearman_rows,
 )
-from topotrain.config import DEFAULTS
+from topotrain.config import CONFIDENCE, DEFAULTS
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
@@ -229,7 +229,7 @@ def view_association(
     *,
     n_resamples: int = _ANALYSIS["bootstrap_resamples"],
     seed: int = _ANALYSIS["bootstrap_seed"],
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     alpha: float = ALPHA,
     cond: str = "z",
 ) -> dict:
@@ -322,7 +322,7 @@ def association_table(
     features: Sequence[str] | None = None,
     n_resamples: int = _ANALYSIS["bootstrap_resamples"],
     seed: int = _ANALYSIS["bootstrap_seed"],
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     alpha: float = ALPHA,
     targets: Sequence[str] = TARGETS,
     threads: int = 1,

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topotrain.config import DEFAULTS
+from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS
 
 EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
 MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
@@ -75,7 +75,6 @@ def gradient_features(df: pd.DataFrame) -> list[str]:
 
 
 CLOCK_AND_SCALE = ("step", "l2_norm_mean")  # baselines every topological ρ stands beside
-ALPHA = 0.05
 CORRELATION_COLUMNS = [
     "model",
     "seed",
@@ -157,7 +156,7 @@ def spearman_ci(
     x,
     y,
     n_resamples: int = _ANALYSIS["bootstrap_resamples"],
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     seed: int = _ANALYSIS["bootstrap_seed"],
 ) -> dict[str, float | int | str]:
     """Spearman ρ and p of (x, y) (scipy.stats.spearmanr) with a paired percentile bootstrap CI;
@@ -269,7 +268,7 @@ def correlation_table(
 RHO_CLIP = 1 - 1e-12  # |ρ| = 1 has Fisher z = ±inf: clipped, so the interval collapses onto ±1
 
 
-def seed_interval(rho: np.ndarray, confidence: float = 0.95) -> dict[str, float | int | str]:
+def seed_interval(rho: np.ndarray, confidence: float = CONFIDENCE) -> dict[str, float | int | str]:
     """Mean ρ over seeds and an interval on Fisher's z: z = artanh ρ, z̄ ± t_{n−1}·sd(z)/√n,
     mapped back with tanh, so it stays inside [−1, 1] (NaN and a note for n < 2)."""
     rho = rho[np.isfinite(rho)]
@@ -302,7 +301,7 @@ def seed_agreement(rho: np.ndarray, p_bh: np.ndarray, alpha: float = ALPHA) -> d
     return {"n_same_sign": int(same.sum()), "n_significant": int((same & (p_bh < alpha)).sum())}
 
 
-def across_seeds(corr: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+def across_seeds(corr: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Per (model, feature): n_seeds, rho_mean, rho_sd, a Fisher-z interval across seeds
     (rho_low, rho_high), and the seeds agreeing in sign and in significance with the mean."""
     rows = [

@@ -16,11 +16,12 @@ from scipy import stats
 from scipy.optimize import OptimizeWarning, brentq, curve_fit
 
 from topotrain.analysis.inference.stats import spearman_exact
+from topotrain.config import CONFIDENCE
 
 MAXFEV = 20_000
 B_BOUND = 5.0  # |b| ≤ 5 inside the fit; an exponent that runs to the bound is not identified
 MIN_POINTS = 4  # three parameters need at least one residual degree of freedom
-CI_LEVEL = 0.95  # level of the exponent intervals
+CI_LEVEL = CONFIDENCE  # level of the exponent intervals
 PROFILE_GRID = 2001  # grid over [−B_BOUND, B_BOUND] on which the profile of b is scanned
 K_OFFSET, K_LINE = 2, 1  # fitted parameters besides the intercept (c; the log-log intercept)
 LOGLOG_KEYS = (
