@@ -152,7 +152,7 @@ def test_beats_statements_without_calibration_csv_quote_the_documented_rate():
     line = beats_sentence(beats_summary(8), 0.05)
     assert f"expected under the null ≈ {20 * 0.044:.1f} = 20 × 0.044: " in line
     assert "8 seeds, worst null `random_walk`" in line
-    assert "docs/calibration.md, measured 2026-11-25" in line
+    assert "docs/calibration.md, measured 2026-11-26" in line
 
 
 def test_the_html_page_renders_the_bottom_line_escaped():

@@ -29,6 +29,7 @@ from topotrain.analysis.calibration.suite import (
     _rows,
     _run_draws,
     calibration_table,
+    confirm_failures,
     simulate,
 )
 from topotrain.analysis.inference.seed_contrast import SCALE, seed_permutations
@@ -246,6 +247,39 @@ def test_the_effect_rows_use_claim_views_own_p():
     wrong = {"clock": study["x seed_contrast claim p"] / 2, "scale": 0.5}
     with pytest.raises(RuntimeError, match="report's own p"):
         study_effects(models, perms, wrong)
+
+
+def test_a_failing_verdict_row_is_re_estimated_on_fresh_draws_and_passes_only_if_they_do():
+    def row(test, scenario, seeds, hits, n, used=True):
+        return _rows({test: np.arange(n) < hits}, scenario, seeds)[0] | {"used_in_verdicts": used}
+
+    first = pd.DataFrame(
+        [
+            row("seed_contrast p (pooled)", "decel_iid", 3, 70, 1000),  # fails: 7 %
+            row(LOW.format("scale"), "signal_r0.05", 3, 37, 1000),  # fails: 3.7 % for 2.5 %
+            row("detrended p", "decel_iid", "1 run", 400, 1000, used=False),  # no verdict uses it
+            row("seed_contrast p (pooled)", "random_walk", 5, 50, 1000),  # passes
+        ],
+        columns=CALIBRATION_COLUMNS,
+    )
+    assert first["passes"].tolist() == [False, False, False, True]
+    calls = []
+
+    def work(task, n_sim):  # the fresh draws: 84 of 3000 misses (2.8 %), 210 p < 0.05 (7 %)
+        calls.append((task, n_sim))
+        return [
+            row(LOW.format("scale"), task[0], task[1], 84, n_sim),
+            row("seed_contrast p (pooled)", task[0], task[1], 210, n_sim),
+        ]
+
+    out = confirm_failures(first, work, 1000, progress=lambda m: None)
+    assert calls == [(("decel_iid", 3), 3000), (("signal_r0.05", 3), 3000)]
+    assert out["passes"].tolist() == [False, True, False, True]
+    assert out.loc[1, "confirm_rate"] == 0.028 and out.loc[1, "confirm_n_sim"] == 3000
+    assert out.loc[1, "confirm_mc_low"] < 0.025 < out.loc[1, "confirm_mc_high"]
+    assert out.loc[0, "confirm_rate"] == 0.07 and out.loc[0, "confirm_mc_low"] > 0.05
+    assert out.loc[[2, 3], "confirm_n_sim"].isna().all()  # unused or passing: not re-run
+    assert out.loc[1, "rate"] == 0.037  # the first estimate stays
 
 
 def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():

@@ -48,11 +48,11 @@ def test_without_calibration_csv_the_rate_is_the_documented_one_and_says_so(tmp_
     rate = null_rate(FLAG, 5)
     assert rate.rate == 0.045 and rate.scenario == "random_walk"
     assert (round(rate.mc_low, 3), round(rate.mc_high, 3)) == (0.033, 0.060)  # 45 of 1,000
-    assert "docs/calibration.md, measured 2026-11-25" in rate.label()
+    assert "docs/calibration.md, measured 2026-11-26" in rate.label()
     scale = null_rate("beats_scale (pooled)", 8)  # the one interval the docs print
-    assert (round(scale.mc_low, 3), round(scale.mc_high, 3)) == (0.041, 0.070)
+    assert (round(scale.mc_low, 3), round(scale.mc_high, 3)) == (0.040, 0.069)
     missing = calibration_csv(tmp_path).query("test != @FLAG")  # a table without the flag
-    assert null_rate(FLAG, 3, missing).rate == 0.040
+    assert null_rate(FLAG, 3, missing).rate == 0.035
     assert null_rate("beats_clock (model)", 5) is None  # the docs give the pooled flags only
 
 

@@ -83,7 +83,13 @@ CALIBRATION_COLUMNS = [
     "nominal",
     "passes",
     "used_in_verdicts",
+    "confirm_n_sim",
+    "confirm_rate",
+    "confirm_mc_low",
+    "confirm_mc_high",
 ]
+CONFIRM_FACTOR = 3  # a verdict's row that fails is re-estimated on 3 × the draws, fresh seed
+CONFIRM_SEED = 1  # added to the suite's seed for the re-estimate
 RUN_VIEWS = ("raw", "detrended", "partial_step", "partial_l2")  # one run's views: p and CI
 RUN_TESTS = [f"{view} {what}" for view in RUN_VIEWS for what in ("p", "CI")]
 USED = {  # tests whose result feeds a verdict or a flag
@@ -340,4 +346,33 @@ def calibration_table(
             )
             progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}{n_sim} draws)")
     rows = [row for task in tasks for row in results[task]]
-    return pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
+    table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
+    return confirm_failures(table, partial(work, seed=seed + CONFIRM_SEED), n_sim, progress)
+
+
+def confirm_failures(
+    table: pd.DataFrame, work: Callable, n_sim: int, progress: Callable[[str], None] = log.info
+) -> pd.DataFrame:
+    """Re-estimate, on CONFIRM_FACTOR × n_sim fresh draws (``work(task, n_sim=…)``: the suite's
+    ``_task`` with a new seed), every row that fails and that a verdict or an effect interval
+    uses: among a few hundred rows at their nominal rate a few fail by Monte Carlo error alone.
+    The row keeps its first estimate, gains the re-estimate (confirm_*) and passes only when the
+    re-estimate does: a real excess (3.7 % for 2.5 %) fails it too."""
+    table = table.copy()
+    retry = table["passes"].eq(False) & (
+        table["used_in_verdicts"] | table["test"].isin(EFFECT_TESTS)
+    )
+    for scenario, seeds in (
+        table.loc[retry, ["scenario", "seeds"]].drop_duplicates().itertuples(index=False)
+    ):
+        task = (scenario, seeds if isinstance(seeds, (int, np.integer)) else None)
+        progress(
+            f"calibration: re-estimating {scenario} ({seeds}) on {CONFIRM_FACTOR * n_sim} draws"
+        )
+        again = pd.DataFrame(work(task, n_sim=CONFIRM_FACTOR * n_sim)).set_index("test")
+        for i in table.index[retry & table["scenario"].eq(scenario) & table["seeds"].eq(seeds)]:
+            new = again.loc[table.at[i, "test"]]
+            table.loc[i, ["confirm_n_sim", "confirm_rate"]] = new["n_sim"], new["rate"]
+            table.loc[i, ["confirm_mc_low", "confirm_mc_high"]] = new["mc_low"], new["mc_high"]
+            table.at[i, "passes"] = bool(new["passes"])
+    return table
