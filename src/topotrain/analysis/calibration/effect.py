@@ -2,7 +2,7 @@
 
 On a simulated study the claim's effect [equal-tailed 95 % interval] per view comes from
 ``primary.claim_views`` (the report's function, claimed sign +1 for every model). Where the
-simulator fixes β in a view (``calibration_sim.true_effect``) each end's miss is counted: the lower
+simulator fixes β in a view (``simulator.true_effect``) each end's miss is counted: the lower
 end above β, the upper end below β (each at most α/2 = 2.5 % for an exact interval). The
 "artefact" rule is ``verdicts.decide_claim`` for a claim whose test did not reject: an upper end
 below Δ in either view; with β ≥ Δ in both views that is its false-positive rate (at most α), with

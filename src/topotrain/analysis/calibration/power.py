@@ -1,6 +1,6 @@
 """Power of the primary family's claims for the design that was run, at Δ only.
 
-Simulator: the calibration suite's signal model (``calibration_sim``'s trends and AR noise) on
+Simulator: the calibration suite's signal model (``simulator``'s trends and AR noise) on
 shared runs. A study has max(models) models × k seeds × T checkpoints (steps 0, 100, …); every run
 has a loss y = trend + u and an L2 norm l = trend + w, and claim c's feature is
 x_c = trend + r·u + √(1 − r²)·e_c over the claim's first ``models[c]`` models. u, e_c and w's own

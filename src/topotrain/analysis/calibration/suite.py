@@ -1,11 +1,11 @@
 """Calibration: how often each test the report uses says "yes" when the answer is known.
 
-Simulated studies of ``N_MODELS`` models × k seeds (``calibration_sim``: nulls that look like
+Simulated studies of ``N_MODELS`` models × k seeds (``simulator``: nulls that look like
 training, planted signals, and the effect scenarios where β is known), three features of the same
 runs per study (the primary family's three claims share their runs), and per-run, per-model and
 across-size draws for the tests that need them. Each (test, scenario) row gives the rate of "yes"
 over n_sim draws (``measures``: the false-positive rate on a null, the power on a signal, an
-interval end's miss rate; ``calibration_effect``), its 95 % Clopper–Pearson Monte Carlo interval and
+interval end's miss rate; ``effect``), its 95 % Clopper–Pearson Monte Carlo interval and
 the nominal rate. A row ``passes`` when its rate is within Monte Carlo error of nominal or below
 (the interval reaches down to nominal); a test whose interval lies above nominal on a null fails
 and may not feed a verdict.

@@ -1,7 +1,7 @@
 """Replication verdicts: each claim of Study A beside our number and the rule that judges it.
 
 Ours comes from the workflow's tables; the shared words and the paper's values are in
-``verdicts``, Table 8 and Study B in ``replication_pythia``. One row per claim
+``verdicts``, Table 8 and Study B in ``pythia_claims``. One row per claim
 (REPLICATION_COLUMNS); the verdict is one of VERDICTS, computed by the rule printed in the ``rule``
 column (RULES). Per-model claims use the paper's model names: a model we did not train gives
 ``not evaluated``, never an error.
