@@ -150,7 +150,7 @@ def test_beats_statements_print_k_times_the_calibrated_rate_of_calibration_csv(t
 
 def test_beats_statements_without_calibration_csv_quote_the_documented_rate():
     line = beats_sentence(beats_summary(8), 0.05)
-    assert f"expected under the null ≈ {20 * 0.044:.1f} = 20 × 0.044: " in line
+    assert f"expected under the null ≈ {20 * 0.047:.1f} = 20 × 0.047: " in line
     assert "8 seeds, worst null `random_walk`" in line
     assert "docs/calibration.md, measured 2026-11-26" in line
 
