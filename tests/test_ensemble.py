@@ -250,6 +250,12 @@ def numeric_twins(tmp_path_factory, corpus) -> dict[str, dict[int, Path]]:
         torch.set_num_threads(CFG.threads)
 
 
+# A numeric twin's divergence is one draw of a rounding process, and another CPU rounds
+# differently: a member must stay within twice it (measured here: within it, below). A member
+# that drew the wrong batches or coupled to another would be 1e-3 off or more.
+SLACK = 2.0
+
+
 def test_members_stay_within_the_single_runs_numeric_spread(members, singles, numeric_twins):
     """At every checkpoint, each member's max |Δw| from its single run is no larger than the
     larger of two single runs' own: 1 vs 2 threads, and eager vs compiled. Measured (this CPU,
@@ -264,7 +270,7 @@ def test_members_stay_within_the_single_runs_numeric_spread(members, singles, nu
         for step in STEPS:
             ours = max_abs_diff(members[seed], singles[seed], step)
             twins = [max_abs_diff(out[seed], singles[seed], step) for out in numeric_twins.values()]
-            assert ours <= max(twins), (seed, step, ours, twins)
+            assert ours <= SLACK * max(twins), (seed, step, ours, twins)
             assert step == 0 or ours > 0  # not trivially: vmap sums in another order
 
 
@@ -376,4 +382,4 @@ def test_compiled_members_stay_within_the_compiled_single_runs_spread(
         for step in STEPS:
             ours = max_abs_diff(compiled[seed], twins[seed], step)
             bound = max(max_abs_diff(runs[seed], twins[seed], step) for runs in eager)
-            assert ours <= bound, (seed, step, ours, bound)
+            assert ours <= SLACK * bound, (seed, step, ours, bound)
