@@ -32,6 +32,7 @@ CASES = {  # every benchmark, in the suite's order
     "gradients": Case("gradients", suite=False),  # three designs of the gradient job, ~4 min
     "scale": Case("scale", suite=False),  # 3 k to 1 B parameters, ~3 min; --max-params 2e8: ~1
     "attention": Case("attention", suite=False),  # also part of training's rows on a CPU
+    "ensemble": Case("ensemble", suite=False),  # stacked members vs single runs, CPU, ~1 min
     "gelu": Case("gelu", suite=False),
     "study_overhead": Case("study_overhead", suite=False),  # reads a finished study's log
     "cuda_checks": Case("cuda_checks", suite=False),  # needs a GPU

@@ -42,7 +42,7 @@ def worst_relative(a: dict, b: dict) -> float:
 def checkpoint_rows(repeats: int) -> list[dict]:
     """One row per model size: ms per checkpoint with each engine, their ratio, the worst
     relative difference between the two engines' records."""
-    from topotrain.topology.checkpoint import checkpoint_topology
+    from topotrain.jobs.topology import checkpoint_topology
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -75,7 +75,7 @@ for c, g in zip({ckpts!r}, {grads!r}):
     save_file({{k: np.ascontiguousarray(v) for k, v in grads.items()}}, g)
 """
 TOPOLOGY = (
-    "from topotrain.topology.checkpoint import write_checkpoint_topology\n"
+    "from topotrain.jobs.topology import write_checkpoint_topology\n"
     "write_checkpoint_topology({g!r}, {j!r}, {n!r}, "
     + repr(list(GPT_LAYERS))
     + ", "

@@ -117,7 +117,8 @@ def time_revision(
     """One revision through the project's path: seconds of its phases (fetch+load, embed,
     features), its token count, and, with ``reference``, the reference's seconds and the largest
     difference of their embeddings."""
-    from topotrain.sources.pythia import embed_texts, embedding_features, fetch_revision, load_model
+    from topotrain.sources.pythia import embed_texts, fetch_revision, load_model
+    from topotrain.topology.embedding import embedding_features
 
     sync(device)
     t = [time.perf_counter()]

@@ -52,7 +52,7 @@ KERNELS = {  # kernel → the (module, function) pairs of the per-layer loop it 
     "distances": [("topotrain.topology.vietoris_rips", "pairwise_distances")],
     "h0": [("topotrain.topology.vietoris_rips", "h0_deaths")],
     "h1": [("topotrain.topology.vietoris_rips", "rips_higher")],
-    "loading": [("topotrain.topology.tensors", "read_entry")],
+    "loading": [("topotrain.sources.tensors", "read_entry")],
 }
 
 
@@ -61,7 +61,7 @@ KERNELS = {  # kernel → the (module, function) pairs of the per-layer loop it 
 
 def analysed(spec: dict, lazy: bool):
     """(the matrices the path analyses, as a mapping, and the patterns that choose them)."""
-    from topotrain.topology.checkpoint import load_tensors, open_checkpoint
+    from topotrain.sources.checkpoint import load_tensors, open_checkpoint
 
     if spec["family"] == "spine":
         return (open_checkpoint if lazy else load_tensors)(spec["file"]), list(GPT_LAYERS)
@@ -143,7 +143,11 @@ PRELOAD = {  # modules a path imports, loaded before the memory baseline
     "live": ("torch", "transformers", "topotrain.live"),
     "gradients": ("torch", "topotrain.training.gradients"),
 }
-TOPOLOGY_MODULES = ("topotrain.topology.checkpoint", "topotrain.sources.weights")
+TOPOLOGY_MODULES = (
+    "topotrain.jobs.topology",
+    "topotrain.sources.checkpoint",
+    "topotrain.sources.weights",
+)
 
 
 def install_timers(totals: dict) -> None:
@@ -172,7 +176,7 @@ def child(spec_json: str) -> None:
     """Run one measurement (``spec["path"]``) and print its result as a line "RESULT {json}"."""
     import collections
 
-    from topotrain.topology.checkpoint import write_record
+    from topotrain.io import write_record
 
     spec = json.loads(spec_json)
     for module in PRELOAD.get(spec["path"], TOPOLOGY_MODULES):

@@ -47,6 +47,7 @@ COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, rati
         "overhead_bound",
     ),
     "attention": ("head_dim", "project_ms", "reference_ms", "speedup", "grad_rel_err"),
+    "ensemble": ("threads", "project_ms", "reference_ms", "ratio"),
     "training_concurrency": (
         "two_jobs_1_thread_tokens_per_s",
         "one_job_2_threads_tokens_per_s",

@@ -77,7 +77,7 @@ def reference(path: Path, patterns, max_points: int, seed: int):
 
     import ripser
 
-    from topotrain.topology.checkpoint import load_tensors
+    from topotrain.sources.checkpoint import load_tensors
     from topotrain.topology.layers import layer_rng, select_layers
     from topotrain.topology.vietoris_rips import subsample_rows
 
@@ -147,7 +147,7 @@ def time_median(fn, repeats: int) -> float:
 
 def run(repeats: int = 5, threads: int = 2, max_points: int = 200) -> list[dict]:
     """One row per model size: ms per checkpoint (project, reference), ratio, max difference."""
-    from topotrain.topology.checkpoint import checkpoint_topology
+    from topotrain.jobs.topology import checkpoint_topology
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -80,8 +80,10 @@ class Reference:
         x = torch.stack([self.data[i : i + T] for i in ix])
         y = torch.stack([self.data[i + 1 : i + 1 + T] for i in ix])
         if self.device.type == "cuda":
-            return x.pin_memory().to(self.device, True), y.pin_memory().to(self.device, True)
-        return x, y
+            x, y = x.pin_memory(), y.pin_memory()
+        # non_blocking by keyword: PyTorch reads a second positional argument as a dtype and
+        # rejects True (what crashed `python -m benchmarks training --device cuda`)
+        return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
     def train(self, n: int) -> list[float]:
         """``n`` updates; their training losses (one host sync at the end)."""

@@ -1,6 +1,6 @@
 """Benchmark: the tiny workflow end to end, and planning the full study's DAG.
 
-1. Wall time of ``snakemake --cores 2`` on the tiny two-model study (benchmarks/tiny_study.py) up
+1. Wall time of ``snakemake --cores 2`` on the tiny two-model study (.test/config/config.yaml) up
    to the feature table, vs a plain reference measured in the same run: the same jobs (corpus,
    training, per-checkpoint topology, aggregate) called one after another in this process. The
    ratio is what Snakemake's scheduling and per-job process start-up cost (with 2 cores it can be
@@ -22,9 +22,17 @@ from pathlib import Path
 import yaml
 
 from benchmarks.study import ROOT
-from benchmarks.tiny_study import tiny_config, write_corpus
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+TEST_STUDY = ROOT / ".test" / "config" / "config.yaml"  # the tiny study, as CI runs it
+
+
+def tiny_study() -> dict:
+    """The tiny study's config, its corpus (.test/data/) named by absolute paths."""
+    config = yaml.safe_load(TEST_STUDY.read_text(encoding="utf-8"))
+    corpus = config["corpus"]
+    corpus.update({k: str(ROOT / corpus[k]) for k in ("train", "validation")})
+    return config
 
 
 def timed(cmd: list[str], cwd: Path) -> float:
@@ -77,7 +85,7 @@ def tiny_workflow() -> dict:
     """The tiny study up to the feature table under Snakemake, against its jobs in-process."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        config = tiny_config(*write_corpus(workdir))
+        config = tiny_study()
         (workdir / "config.yaml").write_text(yaml.safe_dump(config))
         cmd = [*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "results/features/weights.parquet"]
         workflow_s = timed([*cmd, "--cores", "2", "--quiet", "all"], workdir)

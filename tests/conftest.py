@@ -1,9 +1,12 @@
-"""Shared fixtures: the tiny study (benchmarks/tiny_study.py: its config and the corpus the tests
-write themselves, re-exported here), random tokens, and running the Snakefile on them."""
+"""Shared fixtures: the tiny study (.test/config/config.yaml, its corpus written where a test
+wants it), random tokens, and running the Snakefile on them."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +15,43 @@ import numpy as np
 import pytest
 import yaml
 
-from benchmarks.tiny_study import tiny_config, write_corpus
-
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+TEST_STUDY = ROOT / ".test" / "config" / "config.yaml"  # the tiny study, as CI runs it
+SENTENCES = [
+    "the cat sat on the mat . ",
+    "a dog ran in the park and the cat ran after it . ",
+    "topology of weights may track the loss of a model . ",
+    "small models learn the common letters first . ",
+]
+
+
+def write_corpus(directory: Path, n_chars: int = 20_000, seed: int = 0) -> tuple[Path, Path]:
+    """A small English-like corpus: seeded shuffles of SENTENCES, train.txt (``n_chars``) and
+    valid.txt (a quarter) in ``directory``; the defaults give .test/data/'s files."""
+    rng = random.Random(seed)
+    paths = []
+    for name, size in (("train.txt", n_chars), ("valid.txt", n_chars // 4)):
+        text = ""
+        while len(text) < size:
+            text += rng.choice(SENTENCES)
+        path = directory / name
+        path.write_text(text + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+@functools.cache
+def _test_study() -> dict:
+    return yaml.safe_load(TEST_STUDY.read_text(encoding="utf-8"))
+
+
+def tiny_config(train: Path, valid: Path) -> dict:
+    """The tiny study's config (two tiny models, 40 steps, a checkpoint every 10, context 32), a
+    fresh copy, reading its corpus from ``train`` and ``valid``."""
+    config = copy.deepcopy(_test_study())
+    config["corpus"].update(train=str(train), validation=str(valid))
+    return config
 
 
 def write_random_tokens(directory: Path) -> tuple[Path, Path]:

@@ -10,6 +10,7 @@ import pytest
 import torch
 from run_fixtures import tiny_model
 
+from topotrain.jobs.runs import run_checkpoint_topology
 from topotrain.sources.architectures import (
     ArchitectureError,
     config_weight_maps,
@@ -17,7 +18,8 @@ from topotrain.sources.architectures import (
     oriented_matrices,
     select_maps,
 )
-from topotrain.sources.runs import layer_map, run_checkpoint_topology
+from topotrain.sources.runs import layer_map
+from topotrain.sources.tensors import LazyTensors
 from topotrain.sources.weights import (
     UnsafeCheckpointError,
     lazy_weights,
@@ -25,8 +27,7 @@ from topotrain.sources.weights import (
     tensor_shapes,
     weight_files,
 )
-from topotrain.topology.layers import layer_records
-from topotrain.topology.tensors import LazyTensors, shapes_of
+from topotrain.topology.layers import layer_records, shapes_of
 
 # per architecture: the linear maps of block 0, in the module order, as transformers names them
 BLOCK0 = {

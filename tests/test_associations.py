@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.associations import (
+from topotrain.analysis.inference.associations import (
     ASSOCIATION_COLUMNS,
     BASELINES,
     RUN_VIEWS,
@@ -19,8 +19,8 @@ from topotrain.analysis.associations import (
     shift_pvalue,
     view_association,
 )
-from topotrain.analysis.rank_stats import detrended_spearman, partial_spearman
-from topotrain.analysis.stats import FEATURES, benjamini_hochberg
+from topotrain.analysis.inference.rank_stats import detrended_spearman, partial_spearman
+from topotrain.analysis.inference.stats import FEATURES, benjamini_hochberg
 
 
 def hand_partial_spearman(x, y, z) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 from conftest import ROOT
 
-from topotrain.analysis.replication import RULES, read_paper_values, replication_table
-from topotrain.analysis.stats import ALPHA
+from topotrain.analysis.inference.stats import ALPHA
+from topotrain.analysis.replication.claims import RULES, read_paper_values, replication_table
 from topotrain.report.bottom_line import beats_sentence, bottom_line, replication_section
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"

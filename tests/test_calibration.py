@@ -10,7 +10,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.calibration import (
+from topotrain.analysis.calibration.effect import (
+    ARTEFACT_TEST,
+    EFFECT_TESTS,
+    HIGH,
+    LOW,
+    effect_hits,
+    judge_effect,
+    study_effects,
+)
+from topotrain.analysis.calibration.simulator import SPREAD, effect_scenarios, true_effect
+from topotrain.analysis.calibration.suite import (
     CALIBRATION_COLUMNS,
     EFFECT_SCENARIOS,
     NULLS,
@@ -22,18 +32,8 @@ from topotrain.analysis.calibration import (
     confirm_failures,
     simulate,
 )
-from topotrain.analysis.calibration_effect import (
-    ARTEFACT_TEST,
-    EFFECT_TESTS,
-    HIGH,
-    LOW,
-    effect_hits,
-    judge_effect,
-    study_effects,
-)
-from topotrain.analysis.calibration_sim import SPREAD, effect_scenarios, true_effect
-from topotrain.analysis.seed_contrast import SCALE, seed_permutations
-from topotrain.analysis.stats import ALPHA, spearman_rows
+from topotrain.analysis.inference.seed_contrast import SCALE, seed_permutations
+from topotrain.analysis.inference.stats import ALPHA, spearman_rows
 
 N_SIZE = 4000  # draws that tell a 5 % test from a 7 % one (test_the_bound_tells_…)
 POOLED_TESTS = [
@@ -312,7 +312,7 @@ def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
 
 
 def test_the_model_paired_sign_flip_test_keeps_its_size():
-    from topotrain.analysis.calibration import _paired_draws
+    from topotrain.analysis.calibration.suite import _paired_draws
 
     for null in ("paired_gaussian", "paired_heavy_tailed"):
         hits = _paired_draws(null, 2000, seed=4)["T5 sign-flip p (paired by model)"]
@@ -321,7 +321,7 @@ def test_the_model_paired_sign_flip_test_keeps_its_size():
 
 
 def test_the_across_size_rules_keep_their_size_when_nothing_depends_on_n():
-    from topotrain.analysis.calibration import _size_draws
+    from topotrain.analysis.calibration.suite import _size_draws
 
     n = 1000
     hits = _size_draws("sizes_gaussian", n, seed=5)

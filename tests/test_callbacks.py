@@ -24,7 +24,7 @@ from transformers import (  # noqa: E402
     TrainingArguments,
 )
 
-from topotrain.analysis.stopping import topology_stop  # noqa: E402
+from topotrain.analysis.prediction.stopping import topology_stop  # noqa: E402
 from topotrain.callbacks import TopologyCallback  # noqa: E402
 from topotrain.live import weight_topology  # noqa: E402
 from topotrain.topology.layers import layer_records  # noqa: E402
@@ -274,7 +274,7 @@ import sys
 import topotrain
 heavy = [m for m in ("torch", "transformers", "pandas") if m in sys.modules]
 import topotrain.jobs
-from topotrain.topology.checkpoint import write_checkpoint_topology
+from topotrain.jobs.topology import write_checkpoint_topology
 heavy += [m for m in ("torch", "transformers") if m in sys.modules]
 print(heavy)
 callback, function = topotrain.TopologyCallback, topotrain.weight_topology  # imports them now
@@ -292,7 +292,8 @@ def test_one_answer_per_model_from_module_state_dict_with_config_and_the_workflo
     without config warns, naming the matrices it chose."""
     import warnings
 
-    from topotrain.sources.runs import config_source, layer_map, run_checkpoint_topology
+    from topotrain.jobs.runs import run_checkpoint_topology
+    from topotrain.sources.runs import config_source, layer_map
 
     model = tiny_gpt2(seed=3)
     from_module = weight_topology(model, per_layer=True)

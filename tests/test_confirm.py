@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis import grokking
 from topotrain.analysis.confirm import (
     BRANCHES,
     confirmation_table,
     discovery_screen,
     hypotheses_table,
 )
-from topotrain.analysis.seed_contrast import POOLED, contrast_table
+from topotrain.analysis.control import grokking
+from topotrain.analysis.inference.seed_contrast import POOLED, contrast_table
 from topotrain.config import ConfigError, check_config, fill_defaults
 from topotrain.report.confirm import HEADING, NOTHING, confirm_sections
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from topotrain.analysis.control import grokking_step, lead, onset_step
+from topotrain.analysis.control.features import grokking_step, lead, onset_step
+from topotrain.sources.checkpoint import read_checkpoint
 
 STEPS = np.arange(0, 1100, 100)
 
@@ -46,11 +47,11 @@ def write_run(tmp_path, p: int, steps=(0, 50)):
 
 
 def test_control_features_read_a_run_against_closed_forms(tmp_path):
-    from topotrain.analysis.control import control_features
+    from topotrain.analysis.control.features import control_features
 
     p = 23
     write_run(tmp_path, p)
-    table, layers = control_features(tmp_path, p, seed=7)
+    table, layers = control_features(tmp_path, p, seed=7, read=read_checkpoint)
     assert table["step"].tolist() == [0, 50] and (table["test_acc"] == 0.1).all()
     assert (table["model"] == "control").all() and (table["seed"] == 7).all()
     birth, death = 2 * np.sin(np.pi / p), 2 * np.sin(np.pi * 8 / p)  # ⌈23/3⌉ = 8
@@ -69,11 +70,11 @@ def test_control_features_read_a_run_against_closed_forms(tmp_path):
 
 
 def test_control_features_name_a_step_without_metrics(tmp_path):
-    from topotrain.analysis.control import control_features
+    from topotrain.analysis.control.features import control_features
 
     write_run(tmp_path, 11)
     (tmp_path / "metrics.csv").write_text(
         "step,train_loss,test_loss,train_acc,test_acc\n0,1,2,0.5,0.1\n"
     )
     with pytest.raises(ValueError, match=r"disagree at steps \[50\]"):
-        control_features(tmp_path, 11)
+        control_features(tmp_path, 11, read=read_checkpoint)

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from conftest import run_snakemake, tiny_config, write_corpus
 
-from topotrain.analysis.grokking import NEVER
+from topotrain.analysis.control.grokking import NEVER
 
 TINY_CONTROL = {
     "enabled": True,

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import run_snakemake, tiny_config, write_corpus
 
-from topotrain.analysis.stats import BASELINES, FEATURES
+from topotrain.analysis.inference.stats import BASELINES, FEATURES
 
 MODELS = {
     "tiny-3k": 3_000,

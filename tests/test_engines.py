@@ -13,7 +13,7 @@ from test_vietoris_rips import clouds
 from benchmarks.study import study_models
 from benchmarks.topology import make_checkpoint
 from topotrain.config import GPT_LAYERS
-from topotrain.topology.checkpoint import checkpoint_topology, write_checkpoint_topology
+from topotrain.jobs.topology import checkpoint_topology, write_checkpoint_topology
 from topotrain.topology.layers import RECORD_KEYS, diagrams_summaries
 from topotrain.topology.vietoris_rips import resolve_engine, vr_diagrams
 

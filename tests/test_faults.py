@@ -34,10 +34,11 @@ import topotrain.training.train as train
 from topotrain.analysis.aggregate import aggregate_weights
 from topotrain.config import DEFAULTS, ConfigError, check_config
 from topotrain.jobs import prepare_corpus_job, train_model_job, weight_topology_job
+from topotrain.jobs.topology import write_checkpoint_topology
 from topotrain.report.markdown import write_table
+from topotrain.sources.checkpoint import load_tensors
 from topotrain.sources.corpus import CorpusError, load_splits, prepare_corpus
 from topotrain.sources.pythia import PythiaError, fetch_revision
-from topotrain.topology.checkpoint import load_tensors, write_checkpoint_topology
 from topotrain.training.run_state import published_files
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")

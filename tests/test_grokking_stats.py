@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.grokking import (
+from topotrain.analysis.control.grokking import (
     NEVER,
     feature_table,
     seed_table,
     sign_flip,
     verdicts,
 )
-from topotrain.analysis.scaling import spearman_exact
+from topotrain.analysis.inference.stats import spearman_exact
 
 
 def test_spearman_exact_matches_scipy_and_a_brute_force_enumeration():

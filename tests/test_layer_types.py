@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.layer_types import (
+from topotrain.analysis.dynamics.layer_types import (
     LAYER_TYPE_COLUMNS,
     groups,
     layer_depth,

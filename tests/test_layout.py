@@ -69,6 +69,67 @@ def test_imports_run_one_way(path):
     assert not upward, f"{path.relative_to(PACKAGE)} ({me}, level {LEVEL[me]}) imports {upward}"
 
 
+ANALYSIS = PACKAGE / "analysis"
+ROOM_LEVEL = {  # analysis/'s rooms and modules: lower ones never import higher ones
+    "confirm": 0,  # discovery then confirmation: the GPT study's and the control's hits
+    "calibration": 1,  # simulates the verdicts' own tests, replication's rules among them
+    "replication": 2,
+    "runs": 2,
+    "control": 2,
+    "dynamics": 3,
+    "prediction": 4,
+    "pythia": 4,
+    "aggregate": 4,
+    "inference": 5,
+}
+
+
+def room(module: str) -> str | None:
+    """The room of a dotted analysis module: topotrain.analysis.inference.stats → inference;
+    None outside analysis/ and for the package itself."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["topotrain", "analysis"] else None
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The dotted topotrain modules a source file imports (``from a import b`` gives a.b when b is
+    a module of a package, else a)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("topotrain"):
+            base = PACKAGE.parent / node.module.replace(".", "/")
+            subs = [a.name for a in node.names if (base / f"{a.name}.py").exists()]
+            names |= {f"{node.module}.{n}" for n in subs} if subs else {node.module}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.startswith("topotrain.")}
+    return names
+
+
+ANALYSIS_SOURCES = sorted(p for p in ANALYSIS.rglob("*.py") if p != ANALYSIS / "__init__.py")
+
+
+def test_every_analysis_room_has_a_level():
+    rooms = {p.relative_to(ANALYSIS).parts[0].removesuffix(".py") for p in ANALYSIS_SOURCES}
+    assert rooms == set(ROOM_LEVEL)
+
+
+@pytest.mark.parametrize("path", ANALYSIS_SOURCES, ids=lambda p: str(p.relative_to(ANALYSIS)))
+def test_analysis_rooms_import_one_way(path):
+    me = path.relative_to(ANALYSIS).parts[0].removesuffix(".py")
+    rooms = {room(m) for m in imported_modules(path)} - {None, me}
+    upward = {r for r in rooms if ROOM_LEVEL[r] <= ROOM_LEVEL[me]}
+    assert not upward, f"analysis/{path.relative_to(ANALYSIS)} ({me}) imports {upward}"
+
+
+PACKAGES = sorted({p.parent for p in PACKAGE.rglob("__init__.py")})
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_no_package_holds_more_than_12_modules(package):
+    modules = [p for p in package.glob("*.py") if p.name != "__init__.py"]
+    assert len(modules) <= 12, f"{package.relative_to(PACKAGE.parent)}: {len(modules)} modules"
+
+
 def line_count(path: Path) -> int:
     return len(path.read_text().splitlines())
 
@@ -173,6 +234,20 @@ def test_every_rule_runs_its_own_script_which_calls_its_own_job():
         called = set(re.findall(r"\b(\w+_job)\(", text))
         assert called == {f"{rule}_job"}, f"workflow/scripts/{rule}.py calls {called}"
         assert callable(getattr(jobs, f"{rule}_job", None)), f"topotrain.jobs has no {rule}_job"
+
+
+def test_a_rules_jobs_live_in_the_jobs_file_named_after_its_rules_file():
+    """The rules of workflow/rules/<stage>.smk call jobs defined in jobs/<stage>.py."""
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        names = set(RULE.findall(smk.read_text()))
+        with_script = {n for n in names if rules_and_scripts().get(n)}
+        if not with_script:
+            continue
+        jobs_file = PACKAGE / "jobs" / f"{smk.stem}.py"
+        assert jobs_file.exists(), f"{smk.name} has rules but there is no jobs/{smk.stem}.py"
+        defined = top_level_functions(jobs_file)
+        missing = {f"{n}_job" for n in with_script} - defined
+        assert not missing, f"jobs/{smk.stem}.py lacks {sorted(missing)} of {smk.name}"
 
 
 def test_the_readme_is_a_front_door_that_links_every_docs_page():

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from topotrain.sources.checkpoint import read_checkpoint
 from topotrain.training.modular import (
     METRICS,
     ControlConfig,
@@ -69,11 +70,11 @@ def test_a_tiny_run_memorises_writes_its_checkpoints_and_repeats_bit_for_bit(tmp
 def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
     from safetensors.torch import load_file
 
-    from topotrain.analysis.control import control_features
+    from topotrain.analysis.control.features import control_features
 
     cfg = ControlConfig(**{**TINY, "steps": 100})
     train_control(cfg, tmp_path)
-    table, layers = control_features(tmp_path, cfg.p)
+    table, layers = control_features(tmp_path, cfg.p, read=read_checkpoint)
     assert table["step"].tolist() == [0, 50, 100]
     threads = torch.get_num_threads()  # every checkpoint records it; mha: nn.MultiheadAttention
     assert table["numerics"].str.contains(f"^device=cpu; .*; threads={threads}; ").all()

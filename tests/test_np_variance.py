@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.np_variance import np_variance_table
+from topotrain.analysis.inference.np_variance import np_variance_table
 
 
 def study(own_signal: float, seed: int = 0) -> pd.DataFrame:

@@ -14,8 +14,12 @@ from conftest import write_random_tokens
 from safetensors import safe_open
 
 from topotrain.analysis.aggregate import aggregate_weights
-from topotrain.analysis.numerics import check_seed_numerics, numerics_fields, numerics_label
-from topotrain.topology.checkpoint import write_checkpoint_topology
+from topotrain.analysis.inference.numerics import (
+    check_seed_numerics,
+    numerics_fields,
+    numerics_label,
+)
+from topotrain.jobs.topology import write_checkpoint_topology
 from topotrain.training.model import GPTConfig
 from topotrain.training.numerics import run_numerics
 from topotrain.training.train import TrainConfig, train_model
@@ -189,7 +193,7 @@ def test_a_seed_whose_checkpoints_differ_is_refused_too():
 
 def test_unrecorded_runs_pass_with_a_note(caplog):
     no_column = features({("tiny", 0): [LABEL], ("tiny", 1): [LABEL]}).drop(columns="numerics")
-    with caplog.at_level(logging.WARNING, logger="topotrain.analysis.numerics"):
+    with caplog.at_level(logging.WARNING, logger="topotrain.analysis.inference.numerics"):
         notes = check_seed_numerics(no_column)
     assert notes == [
         "model tiny: numerics unrecorded for seeds 0, 1 (trained before topotrain recorded "

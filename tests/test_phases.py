@@ -4,7 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.phases import changepoints, phase_table, phase_transitions, total_steps
+from topotrain.analysis.dynamics.phases import (
+    changepoints,
+    phase_table,
+    phase_transitions,
+    total_steps,
+)
 
 STEPS = np.arange(0, 5001, 100)
 
@@ -103,7 +108,7 @@ def test_the_callback_and_the_phases_table_report_the_same_causal_step():
     at on the same series; diminishing_step (hindsight) is a different rule, named apart."""
     import pandas as pd
 
-    from topotrain.analysis.phases import phase_table
+    from topotrain.analysis.dynamics.phases import phase_table
     from topotrain.callbacks import TopologyCallback
 
     values = [1.0, 2.0, 2.5, 2.6, 2.62, 2.7, 3.5, 3.51]

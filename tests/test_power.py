@@ -1,5 +1,6 @@
-"""Power of the primary claims for a design (analysis/power.py, analysis/power_design.py), against
-direct counts over the same simulated studies, a hand-written BH and known AR coefficients."""
+"""Power of the primary claims for a design (analysis/calibration/power.py and power_design.py),
+against direct counts over the same simulated studies, a hand-written BH and known AR
+coefficients."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 
-from topotrain.analysis import power
-from topotrain.analysis.power import (
+from topotrain.analysis.calibration import power
+from topotrain.analysis.calibration.power import (
     GRID,
     Design,
     Noise,
@@ -22,16 +23,16 @@ from topotrain.analysis.power import (
     power_rows,
     simulate_family,
 )
-from topotrain.analysis.power_design import fit_noise, study_design
-from topotrain.analysis.primary import claim_views
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.calibration.power_design import fit_noise, study_design
+from topotrain.analysis.inference.primary import claim_views
+from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     SCALE,
     contrast_cell,
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.verdicts import read_paper_values
+from topotrain.analysis.inference.verdicts import read_paper_values
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
 SMALL = Design((3, 2, 2), 3, 12)  # 3/2/2 models × 3 seeds × 12 checkpoints: fast

@@ -5,16 +5,16 @@ import pandas as pd
 import pytest
 from scipy.stats import wilcoxon
 
-from topotrain.analysis import predict
-from topotrain.analysis.predict import (
+from topotrain.analysis.prediction import predict
+from topotrain.analysis.prediction.learned import forward_chaining
+from topotrain.analysis.prediction.predict import (
     METHODS,
     fit_np_trajectory,
     predict_final_loss,
     predict_loss_only,
     predict_topology_only,
 )
-from topotrain.analysis.predict_learned import forward_chaining
-from topotrain.analysis.predict_summary import flag_beats_placebos, prediction_summary
+from topotrain.analysis.prediction.summary import flag_beats_placebos, prediction_summary
 
 STEPS = np.arange(0, 5001, 100)
 

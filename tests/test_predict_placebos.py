@@ -7,16 +7,16 @@ import pandas as pd
 import pytest
 from test_predict import make_run, power_curve, rows, synthetic_study
 
-from topotrain.analysis.predict import (
+from topotrain.analysis.inference.stats import sign_flip_p
+from topotrain.analysis.prediction.learned import loss_shape_features
+from topotrain.analysis.prediction.predict import (
     LEARNED_EXTRAS,
     VECTOR_FEATURES,
     pacing_series,
     predict_final_loss,
     predict_topology_only,
 )
-from topotrain.analysis.predict_learned import loss_shape_features
-from topotrain.analysis.predict_summary import prediction_summary
-from topotrain.analysis.stats import sign_flip_p
+from topotrain.analysis.prediction.summary import prediction_summary
 
 
 def brute_force_sign_flip_p(d):

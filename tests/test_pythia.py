@@ -17,23 +17,21 @@ from scipy.special import logsumexp
 
 from benchmarks.hub_cache import make_tiny_neox_cache, paragraphs
 from topotrain.config import GPT_NEOX_LAYERS
+from topotrain.jobs.pythia import revision_topology, weight_record
+from topotrain.jobs.topology import checkpoint_topology
 from topotrain.sources.identity import IdenticalWeightsError
 from topotrain.sources.pythia import (
-    EMBEDDING_KEYS,
     PythiaError,
     embed_texts,
-    embedding_features,
     fetch_revision,
     load_model,
     perplexity,
     revision_doc,
     revision_name,
-    revision_topology,
     revision_weight_matrices,
     select_texts,
-    weight_record,
 )
-from topotrain.topology.checkpoint import checkpoint_topology
+from topotrain.topology.embedding import EMBEDDING_KEYS, embedding_features
 from topotrain.topology.layers import layer_rng
 from topotrain.topology.neural_persistence import neural_persistence
 from topotrain.topology.summaries import feature_count, total_persistence

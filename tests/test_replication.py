@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 
-from topotrain.analysis.replication import (
+from topotrain.analysis.inference.verdicts import REPRODUCED_SMALL, decide_claim
+from topotrain.analysis.replication.claims import (
     ARTEFACT,
     INCONCLUSIVE,
     NOT_EVALUATED,
@@ -21,7 +22,6 @@ from topotrain.analysis.replication import (
     read_paper_values,
     replication_table,
 )
-from topotrain.analysis.verdicts import REPRODUCED_SMALL, decide_claim
 
 PAPER_FILE = ROOT / "workflow" / "data" / "paper_values.csv"
 MODELS = ["tiny-3k", "small-7k", "med-21k", "large-46k", "xl-97k"]

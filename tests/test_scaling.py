@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis import scaling
-from topotrain.analysis.scaling import (
+from topotrain.analysis.inference.stats import spearman_exact
+from topotrain.analysis.prediction import scaling
+from topotrain.analysis.prediction.scaling import (
     SCALING_COLUMNS,
     adjusted_r2,
     fit_power_law,
     scaling_table,
-    spearman_exact,
 )
 
 N = np.array([2936, 7408, 20640, 46368, 97200], dtype=float)  # the study's family

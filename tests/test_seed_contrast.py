@@ -10,9 +10,8 @@ import pytest
 from conftest import ROOT
 from scipy import stats
 
-from topotrain.analysis.primary import primary_family
-from topotrain.analysis.replication import read_paper_values, replication_table
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.inference.primary import primary_family
+from topotrain.analysis.inference.seed_contrast import (
     MC_DRAWS,
     contrast_cell,
     deviations,
@@ -20,6 +19,7 @@ from topotrain.analysis.seed_contrast import (
     pooled_row,
     seed_permutations,
 )
+from topotrain.analysis.replication.claims import read_paper_values, replication_table
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
 MODELS = {
@@ -177,7 +177,7 @@ def test_primary_family_rejects_the_planted_claim_and_not_the_clock():
 
 
 def test_replication_reads_the_primary_family_end_to_end():
-    from topotrain.analysis.associations import association_table
+    from topotrain.analysis.inference.associations import association_table
 
     paper, df = read_paper_values(PAPER), study()
     assoc = association_table(
@@ -207,7 +207,7 @@ def test_a_claim_whose_signs_are_all_plus_is_tested_one_sided():
     """The opposite_sign null: x carries −0.7 of y's fluctuation and the claim says +. The
     claim's p is one-sided in the claimed direction, so it does not reject (a two-sided test,
     which the sign-inferring pooled_row ran for all-+ claims, rejects at p = 2/7 776)."""
-    from topotrain.analysis.primary import claim_views
+    from topotrain.analysis.inference.primary import claim_views
 
     rng = np.random.default_rng(4)
     mats = []
@@ -229,7 +229,7 @@ def test_a_claim_whose_signs_are_all_plus_is_tested_one_sided():
 def test_one_missing_column_leaves_the_other_features_contrasts_alone():
     """topology.maxdim: 0 makes h1_max missing everywhere: h0_total's contrast is still
     computed over every checkpoint, h1_max's says why it is undefined."""
-    from topotrain.analysis.seed_contrast import contrast_table
+    from topotrain.analysis.inference.seed_contrast import contrast_table
 
     df = study().assign(h1_max=np.nan)
     table = contrast_table(df, [("h0_total", "topology"), ("h1_max", "topology")], ["train_loss"])

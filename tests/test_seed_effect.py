@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from topotrain.analysis.seed_contrast import (
+from topotrain.analysis.inference.seed_contrast import (
     MC_DRAWS,
     contrast_cell,
     permutation_p,
@@ -16,7 +16,7 @@ from topotrain.analysis.seed_contrast import (
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.seed_effect import (
+from topotrain.analysis.inference.seed_effect import (
     TOL,
     drawn_cells,
     effect_cell,

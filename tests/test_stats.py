@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from scipy.stats import t as student_t
 
-from topotrain.analysis.stats import (
+from topotrain.analysis.inference.stats import (
     BASELINES,
     FEATURES,
     across_seeds,
@@ -213,7 +213,7 @@ def test_every_correlated_feature_has_one_figure_label():
 def test_a_short_run_gets_an_exact_p_no_interval_and_says_it_is_too_short():
     """3 monotone checkpoints: ρ = −1, but 2 of the 3! orders give |ρ| = 1, so p = 1/3 (scipy's
     asymptotic p is 0); no bootstrap interval; the note says too short for a claim."""
-    from topotrain.analysis.stats import spearman_ci
+    from topotrain.analysis.inference.stats import spearman_ci
 
     res = spearman_ci([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
     assert res["rho"] == -1.0 and res["p"] == pytest.approx(1 / 3)

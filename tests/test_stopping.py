@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.stopping import (
+from topotrain.analysis.prediction.stopping import (
     STOPPING_COLUMNS,
     fraction_stop,
     pareto_ranks,

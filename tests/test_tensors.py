@@ -11,11 +11,12 @@ import pytest
 from run_fixtures import fake_checkpoint
 from safetensors.numpy import load_file, save_file
 
-import topotrain.topology.tensors as tensors_module
+import topotrain.sources.tensors as tensors_module
 from topotrain.config import GPT_LAYERS
-from topotrain.topology.checkpoint import checkpoint_topology, load_tensors, open_checkpoint
-from topotrain.topology.layers import layer_records, select_names
-from topotrain.topology.tensors import LazyTensors, open_safetensors, shapes_of
+from topotrain.jobs.topology import checkpoint_topology
+from topotrain.sources.checkpoint import load_tensors, open_checkpoint
+from topotrain.sources.tensors import LazyTensors, open_safetensors
+from topotrain.topology.layers import layer_records, select_names, shapes_of
 
 
 @pytest.fixture

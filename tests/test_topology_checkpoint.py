@@ -12,6 +12,7 @@ from run_fixtures import fake_checkpoint
 from safetensors.numpy import save_file
 
 from topotrain.config import GPT_LAYERS
+from topotrain.jobs.topology import checkpoint_topology, write_checkpoint_topology
 from topotrain.topology import (
     feature_count,
     max_persistence,
@@ -20,7 +21,6 @@ from topotrain.topology import (
     total_persistence,
     vr_diagrams,
 )
-from topotrain.topology.checkpoint import checkpoint_topology, write_checkpoint_topology
 from topotrain.topology.layers import diagram_summaries, layer_rng, layer_topology, select_layers
 
 C_ATTN = "transformer.h.0.attn.c_attn.weight"

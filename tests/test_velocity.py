@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.velocity import VELOCITY_COLUMNS, velocity_summary, velocity_table
+from topotrain.analysis.dynamics.velocity import VELOCITY_COLUMNS, velocity_summary, velocity_table
 
 
 def run(model="m", seed=1):

@@ -138,3 +138,18 @@ def canonical_safetensors(raw: bytes) -> bytes:
     text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * (-len(text) % 8)
     return len(text).to_bytes(8, "little") + text + raw[8 + n :]
+
+
+def write_record(
+    out_json: str | os.PathLike, out_npz: str | os.PathLike, doc: dict, diagrams: Mapping
+) -> None:
+    """A topology record as JSON (no NaN) and its diagrams as npz, both or neither."""
+    import numpy as np
+
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    atomic_write_all(
+        {
+            out_npz: lambda fh: np.savez(fh, **diagrams),  # a handle: no ".npz" appended
+            out_json: lambda fh: fh.write(text.encode()),
+        }
+    )

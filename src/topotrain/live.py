@@ -9,6 +9,7 @@ are duck-typed (``.detach().float().cpu().numpy()``), so ``import topotrain.live
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -17,7 +18,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from topotrain.analysis.aggregate import checkpoint_features
-from topotrain.config import DEFAULTS
+from topotrain.config import DEFAULTS, ENGINE
 from topotrain.sources.architectures import (
     WeightMap,
     config_weight_maps,
@@ -121,7 +122,7 @@ def matrix_topology(
     seed: int = _TOPOLOGY["seed"],
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> tuple[dict[str, float | int], list[dict]]:
     """(summary columns, per-layer records) of oriented matrices: ``layer_records`` over all of them
     (rows subsampled to ``max_points``), then ``summary_columns``.
@@ -134,6 +135,29 @@ def matrix_topology(
             mats, ["*"], max_points, seed, maxdim, n_threads, SOURCE, engine=engine
         )
     return summary_columns(records, maxdim), records
+
+
+def module_topology(
+    model,
+    maps: Sequence[WeightMap],
+    max_points: int,
+    seed: int,
+    maxdim: int,
+    n_threads: int,
+    engine: str,
+) -> tuple[dict[str, float | int], list[dict]]:
+    """``matrix_topology`` of a module's current weights along ``maps`` (``model_maps``'s):
+    ``weight_topology(model)``'s computation, for a caller that walks the module once."""
+    mats = module_matrices(model, maps)
+    return matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
+
+
+def warm_up(**options) -> float:
+    """Seconds taken to load the Vietoris–Rips kernels (imports, first calls) on a 3×2 matrix,
+    so that the first measured ``matrix_topology(…, **options)`` does not pay for them."""
+    start = time.perf_counter()
+    matrix_topology({"warm-up": np.arange(6.0).reshape(3, 2)}, **options)
+    return time.perf_counter() - start
 
 
 def state_matrices(
@@ -181,7 +205,7 @@ def weight_topology(
     n_threads: int = 1,
     per_layer: bool = False,
     config=None,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> dict:
     """The study's per-checkpoint topology columns (np_mean, np_std, h0_total, h1_total, …; NP is
     unitless, VR totals in weight units) of a model's weight matrices now, as a flat dict of
@@ -207,11 +231,12 @@ def weight_topology(
             raise ValueError(
                 "transposed and config are for state dicts: a module's layout comes from its types"
             )
-        mats = module_matrices(obj, model_maps(obj, layers, include_embeddings, include_head))
+        maps = model_maps(obj, layers, include_embeddings, include_head)
+        summary, records = module_topology(obj, maps, max_points, seed, maxdim, n_threads, engine)
     elif isinstance(obj, Mapping):
         options = (include_embeddings, include_head)
         mats = state_matrices(obj, layers, transposed, config, *options)
+        summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
     else:
         raise TypeError(f"need an nn.Module or a state dict, got {type(obj).__name__}")
-    summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
     return {**summary, "layers": records} if per_layer else summary

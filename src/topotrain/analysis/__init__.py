@@ -1,4 +1,16 @@
-"""Analysis stage: the feature table (``aggregate``), correlations and their across-seed summary
-(``stats``), the time-aware associations with clock and scale baselines (``associations``), scaling
-fits, final-loss prediction with its placebos, phases, the verdict per published claim
-(``replication``), and the Pythia tables. Reads tables, writes tables; no torch."""
+"""Analysis stage, one room per question (reads tables, writes tables; no torch):
+
+- ``inference``: is a feature tied to the loss beyond the clock and the scale? Statistics, the
+  time-aware associations, the between-seed contrasts, their effects and intervals, the primary
+  family and the verdict words.
+- ``calibration``: are those tests honest, and what can the design see? The simulator, the
+  calibration suite, the effect intervals' miss rates, power at Δ.
+- ``replication``: does the seed paper's each claim hold? Its rules and their verdicts.
+- ``prediction``: does early training (or size) predict the final loss, and when to stop?
+  Final-loss predictors, scaling fits, stopping rules.
+- ``dynamics``: how do features move through training? Phases, velocity, layer types.
+- ``control``: does the test find a real effect? The grokking control.
+
+Beside them: ``aggregate`` (records → feature tables), ``pythia`` (Study B's tables), ``runs``
+(your runs' tables) and ``confirm`` (discovery, then confirmation on fresh seeds).
+"""

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.numerics import numerics_label
+from topotrain.analysis.inference.numerics import numerics_label
 from topotrain.io import Writer, atomic_write_all
 from topotrain.topology.vietoris_rips import UNNAMED
 

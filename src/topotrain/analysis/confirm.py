@@ -26,11 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis import associations, grokking
-from topotrain.analysis.primary import EFFECT, claim_views
-from topotrain.analysis.seed_contrast import SCALE, model_matrices, seed_permutations
-from topotrain.analysis.stats import ALPHA, benjamini_hochberg
-from topotrain.analysis.verdicts import decide_claim
+from topotrain.analysis.control import grokking
+from topotrain.analysis.inference import associations
+from topotrain.analysis.inference.primary import EFFECT, claim_views
+from topotrain.analysis.inference.seed_contrast import SCALE, model_matrices, seed_permutations
+from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
+from topotrain.analysis.inference.verdicts import decide_claim
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from topotrain.analysis.stats import benjamini_hochberg, spearman_ci
-from topotrain.config import DEFAULTS
+from topotrain.analysis.inference.stats import benjamini_hochberg, spearman_ci
+from topotrain.config import ALPHA, DEFAULTS
 from topotrain.topology.vietoris_rips import UNNAMED
 
 _PYTHIA = DEFAULTS["pythia"]  # the schema's pythia: defaults
@@ -31,7 +31,6 @@ TOPOLOGICAL = [
     "h1_max",
 ]
 SPECTRAL = ["effective_rank", "participation_ratio", "spectral_alpha"]
-ALPHA = 0.05
 
 
 def read_records(paths: list[str | Path]) -> list[dict]:

@@ -23,9 +23,13 @@ from topotrain.analysis.aggregate import (
     read_series,
     series_features,
 )
-from topotrain.analysis.associations import association_summary, association_table, feature_kinds
-from topotrain.analysis.phases import phase_table
-from topotrain.analysis.stats import MIN_RUN, TOO_SHORT
+from topotrain.analysis.dynamics.phases import phase_table
+from topotrain.analysis.inference.associations import (
+    association_summary,
+    association_table,
+    feature_kinds,
+)
+from topotrain.analysis.inference.stats import MIN_RUN, TOO_SHORT
 from topotrain.config import DEFAULTS
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults

@@ -28,6 +28,7 @@ from topotrain.config.checks import (
     train_problems,
 )
 from topotrain.config.coerce import coerce_config, float_integers, order_like_schema
+from topotrain.config.constants import ALPHA, CONFIDENCE, ENGINE, VOCAB_SIZE
 from topotrain.config.schema import (
     DEFAULTS,
     RUN_DEFAULTS,
@@ -40,7 +41,11 @@ from topotrain.config.schema import (
 )
 
 __all__ = [
+    "ALPHA",
+    "CONFIDENCE",
     "DEFAULTS",
+    "ENGINE",
+    "VOCAB_SIZE",
     "RUN_DEFAULTS",
     "EMBEDDING_LAYERS",
     "GPT_LAYERS",

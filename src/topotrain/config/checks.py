@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from topotrain.config.coerce import float_integers
+from topotrain.config.constants import VOCAB_SIZE
 from topotrain.config.schema import DEFAULTS, load_schema, section_problems
 
 GPT_LAYERS = tuple(DEFAULTS["topology"]["layers"])  # the spine's four linear maps per block
@@ -220,7 +221,7 @@ def layer_patterns(topology: dict) -> list[str]:
     return patterns
 
 
-def n_params(d_model: int, n_layer: int, vocab_size: int = 128, context: int = 128) -> int:
+def n_params(d_model: int, n_layer: int, vocab_size: int = VOCAB_SIZE, context: int = 128) -> int:
     """Closed-form parameter count of the GPT family (tied head): (V+T)d + L(12d² + 13d) + 2d."""
     return (
         (vocab_size + context) * d_model + n_layer * (12 * d_model**2 + 13 * d_model) + 2 * d_model

@@ -1,13 +1,16 @@
 """One entry point per workflow rule: plain dicts and paths in, files out.
 
-``workflow/scripts/*.py`` unpack the ``snakemake`` object and call exactly one of these. Imports are
-local so that a job loads only what it needs (the topology job must never import torch): the spine's
-jobs (``jobs.spine``), the analysis (``jobs.analysis``), the Pythia branch (``jobs.pythia``), the
-user's own runs (``jobs.runs``) and the confirmation on fresh seeds (``jobs.confirm``).
+``workflow/scripts/*.py`` unpack the ``snakemake`` object and call exactly one of these. The rules
+of ``workflow/rules/<stage>.smk`` have their jobs in ``jobs/<stage>.py`` (data, train, topology,
+aggregate, analysis, figures, confirm, control, pythia, runs; ``common`` holds their helpers).
+Imports inside the jobs are local so that a job loads only what it needs (the topology job must
+never import torch).
 """
 
+from topotrain.jobs.aggregate import (
+    aggregate_features_job,
+)
 from topotrain.jobs.analysis import (
-    analysis_figures_job,
     associations_job,
     calibration_job,
     correlations_job,
@@ -17,10 +20,8 @@ from topotrain.jobs.analysis import (
     power_job,
     predict_final_loss_job,
     replication_job,
-    report_markdown_job,
     scaling_fits_job,
     stopping_rules_job,
-    training_figures_job,
     velocity_job,
 )
 from topotrain.jobs.confirm import (
@@ -33,6 +34,14 @@ from topotrain.jobs.control import (
     control_analysis_job,
     control_features_job,
     train_control_job,
+)
+from topotrain.jobs.data import (
+    prepare_corpus_job,
+)
+from topotrain.jobs.figures import (
+    analysis_figures_job,
+    report_markdown_job,
+    training_figures_job,
 )
 from topotrain.jobs.pythia import (
     fetch_pythia_job,
@@ -56,13 +65,13 @@ from topotrain.jobs.runs import (
     run_revisions_job,
     run_weight_topology_job,
 )
-from topotrain.jobs.spine import (
-    aggregate_features_job,
+from topotrain.jobs.topology import (
     diagram_series_job,
     gradient_topology_job,
-    prepare_corpus_job,
-    train_model_job,
     weight_topology_job,
+)
+from topotrain.jobs.train import (
+    train_model_job,
 )
 
 __all__ = [

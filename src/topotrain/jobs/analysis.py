@@ -1,4 +1,4 @@
-"""Jobs of the analysis: tables, figures and the report from the feature table."""
+"""Jobs of workflow/rules/analysis.smk: the analysis tables from the feature table."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     best feature."""
     import pandas as pd
 
-    from topotrain.analysis.numerics import check_seed_numerics
-    from topotrain.analysis.stats import (
+    from topotrain.analysis.inference.numerics import check_seed_numerics
+    from topotrain.analysis.inference.stats import (
         BASELINES,
         FEATURES,
         across_seeds,
@@ -33,8 +33,8 @@ def associations_job(table: str, params: dict, out: dict[str, str], threads: int
     """Raw, detrended and partial (step, L2) associations of every feature with train/val loss."""
     import pandas as pd
 
-    from topotrain.analysis.associations import association_summary, association_table
-    from topotrain.analysis.numerics import check_seed_numerics
+    from topotrain.analysis.inference.associations import association_summary, association_table
+    from topotrain.analysis.inference.numerics import check_seed_numerics
 
     df = pd.read_parquet(table)
     check_seed_numerics(df)  # the seed contrast compares seeds: one numerics per model
@@ -46,7 +46,7 @@ def associations_job(table: str, params: dict, out: dict[str, str], threads: int
 
 def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None:
     """False-positive rates and power of every test the verdicts use, on simulated runs."""
-    from topotrain.analysis.calibration import calibration_table
+    from topotrain.analysis.calibration.suite import calibration_table
 
     knobs = params["calibration"]
     table = calibration_table(
@@ -64,7 +64,7 @@ def scaling_fits_job(table: str, params: dict, out: dict[str, str]) -> None:
     """Power-law fits of final-checkpoint values against parameter count."""
     import pandas as pd
 
-    from topotrain.analysis.scaling import scaling_table
+    from topotrain.analysis.prediction.scaling import scaling_table
 
     fits = scaling_table(pd.read_parquet(table), features=tuple(params["features"]))
     _tables(out, "scaling", fits, "Scaling of final values with model size")
@@ -74,8 +74,8 @@ def predict_final_loss_job(table: str, params: dict, out: dict[str, str]) -> Non
     """Final-loss prediction from early training: per-run errors and the MAE summary."""
     import pandas as pd
 
-    from topotrain.analysis.predict import predict_final_loss
-    from topotrain.analysis.predict_summary import prediction_summary
+    from topotrain.analysis.prediction.predict import predict_final_loss
+    from topotrain.analysis.prediction.summary import prediction_summary
 
     pred = predict_final_loss(pd.read_parquet(table), fractions=tuple(params["fractions"]))
     _tables(out, "runs", pred, "Final-loss predictions per run")
@@ -86,7 +86,7 @@ def phase_transitions_job(table: str, params: dict, out: dict[str, str]) -> None
     """Phase transitions of NP (peak |ΔNP|, diminishing returns) and changepoints."""
     import pandas as pd
 
-    from topotrain.analysis.phases import phase_table
+    from topotrain.analysis.dynamics.phases import phase_table
 
     phases = phase_table(
         pd.read_parquet(table), threshold=params["threshold"], n_bkps=params["n_bkps"]
@@ -99,7 +99,7 @@ def stopping_rules_job(table: str, params: dict, out: dict[str, str]) -> None:
     rank; the per-run table, its per-rule summary and the figure."""
     import pandas as pd
 
-    from topotrain.analysis.stopping import stopping_summary, stopping_table
+    from topotrain.analysis.prediction.stopping import stopping_summary, stopping_table
     from topotrain.report import plots
 
     table = stopping_table(pd.read_parquet(table), params["stopping"])
@@ -113,7 +113,7 @@ def velocity_job(table: str, out: dict[str, str]) -> None:
     beside the clock and the weights' scale (analysis.velocity)."""
     import pandas as pd
 
-    from topotrain.analysis.velocity import velocity_summary, velocity_table
+    from topotrain.analysis.dynamics.velocity import velocity_summary, velocity_table
 
     table = velocity_table(pd.read_parquet(table))
     _tables(out, "velocity", table, "Topological velocity vs |Δ loss|, per run")
@@ -126,8 +126,8 @@ def layer_types_job(
     """Association views of topology with loss by layer type (attention/MLP) and depth."""
     import pandas as pd
 
-    from topotrain.analysis.layer_types import layer_type_summary, layer_type_table
-    from topotrain.analysis.numerics import check_seed_numerics
+    from topotrain.analysis.dynamics.layer_types import layer_type_summary, layer_type_table
+    from topotrain.analysis.inference.numerics import check_seed_numerics
     from topotrain.report import plots
 
     layers, features = (pd.read_parquet(inputs[k]) for k in ("layers", "table"))
@@ -144,10 +144,10 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
     primary family's tests of the paper's claims, and NP against its layers' weight variance."""
     import pandas as pd
 
-    from topotrain.analysis.np_variance import np_variance_table
-    from topotrain.analysis.numerics import check_seed_numerics
-    from topotrain.analysis.primary import primary_family
-    from topotrain.analysis.replication import read_paper_values, replication_table
+    from topotrain.analysis.inference.np_variance import np_variance_table
+    from topotrain.analysis.inference.numerics import check_seed_numerics
+    from topotrain.analysis.inference.primary import primary_family
+    from topotrain.analysis.replication.claims import read_paper_values, replication_table
 
     paper = read_paper_values(inputs["paper"])
     tables = {
@@ -178,8 +178,8 @@ def power_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None
     the calibration simulator (cached by design in ``params["cache"]``)."""
     import pandas as pd
 
-    from topotrain.analysis.power_design import study_power
-    from topotrain.analysis.verdicts import read_paper_values
+    from topotrain.analysis.calibration.power_design import study_power
+    from topotrain.analysis.inference.verdicts import read_paper_values
 
     table = study_power(
         pd.read_parquet(inputs["features"]),
@@ -199,96 +199,3 @@ def models_table_job(table: str, out: dict[str, str]) -> None:
     from topotrain.report.markdown import models_table
 
     _tables(out, "models", models_table(pd.read_parquet(table)), "Models")
-
-
-def training_figures_job(table: str, out: dict[str, str]) -> None:
-    """Overview, loss curves, NP evolution and H0/H1 evolution figures."""
-    import pandas as pd
-
-    from topotrain.report import plots
-
-    df = pd.read_parquet(table)
-    plots.figure_overview(df, out["overview_png"], out["overview_pdf"])
-    plots.figure_curves(
-        df, ["train_loss", "val_loss"], out["loss_curves_png"], out["loss_curves_pdf"]
-    )
-    plots.figure_curves(df, ["np_mean", "np_std"], out["np_evolution_png"], out["np_evolution_pdf"])
-    plots.figure_curves(
-        df, ["h0_total", "h1_total"], out["homology_evolution_png"], out["homology_evolution_pdf"]
-    )
-
-
-def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
-    """Correlation heatmap, prediction MAE and scaling-fit figures."""
-    import pandas as pd
-
-    from topotrain.report import plots
-
-    corr = pd.read_csv(inputs["correlations"])
-    plots.figure_correlation_heatmap(
-        corr, out["correlation_heatmap_png"], out["correlation_heatmap_pdf"]
-    )
-    summary = pd.read_csv(inputs["prediction"])
-    plots.figure_prediction_mae(summary, out["prediction_mae_png"], out["prediction_mae_pdf"])
-    plots.figure_scaling_fits(
-        pd.read_parquet(inputs["table"]),
-        pd.read_csv(inputs["scaling"]),
-        out["scaling_fits_png"],
-        out["scaling_fits_pdf"],
-    )
-
-
-def report_markdown_job(
-    tables: dict[str, str],
-    out: str,
-    bottom_html: str | None = None,
-    provenance: dict[str, str] | None = None,
-) -> None:
-    """Assemble REPORT.md: its header (``provenance``: version, config_sha256, engine), the bottom
-    line, the replication verdicts (a rule id per row, the rules listed once), findings from the
-    CSV tables, then every other Markdown table explained, then each run's section
-    (``tables["runs"]``). ``tables["calibration_csv"]``, when given, supplies the false-positive
-    rates the bottom line quotes (else the ones docs/calibration.md reports); ``power_csv`` each
-    primary claim's power at Δ."""
-    import pandas as pd
-
-    from topotrain.analysis.replication import RULES
-    from topotrain.analysis.stats import ALPHA
-    from topotrain.io import atomic_write_text
-    from topotrain.report.bottom_line import bottom_line, replication_section, to_html
-    from topotrain.report.confirm import confirm_sections
-    from topotrain.report.control import control_section
-    from topotrain.report.markdown import SECTIONS, Body, assemble_report, findings
-
-    runs = list(tables.get("runs", []))  # each run's own section, after the study's
-    preface, top = "", ""
-    if "best_feature_csv" in tables:  # the spine's findings (spine.enabled)
-        preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
-    bodies = {}
-    if "replication_csv" in tables:
-        rep = pd.read_csv(tables["replication_csv"])
-        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
-        summary = tables.get("associations_summary_csv")
-        summary = pd.read_csv(summary) if summary else None
-        calibration = tables.get("calibration_csv")  # only when make calibrate has written it
-        calibration = pd.read_csv(calibration) if calibration else None
-        power = pd.read_csv(tables["power_csv"]) if "power_csv" in tables else None
-        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power)
-        bodies["replication"] = Body(replication_section(rep, RULES))
-    if "control_csv" in tables:  # the positive control, before the replication table
-        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
-        wvar = pd.read_csv(tables["np_variance_csv"]) if "np_variance_csv" in tables else None
-        bodies["control"] = Body(control_section(tables, primary, wvar))
-        tables = {"control": "", **tables}
-    sections = [
-        (SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p))
-        for k, p in tables.items()
-        if k in SECTIONS
-    ]
-    lead = int("control" in tables) + int("replication" in tables)
-    confirmed = confirm_sections(tables)  # "Confirmed on fresh seeds" (when confirm: is on)
-    sections[lead:lead] = confirmed
-    assemble_report(sections, out, preface, lead + len(confirmed), runs, top, provenance)
-    if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
-        text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
-        atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))

@@ -16,7 +16,7 @@ def confirm_features_job(
 ) -> None:
     """The GPT study's confirmation seeds in feature tables of their own, built as the discovery
     seeds' are (``aggregate_features_job``)."""
-    from topotrain.jobs.spine import aggregate_features_job
+    from topotrain.jobs.aggregate import aggregate_features_job
 
     aggregate_features_job(records, logs, params, out, series, gradients)
 
@@ -37,7 +37,7 @@ def hypotheses_job(table: str, params: dict, out: dict[str, str]) -> None:
     import pandas as pd
 
     from topotrain.analysis.confirm import BRANCHES, hypotheses_table
-    from topotrain.analysis.numerics import check_seed_numerics
+    from topotrain.analysis.inference.numerics import check_seed_numerics
     from topotrain.io import atomic_write_text
     from topotrain.sources.hub_files import file_sha256
 
@@ -63,7 +63,7 @@ def confirmation_job(hypotheses: str, table: str, params: dict, out: dict[str, s
     import pandas as pd
 
     from topotrain.analysis.confirm import BRANCHES, confirmation_table, read_hypotheses
-    from topotrain.analysis.numerics import check_seed_numerics
+    from topotrain.analysis.inference.numerics import check_seed_numerics
     from topotrain.io import atomic_write_text
     from topotrain.sources.hub_files import file_sha256
 

@@ -26,10 +26,13 @@ def control_features_job(
     run_dir: str, seed: int, p: int, fourier_k: int, topology: dict, out: dict[str, str]
 ) -> None:
     """One seed's feature table (one row per checkpoint) and per-matrix records, as parquet."""
-    from topotrain.analysis.control import control_features
+    from topotrain.analysis.control.features import control_features
     from topotrain.io import atomic_write_all
+    from topotrain.sources.checkpoint import read_checkpoint
 
-    table, layers = control_features(run_dir, p, fourier_k, topology, seed=seed)
+    table, layers = control_features(
+        run_dir, p, fourier_k, topology, seed=seed, read=read_checkpoint
+    )
     atomic_write_all(
         {
             out["table"]: lambda fh: table.to_parquet(fh, index=False),
@@ -43,7 +46,7 @@ def control_frame(tables: list[str]):
     with the same numerics (``check_seed_numerics``)."""
     import pandas as pd
 
-    from topotrain.analysis.numerics import check_seed_numerics
+    from topotrain.analysis.inference.numerics import check_seed_numerics
 
     df = pd.concat([pd.read_parquet(t) for t in tables], ignore_index=True)
     check_seed_numerics(df)
@@ -53,7 +56,7 @@ def control_frame(tables: list[str]):
 def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
     """Every seed's features → the features table, the per-feature, per-seed and verdict tables
     and the per-seed curves figure."""
-    from topotrain.analysis.grokking import FEATURES, feature_table, seed_table, verdicts
+    from topotrain.analysis.control.grokking import FEATURES, feature_table, seed_table, verdicts
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves
 

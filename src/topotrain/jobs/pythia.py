@@ -2,7 +2,71 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+from topotrain.config import ENGINE, GPT_NEOX_LAYERS
 from topotrain.jobs.common import _hub_corpus, _read_json, _release, _write_json, log
+
+
+def revision_topology(
+    snapshot: str | Path, patterns: Sequence[str] = GPT_NEOX_LAYERS, *args, **options
+) -> list[dict]:
+    """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns: the
+    spine's per-layer loop ``layers.layer_records`` (max_points, seed, maxdim, n_threads as there;
+    NaN/inf refused); errors name the revision and the layer."""
+    from topotrain.sources.pythia import revision_weight_matrices, snapshot_label
+    from topotrain.topology.layers import layer_records
+
+    options["source"] = snapshot_label(snapshot)
+    records, _ = layer_records(revision_weight_matrices(snapshot), patterns, *args, **options)
+    return records
+
+
+def weight_record(revision: dict, params: dict) -> dict:
+    """The weight-topology record of one fetched revision: per-layer records under "layers", the
+    Rips engine that computed them under "engine"."""
+    from topotrain.sources.pythia import revision_doc, weights_present
+    from topotrain.topology.vietoris_rips import resolve_engine
+
+    weights_present(revision)
+    engine = resolve_engine(params.get("engine", ENGINE))
+    layers = revision_topology(
+        revision["snapshot"], params["layers"], params["max_points"], params["seed"], engine=engine
+    )
+    return revision_doc(revision, engine=engine, layers=layers)
+
+
+def embedding_record(revision: dict, texts: Sequence[str], params: dict) -> tuple[dict, list]:
+    """The embedding record of one fetched revision — features (EMBEDDING_KEYS, perplexity,
+    n_tokens), the Rips engine and wall-clock seconds — and the Rips diagrams of its embedding
+    cloud."""
+    import time
+
+    from topotrain.sources.pythia import (
+        embed_texts,
+        load_model,
+        perplexity,
+        revision_doc,
+        weights_present,
+    )
+    from topotrain.topology.embedding import embedding_features
+    from topotrain.topology.vietoris_rips import resolve_engine
+
+    weights_present(revision)
+    start = time.perf_counter()
+    model, tokenizer = load_model(
+        revision["snapshot"], device=params["device"], dtype=params["dtype"]
+    )
+    E, nll, n_tokens = embed_texts(
+        model, tokenizer, texts, params["max_length"], params["batch_size"]
+    )
+    engine = resolve_engine(params.get("engine", ENGINE))
+    features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"], engine=engine)
+    features = {**features, "perplexity": perplexity(nll, n_tokens), "n_tokens": n_tokens}
+    seconds = time.perf_counter() - start
+    doc = revision_doc(revision, engine=engine, features=features, seconds=seconds)
+    return doc, diagrams
 
 
 def pythia_texts_job(corpus: dict, params: dict, out: str) -> None:
@@ -35,8 +99,6 @@ def release_pythia_weights_job(inputs: dict, out: str) -> None:
 
 def pythia_weight_topology_job(revision: str, params: dict, out: str) -> None:
     """Neural persistence and VR of one revision's linear maps → JSON record."""
-    from topotrain.sources.pythia import weight_record
-
     _write_json(out, weight_record(_read_json(revision), params))
 
 
@@ -51,7 +113,6 @@ def pythia_embedding_topology_job(
     import torch
 
     from topotrain.io import atomic_write_all
-    from topotrain.sources.pythia import embedding_record
 
     torch.set_num_threads(params["threads"])
     doc, diagrams = embedding_record(_read_json(revision), _read_json(texts)["texts"], params)

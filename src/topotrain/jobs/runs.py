@@ -4,8 +4,10 @@ section)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from topotrain.config import ENGINE
 from topotrain.jobs.common import _read_json, _release, _tables, _write_json, log
 
 
@@ -69,13 +71,26 @@ def run_layers_job(
     )
 
 
+def run_checkpoint_topology(
+    files: Sequence[str], layers: Mapping, label: str, params: Mapping, n_threads: int = 1
+) -> tuple[list[dict], dict]:
+    """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices
+    (``sources.runs.run_matrices``) through the spine's per-layer loop (``layer_records``)."""
+    from topotrain.sources.runs import run_matrices
+    from topotrain.topology.layers import layer_records
+
+    matrices = run_matrices(files, layers, label)
+    keep = ("max_points", "seed", "maxdim", "engine")
+    options = {k: params[k] for k in keep if k in params}
+    return layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)
+
+
 def run_weight_topology_job(
     checkpoint: list[str], layers: str, params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
     """Weight topology of one checkpoint of a run → JSON record (with its files' sha256) + npz."""
+    from topotrain.io import write_record
     from topotrain.sources.hub_files import weight_hashes
-    from topotrain.sources.runs import run_checkpoint_topology
-    from topotrain.topology.checkpoint import write_record
     from topotrain.topology.vietoris_rips import resolve_engine
 
     if not checkpoint:
@@ -88,7 +103,7 @@ def run_weight_topology_job(
         )
     files, hashes, label = checkpoint_files(checkpoint)
     topo = dict(params["topology"])
-    topo["engine"] = resolve_engine(topo.get("engine", "auto"))
+    topo["engine"] = resolve_engine(topo.get("engine", ENGINE))
     records, diagrams = run_checkpoint_topology(files, _read_json(layers), label, topo, threads)
     if hashes is None:
         hashes = weight_hashes(files)
@@ -107,7 +122,7 @@ def run_weight_topology_job(
 def run_diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
     """A run's diagram series: the spine's (``diagram_series_job``) over its checkpoints, those
     whose weights are gone read from their kept records."""
-    from topotrain.jobs.spine import diagram_series_job
+    from topotrain.jobs.topology import diagram_series_job
 
     diagram_series_job(diagrams, params, out)
 

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from topotrain.report import prose
 from topotrain.report.markdown import format_cell, to_markdown
 from topotrain.report.null_rates import null_rate
 
@@ -152,7 +153,7 @@ def bottom_line(
     (``calibration``: the rows of calibration.csv, when the study has one; ``power``: power.csv,
     one sentence per primary claim)."""
     rep = with_rule_ids(replication, rules)
-    lines = ["## Bottom line\n"]
+    lines = [prose.render("bottom_line/heading") + "\n"]
     for question, ids in QUESTIONS.items():
         rows = rep[rep["rule"].isin(ids) & (rep["verdict"] != "not evaluated")]
         if rows.empty:
@@ -175,10 +176,7 @@ def bottom_line(
             lines += [s for s in extra if s]
         lines.append("")
     if len(lines) == 1:
-        lines.append(
-            "No claim of the paper could be evaluated: every row below says why (a model "
-            "of the paper's family not trained, a branch off, an input table absent).\n"
-        )
+        lines.append(prose.render("bottom_line/nothing") + "\n")
     return "\n".join(lines)
 
 

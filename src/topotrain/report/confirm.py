@@ -6,25 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from topotrain.report import prose
 from topotrain.report.markdown import Body, format_cell, to_markdown
 
-HEADING = "Confirmed on fresh seeds"
-TEXT = (
-    "An exploratory hit is a hypothesis. Each branch with confirmation seeds (config `confirm:`) "
-    "freezes its hits on the discovery seeds (cells whose plain between-seed contrast and every "
-    "partial view, the scale and for the control also the Fourier measure, have two-sided p < "
-    "0.05 with one sign) and the named `confirm.hypotheses` in `tables/<branch>_hypotheses.csv`, "
-    "with the sha256 of the discovery feature table, before the confirmation seeds' table is "
-    "read; then it tests exactly those on seeds discovery never saw, as one family: per view "
-    "one-sided in the frozen sign, p the largest over the views, Benjamini–Hochberg over the "
-    "family (`tables/<branch>_confirmation.csv`). Verdicts by the primary family's rule at Δ: "
-    "*reproduced* (confirmed) when the family rejects, *artefact* when the clock's or the "
-    "scale's 95 % interval lies below Δ, *inconclusive* otherwise. Effects: the slope of the "
-    "standardised seed deviations, in the frozen sign, with 95 % intervals, for the view whose "
-    "p is the row's; discovery beside confirmation."
-)
+HEADING, TEXT = prose.section("confirmed")  # templates/sections/confirmed.md
 BRANCHES = {"control": "Positive control (grokking)", "spine": "GPT study"}
-NOTHING = "No hit on the discovery seeds: nothing to confirm."
+NOTHING = prose.render("confirm/nothing")
 
 
 def seed_list(text) -> str:

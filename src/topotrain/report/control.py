@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from topotrain.config import ALPHA
+from topotrain.report import prose
 from topotrain.report.markdown import to_markdown
 from topotrain.report.plots import plt, save_figure
 
@@ -92,7 +94,7 @@ def power_sentence(
         f"{row['note']})"
     ]
     known = leads.set_index("feature").loc[KNOWN] if KNOWN in set(leads["feature"]) else None
-    works = known is not None and known["contrast_p"] < 0.05
+    works = known is not None and known["contrast_p"] < ALPHA
     if known is not None:
         parts.append(
             f"it {'finds' if works else 'does not find'} the known progress measure, "
@@ -121,7 +123,8 @@ def power_sentence(
 def control_section(
     tables: dict[str, str], primary: pd.DataFrame | None, np_variance: pd.DataFrame | None
 ) -> str:
-    """The report's Positive control body (figure, verdicts, leads, NP against its variance)."""
+    """The report's Positive control body (figure, verdicts, leads, NP against its variance):
+    templates/control/section.md filled."""
     verdicts = pd.read_csv(tables["control_verdicts_csv"])
     leads = pd.read_csv(tables["control_csv"])
     seeds = pd.read_csv(tables["control_seeds_csv"]).drop_duplicates("seed")
@@ -131,23 +134,20 @@ def control_section(
         for s, g in seeds.dropna(subset=["grokking_step"])[["seed", "grokking_step"]].to_numpy()
     )
     figure = Path(tables["control_curves_png"]).name
-    parts = [
-        f"![per-seed curves](figures/{figure})\n",
-        f"Grokking steps (seed: step): {groks or 'none'}."
-        + (f" Never grokked (left out of the lead statistics): seeds {never}." if never else "")
-        + "\n",
-        power_sentence(verdicts, leads, primary) + "\n",
-        "### Verdicts\n",
-        to_markdown(verdicts.drop(columns=["rule"])),
-        "Rules:\n",
-        *(f"- *{claim}*: {rule}" for claim, rule in verdicts[["claim", "rule"]].to_numpy()),
-        "\n### Leads and contrasts per feature (leads in steps; exploratory except the primary)\n",
-        to_markdown(leads[[c for c in LEAD_COLUMNS if c in leads]]),
-    ]
+    variance = ""
     if np_variance is not None:
         pooled = np_variance[np_variance["model"] == "pooled"]
-        parts += [
-            "\n### NP against its layers' normalised weight variance (GPT study, pooled)\n",
-            to_markdown(pooled.drop(columns=["model"])),
-        ]
-    return "\n".join(parts) + "\n"
+        table = to_markdown(pooled.drop(columns=["model"]))
+        variance = "\n\n" + prose.render("control/np_variance", table=table)
+    text = prose.render(
+        "control/section",
+        figure=figure,
+        groks=groks or "none",
+        never=" " + prose.render("control/never", seeds=never) if never else "",
+        power=power_sentence(verdicts, leads, primary),
+        verdicts=to_markdown(verdicts.drop(columns=["rule"])),
+        rules=prose.lines([f"- *{c}*: {r}" for c, r in verdicts[["claim", "rule"]].to_numpy()]),
+        leads=to_markdown(leads[[c for c in LEAD_COLUMNS if c in leads]]),
+        np_variance=variance,
+    )
+    return text + "\n"

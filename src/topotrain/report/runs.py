@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from topotrain.report import prose
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -36,13 +38,7 @@ SUMMARY_COLUMNS = [
     "beats_clock",
     "beats_scale",
 ]
-SINGLE_RUN = (
-    "A single run cannot separate topology from the clock with a calibrated test: the "
-    "between-seed contrast (the only view whose false-positive rate the calibration suite shows "
-    "at nominal on training-like curves) needs at least two runs of one model on one schedule, "
-    "so `beats_clock` and `beats_scale` stay false here and the per-run views below are "
-    "exploratory."
-)
+SINGLE_RUN = prose.render("runs/single_run")
 PHASE_COLUMNS = [
     "total_steps",
     "checkpoint_frac",
@@ -54,13 +50,6 @@ PHASE_COLUMNS = [
     "changepoints",
     "note",
 ]
-DIMINISHING_RULES = (
-    "Two diminishing-returns steps, two rules: `diminishing_step` (hindsight) is the first "
-    "checkpoint after the run's largest change of mean NP whose change is below the configured "
-    "fraction of that peak — it needs the whole run; `causal_step` is the TopologyCallback's rule "
-    "(the change below that fraction of the running peak for 2 intervals in a row), the step a "
-    "live run reports."
-)
 
 
 def figure_run(table: pd.DataFrame, features: list[str], png: str, pdf: str) -> None:
@@ -163,12 +152,7 @@ def clock_findings(assoc: pd.DataFrame, calibration: pd.DataFrame | None = None)
         partial = rows[rows["view"] == "partial_step"]
         monotone = partial["note"].fillna("").str.contains("target is a monotone function of step")
         if partial["rho"].isna().all() and monotone.any():
-            lines.append(
-                f"- `{target}` is a monotone function of the step over these checkpoints: nothing "
-                "of it is left once the clock is accounted for, so whether topology says more than "
-                "the clock cannot be measured on this run (more checkpoints, or a stretch where "
-                "the loss does not fall steadily, would allow it)."
-            )
+            lines.append("- " + prose.render("runs/monotone", target=target))
             continue
         per_feature = rows.drop_duplicates("feature")
         clock = per_feature.loc[per_feature["beats_clock"], "feature"].tolist()
@@ -202,30 +186,20 @@ def run_section(
     losses = f"`{params['losses']}`: {counts} checkpoints" if params.get("losses") else "none given"
     if params.get("losses_found"):
         losses += " (found: the newest checkpoint's trainer_state.json; `losses:` was not given)"
-    lines = [
-        f"## Run `{params['name']}`\n",
-        f"- checkpoints: {_source_line(params, table)}",
-        f"- matrices: {_layers_line(layers)}",
-        f"- losses: {losses}",
-        f"- weights: {_identity_line(table)}",
-        *[f"- note: {n}" for n in notes],
-        "",
-        "### Beyond the clock\n",
-        "Spearman ρ of each feature with each logged loss over the run's checkpoints: raw levels, "
-        "first differences (detrended), and partial on the step and on the mean weight L2 norm "
-        "(exploratory); `beats_clock` (`beats_scale`) needs a between-seed contrast with "
-        "p < 0.05 and the raw ρ's sign. Every view with CIs and p-values: "
-        f"`{Path(out['associations_csv']).as_posix()}`.\n",
-        *clock_findings(assoc),
-        "",
-        to_markdown(summary.loc[summary["model"] != "pooled", SUMMARY_COLUMNS])
-        if not summary.empty
-        else "(no logged loss)\n",
-        "### Phases\n",
-        "Largest change of mean NP between checkpoints, the diminishing-returns steps and "
-        "changepoints of H0 total persistence. " + DIMINISHING_RULES + "\n",
-        to_markdown(phases[PHASE_COLUMNS]),
-        "Figures: " + ", ".join(f"`{Path(out[f'{f}_png']).as_posix()}`" for f in RUN_FIGURES),
-        "",
-    ]
-    return "\n".join(lines)
+    figures = ", ".join(f"`{Path(out[f'{f}_png']).as_posix()}`" for f in RUN_FIGURES)
+    own = summary.loc[summary["model"] != "pooled", SUMMARY_COLUMNS] if not summary.empty else None
+    text = prose.render(
+        "runs/section",
+        name=params["name"],
+        checkpoints=_source_line(params, table),
+        matrices=_layers_line(layers),
+        losses=losses,
+        weights=_identity_line(table),
+        notes=prose.lines([f"- note: {n}" for n in notes]),
+        associations=Path(out["associations_csv"]).as_posix(),
+        findings=prose.lines(clock_findings(assoc)),
+        summary=prose.render("runs/no_loss") + "\n" if own is None else to_markdown(own),
+        phases=to_markdown(phases[PHASE_COLUMNS]),
+        figures=figures,
+    )
+    return text + "\n"

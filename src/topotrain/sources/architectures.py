@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topotrain.topology.tensors import LazyTensors
+from topotrain.sources.tensors import LazyTensors
 
 ROLES = ("linear", "embedding", "head")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topotrain.config import DEFAULTS
+from topotrain.config import DEFAULTS, VOCAB_SIZE
 from topotrain.hub import (
     SPLIT_FILES,
     dataset_download_command,
@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 HF_DATASET = DEFAULTS["corpus"]["dataset"]  # the schema's corpus.dataset
 HF_CONFIG = DEFAULTS["corpus"]["config"]  # the schema's corpus.config
 
-VOCAB_SIZE = 128
 UNKNOWN_CODE = 0x1A  # ASCII SUBSTITUTE: stands for every non-ASCII character
 SPLITS = ("train", "validation")
 

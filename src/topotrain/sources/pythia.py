@@ -9,35 +9,19 @@ $HF_HUB_CACHE); HF_HUB_OFFLINE=1 resolves from the cache only.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from topotrain.config import DEFAULTS, GPT_NEOX_LAYERS
+from topotrain.config import DEFAULTS
 from topotrain.devices import resolve_device
 from topotrain.hub import revision_name
 from topotrain.sources.hub_files import HubFetchError, fetch_snapshot
 from topotrain.sources.hub_files import download_hint as revision_hint
 from topotrain.sources.weights import weight_matrices
-from topotrain.topology.layers import diagrams_summaries, layer_records
-from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
-from topotrain.topology.summaries import DIAGRAM_KEYS
-from topotrain.topology.vietoris_rips import resolve_engine, subsample_rows, vr_diagrams
 
 _EMBEDDINGS = DEFAULTS["pythia"]["embeddings"]  # the schema's defaults
-EMBEDDING_KEYS = (
-    "n_texts",
-    "dim",
-    "pca_dims",
-    "pca_variance_ratio",
-    "n_points",
-    *DIAGRAM_KEYS,
-    "effective_rank",
-    "participation_ratio",
-    "spectral_alpha",
-)  # embedding_features' record, in this order
 
 
 class PythiaError(HubFetchError):
@@ -224,55 +208,10 @@ def perplexity(nll_sum: float, n_tokens: int) -> float:
     return math.exp(nll_sum / n_tokens)
 
 
-def embedding_features(
-    E: np.ndarray,
-    pca_dims: int = _EMBEDDINGS["pca_dims"],
-    maxdim: int = _EMBEDDINGS["maxdim"],
-    max_points: int | None = None,
-    seed: int = 0,
-    n_threads: int = 1,
-    engine: str = "auto",
-) -> tuple[dict, list[np.ndarray]]:
-    """Record (EMBEDDING_KEYS) and Rips diagrams of the embeddings E (n texts × d); ``engine``:
-    the Rips engine (``vietoris_rips.resolve_engine``).
-
-    Topology: Rips H0/H1 of the top-pca_dims PCA scores (max_points rows drawn with seed if set).
-    Spectral baselines: on the full centred E, not the PCA scores. pca_variance_ratio is the
-    fraction of total variance the kept components explain.
-    """
-    if maxdim not in (0, 1):
-        raise ValueError(f"maxdim must be 0 or 1, got {maxdim}")
-    E = np.asarray(E, dtype=np.float64)
-    Z, var = pca(E, pca_dims)
-    cloud = Z if max_points is None else subsample_rows(Z, max_points, np.random.default_rng(seed))
-    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads, engine=engine)
-    record = {
-        "n_texts": int(E.shape[0]),
-        "dim": int(E.shape[1]),
-        "pca_dims": int(Z.shape[1]),
-        "pca_variance_ratio": float(var.sum() / covariance_spectrum(E).sum()),
-        "n_points": int(cloud.shape[0]),
-        **diagrams_summaries(dgms, maxdim),
-        **spectral_summary(E),
-    }
-    return {key: record[key] for key in EMBEDDING_KEYS}, dgms
-
-
 def revision_weight_matrices(snapshot: str | Path) -> dict[str, np.ndarray]:
     """Every 2-D floating tensor of a snapshot's weights, float32, keyed as in the checkpoint
     (e.g. gpt_neox.layers.0.attention.query_key_value.weight); no model is built."""
     return weight_matrices(snapshot, snapshot_label(snapshot))
-
-
-def revision_topology(
-    snapshot: str | Path, patterns: Sequence[str] = GPT_NEOX_LAYERS, *args, **options
-) -> list[dict]:
-    """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns: the
-    spine's per-layer loop ``layers.layer_records`` (max_points, seed, maxdim, n_threads as there;
-    NaN/inf refused); errors name the revision and the layer."""
-    options["source"] = snapshot_label(snapshot)
-    records, _ = layer_records(revision_weight_matrices(snapshot), patterns, *args, **options)
-    return records
 
 
 def revision_doc(revision: dict, **fields) -> dict:
@@ -295,36 +234,3 @@ def weights_present(revision: dict) -> None:
             "written). To compute its records again, fetch it again: snakemake --forcerun "
             f"fetch_pythia, or {download_hint(revision['model'], revision['step'])}"
         )
-
-
-def weight_record(revision: dict, params: dict) -> dict:
-    """The weight-topology record of one fetched revision: per-layer records under "layers", the
-    Rips engine that computed them under "engine"."""
-    weights_present(revision)
-    engine = resolve_engine(params.get("engine", "auto"))
-    layers = revision_topology(
-        revision["snapshot"], params["layers"], params["max_points"], params["seed"], engine=engine
-    )
-    return revision_doc(revision, engine=engine, layers=layers)
-
-
-def embedding_record(
-    revision: dict, texts: Sequence[str], params: dict
-) -> tuple[dict, list[np.ndarray]]:
-    """The embedding record of one fetched revision — features (EMBEDDING_KEYS, perplexity,
-    n_tokens), the Rips engine and wall-clock seconds — and the Rips diagrams of its embedding
-    cloud."""
-    weights_present(revision)
-    start = time.perf_counter()
-    model, tokenizer = load_model(
-        revision["snapshot"], device=params["device"], dtype=params["dtype"]
-    )
-    E, nll, n_tokens = embed_texts(
-        model, tokenizer, texts, params["max_length"], params["batch_size"]
-    )
-    engine = resolve_engine(params.get("engine", "auto"))
-    features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"], engine=engine)
-    features = {**features, "perplexity": perplexity(nll, n_tokens), "n_tokens": n_tokens}
-    seconds = time.perf_counter() - start
-    doc = revision_doc(revision, engine=engine, features=features, seconds=seconds)
-    return doc, diagrams

@@ -28,7 +28,7 @@ from topotrain.sources.architectures import (
     select_maps,
 )
 from topotrain.sources.weights import lazy_weights, tensor_shapes, weight_files
-from topotrain.topology.layers import layer_records, natural_key
+from topotrain.topology.layers import natural_key
 
 DEFAULT_GLOB = "checkpoint-*"  # transformers.Trainer's checkpoint folders
 DEFAULT_STEP_REGEX = RUN_DEFAULTS["step_regex"]  # the schema's: the last run of digits in a name
@@ -294,14 +294,9 @@ def config_source(options: Mapping, checkpoint_files: Sequence[str]) -> Path | N
     return beside if beside.is_file() else None
 
 
-def run_checkpoint_topology(
-    files: Sequence[str], layers: Mapping, label: str, params: Mapping, n_threads: int = 1
-) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices (Conv1D
-    ones transposed: rows are output neurons) through the spine's per-layer loop."""
+def run_matrices(files: Sequence[str], layers: Mapping, label: str) -> Mapping[str, np.ndarray]:
+    """One checkpoint of a run as its layer map's matrices, read one at a time when looked up
+    (Conv1D ones transposed: rows are output neurons)."""
     maps = [WeightMap(**m) for m in layers["layers"]]
     tensors = lazy_weights(files, label, names={m.name for m in maps})  # one at a time
-    matrices = oriented_matrices(maps, tensors, label)
-    keep = ("max_points", "seed", "maxdim", "engine")
-    options = {k: params[k] for k in keep if k in params}
-    return layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)
+    return oriented_matrices(maps, tensors, label)

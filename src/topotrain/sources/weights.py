@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from topotrain.hub import WEIGHT_PATTERNS
-from topotrain.topology.checkpoint import load_tensors
-from topotrain.topology.tensors import LazyTensors, open_safetensors, read_tensor, reraised
+from topotrain.sources.checkpoint import load_tensors
+from topotrain.sources.tensors import LazyTensors, open_safetensors, read_tensor, reraised
 
 NUMPY_DTYPES = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL"}  # safetensors.numpy
 TORCH_SUFFIXES = (".bin", ".pt", ".pth")  # read with torch.load(weights_only=True)

@@ -1,6 +1,7 @@
 """Weight topology: neural persistence and Vietoris–Rips persistence of weight matrices.
 
-Nothing in this package imports torch; the per-checkpoint job lives in ``topology.checkpoint``.
+Nothing in this package imports torch or reads a file: every input branch hands it named matrices
+(``sources``), the jobs write what it returns (``io.write_record``).
 """
 
 from topotrain.topology.neural_persistence import neural_persistence, np_pairs

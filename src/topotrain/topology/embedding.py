@@ -5,6 +5,8 @@ residues — and how much of its energy sits in a few Fourier frequencies over t
   their mean Euclidean norm (so the numbers measure shape, not the weights' size). For the p
   residues on a circle (rows cos/sin of 2πj/p) it gives one H1 bar, born at the side
   2·sin(π/p) and dying at the chord 2·sin(π⌈p/3⌉/p) (Adamaszek–Adams).
+- embedding_features: the Pythia study's embedding cloud (texts × hidden size): Rips H0/H1 of
+  its top PCA scores beside the spectral baselines of the full cloud.
 - fourier_share: Nanda et al. (ICLR 2023)'s progress measure in closed form: with F_f the DFT of
   E over the residue axis, the energy of frequency f = 1 … ⌊p/2⌋ is Σ_d |F_f,d|² counted with its
   conjugate −f; the share of all non-constant energy held by the k largest frequencies.
@@ -14,8 +16,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from topotrain.topology.summaries import max_persistence, total_persistence
-from topotrain.topology.vietoris_rips import check_cloud, vr_diagrams
+from topotrain.config import DEFAULTS, ENGINE
+from topotrain.topology.layers import diagrams_summaries
+from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
+from topotrain.topology.summaries import DIAGRAM_KEYS, max_persistence, total_persistence
+from topotrain.topology.vietoris_rips import check_cloud, subsample_rows, vr_diagrams
+
+_EMBEDDINGS = DEFAULTS["pythia"]["embeddings"]  # the schema's defaults
+EMBEDDING_KEYS = (
+    "n_texts",
+    "dim",
+    "pca_dims",
+    "pca_variance_ratio",
+    "n_points",
+    *DIAGRAM_KEYS,
+    "effective_rank",
+    "participation_ratio",
+    "spectral_alpha",
+)  # embedding_features' record, in this order
 
 
 def frequency_energy(E: np.ndarray) -> np.ndarray:
@@ -40,7 +58,7 @@ def fourier_share(E: np.ndarray, k: int = 1) -> float:
     return float(energy[:k].sum() / total) if total > 1e-20 * scale else float("nan")
 
 
-def embedding_topology(E: np.ndarray, n_threads: int = 1, engine: str = "auto") -> dict[str, float]:
+def embedding_topology(E: np.ndarray, n_threads: int = 1, engine: str = ENGINE) -> dict[str, float]:
     """h0_total, h0_max, h1_total, h1_max of the rows of E scaled by their mean norm, and that
     mean norm (``row_norm``); all zero rows give zeros. ``engine``: the Rips engine."""
     E = check_cloud(E)
@@ -54,3 +72,37 @@ def embedding_topology(E: np.ndarray, n_threads: int = 1, engine: str = "auto") 
         "h1_max": max_persistence(h1),
         "row_norm": norm,
     }
+
+
+def embedding_features(
+    E: np.ndarray,
+    pca_dims: int = _EMBEDDINGS["pca_dims"],
+    maxdim: int = _EMBEDDINGS["maxdim"],
+    max_points: int | None = None,
+    seed: int = 0,
+    n_threads: int = 1,
+    engine: str = ENGINE,
+) -> tuple[dict, list[np.ndarray]]:
+    """Record (EMBEDDING_KEYS) and Rips diagrams of the embeddings E (n texts × d); ``engine``:
+    the Rips engine (``vietoris_rips.resolve_engine``).
+
+    Topology: Rips H0/H1 of the top-pca_dims PCA scores (max_points rows drawn with seed if set).
+    Spectral baselines: on the full centred E, not the PCA scores. pca_variance_ratio is the
+    fraction of total variance the kept components explain.
+    """
+    if maxdim not in (0, 1):
+        raise ValueError(f"maxdim must be 0 or 1, got {maxdim}")
+    E = np.asarray(E, dtype=np.float64)
+    Z, var = pca(E, pca_dims)
+    cloud = Z if max_points is None else subsample_rows(Z, max_points, np.random.default_rng(seed))
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads, engine=engine)
+    record = {
+        "n_texts": int(E.shape[0]),
+        "dim": int(E.shape[1]),
+        "pca_dims": int(Z.shape[1]),
+        "pca_variance_ratio": float(var.sum() / covariance_spectrum(E).sum()),
+        "n_points": int(cloud.shape[0]),
+        **diagrams_summaries(dgms, maxdim),
+        **spectral_summary(E),
+    }
+    return {key: record[key] for key in EMBEDDING_KEYS}, dgms

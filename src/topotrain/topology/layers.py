@@ -1,7 +1,8 @@
 """The per-layer loop: named weight matrices → one topology record (and Rips diagrams) per layer.
 
-Every input branch calls ``layer_records``: the spine's checkpoints (``topology.checkpoint``),
-Pythia revisions (``sources.pythia``) and any later source. It selects the matrices by fnmatch
+Every input branch hands ``layer_records`` its named matrices (``sources``: the spine's
+checkpoints, Pythia revisions, your runs; a model in memory, gradients) and the jobs write what it
+returns: it reads and writes no file. It selects the matrices by fnmatch
 pattern, refuses NaN/inf weights, and computes neural persistence and Vietoris–Rips persistence of
 each. No torch here.
 """
@@ -17,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from topotrain.config import DEFAULTS
+from topotrain.config import DEFAULTS, ENGINE
 from topotrain.topology.neural_persistence import (
     normalised_variance,
     np_summaries,
@@ -32,7 +33,6 @@ from topotrain.topology.summaries import (
     persistence_entropy,
     total_persistence,
 )
-from topotrain.topology.tensors import shapes_of
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
@@ -51,6 +51,16 @@ RECORD_KEYS = (
     *(f"{key}_scalefree" for key in DIAGRAM_KEYS),
     "np_wvar",
 )  # one record per layer, in this order (README: `weights_layers` columns)
+
+
+def shapes_of(tensors: Mapping) -> dict[str, tuple[int, ...]]:
+    """{name: shape} of a mapping's tensors: the header shapes of one that reads each tensor when
+    it is looked up (``sources.tensors.LazyTensors``: its ``shapes``, nothing read), else each
+    array's own."""
+    shapes = getattr(tensors, "shapes", None)
+    if shapes is not None:
+        return dict(shapes)
+    return {name: tuple(np.shape(t)) for name, t in tensors.items()}
 
 
 def natural_key(name: str) -> list:
@@ -149,7 +159,7 @@ def layer_parts(
     seed: int,
     maxdim: int,
     n_threads: int,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> LayerParts:
     """The topology of one matrix (float32 or float64, read as it is: no float64 copy of W is
     made); NaN/inf weights → ValueError before anything is computed."""
@@ -183,7 +193,7 @@ def layer_topology(
     maxdim: int,
     n_threads: int,
     global_max: float | None = None,
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> tuple[dict, list[np.ndarray]]:
     """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite matrix;
     the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W).
@@ -206,7 +216,7 @@ def layer_records(
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     source: str = "weights",
-    engine: str = "auto",
+    engine: str = ENGINE,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Per-layer records (RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of the matrices that
     match ``patterns``, in natural name order.

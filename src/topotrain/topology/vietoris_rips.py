@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topotrain.config import ENGINE
 from topotrain.topology.spanning import condensed, mst_weights, pairwise_distances
 
 
@@ -68,7 +69,7 @@ def fast_installed() -> bool:
         return False
 
 
-def resolve_engine(engine: str = "auto", fast: bool | None = None) -> str:
+def resolve_engine(engine: str = ENGINE, fast: bool | None = None) -> str:
     """The engine that computes H≥1: ``auto`` → giotto-ph when ``fast`` (default: when giotto-ph
     is installed here), else ripser.py; ``ripser`` or ``giotto-ph`` as given."""
     if engine == "auto":
@@ -153,7 +154,7 @@ def rips_ripser(square: np.ndarray, maxdim: int, thresh: float) -> list[np.ndarr
 
 
 def rips_higher(
-    square: np.ndarray, maxdim: int, n_threads: int, engine: str = "auto"
+    square: np.ndarray, maxdim: int, n_threads: int, engine: str = ENGINE
 ) -> list[np.ndarray]:
     """Rips diagrams H1..H``maxdim`` from the (n, n) distances by ``engine`` (resolve_engine),
     thresholded at the enclosing radius min_i max_j d(i, j): beyond it the complex is a cone, so
@@ -165,7 +166,7 @@ def rips_higher(
 
 
 def vr_diagrams(
-    X: np.ndarray, maxdim: int = 1, n_threads: int = 1, engine: str = "auto"
+    X: np.ndarray, maxdim: int = 1, n_threads: int = 1, engine: str = ENGINE
 ) -> list[np.ndarray]:
     """Rips diagrams [H0, …, H``maxdim``] of the rows of X, Euclidean distance.
 

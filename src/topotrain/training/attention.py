@@ -15,6 +15,9 @@ not depend on ``train.threads``. Backends (``train.attention``):
 - ``numba``: this kernel (CPU, head dims 8, 12 or 16; needs the numba wheel);
 - ``auto``: ``numba`` on CPU without ``torch.compile`` for head dims 8 and 12 when numba imports,
   else ``sdpa`` (at head dim 16 the two were level: benchmarks/attention.py).
+
+The ensemble trainer (``training.ensemble``) vmaps the model over its members; there the numba
+backend runs as ``MemberAttention``, which folds the member axis into the kernel's batch.
 """
 
 from __future__ import annotations
@@ -128,16 +131,51 @@ class TinyHeadAttention(torch.autograd.Function):
         return dqkv, None
 
 
+class MemberAttention(torch.autograd.Function):
+    """``TinyHeadAttention`` for ``torch.func.vmap`` over an ensemble's members: under vmap the
+    member axis is folded into the batch, (M, B, T, 3C) → (M·B, T, 3C), and the kernel runs once;
+    its (batch, head) tiles are independent, so each member's output and gradient are bit-identical
+    to its own call. Outside vmap it is ``TinyHeadAttention``, the backward recomputing the forward
+    (a functorch-style Function keeps only its inputs and outputs)."""
+
+    @staticmethod
+    def forward(qkv: torch.Tensor, n_head: int) -> torch.Tensor:
+        return TinyHeadAttention.apply(qkv, n_head)
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
+        qkv, ctx.n_head = inputs
+        ctx.save_for_backward(qkv)
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (qkv,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = qkv.detach().requires_grad_(True)
+            (dqkv,) = torch.autograd.grad(TinyHeadAttention.apply(x, ctx.n_head), x, dy)
+        return dqkv, None
+
+    @staticmethod
+    def vmap(info, in_dims: tuple, qkv: torch.Tensor, n_head: int) -> tuple[torch.Tensor, int]:
+        qkv = qkv.movedim(in_dims[0], 0)
+        y = TinyHeadAttention.apply(qkv.flatten(0, 1), n_head)
+        return y.unflatten(0, qkv.shape[:2]), 0
+
+
+MEMBER_NUMBA = "numba-members"  # the numba kernel as the ensemble's vmapped members call it
+
+
 def causal_attention(qkv: torch.Tensor, n_head: int, backend: str = "sdpa") -> torch.Tensor:
     """Multi-head causal attention of the fused projection ``qkv`` (B, T, 3C) → (B, T, C)."""
     B, T, C3 = qkv.shape
     C = C3 // 3
-    if backend == "numba":
+    if backend in ("numba", MEMBER_NUMBA):
         if qkv.device.type != "cpu" or qkv.dtype != torch.float32:
             raise ValueError(
                 f"numba attention needs float32 on CPU, got {qkv.dtype} on {qkv.device}"
             )
-        return TinyHeadAttention.apply(qkv, n_head)
+        kernel = MemberAttention if backend == MEMBER_NUMBA else TinyHeadAttention
+        return kernel.apply(qkv, n_head)
     q, k, v = (z.view(B, T, n_head, C // n_head).transpose(1, 2) for z in qkv.split(C, dim=2))
     y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     return y.transpose(1, 2).contiguous().view(B, T, C)

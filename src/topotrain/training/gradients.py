@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from topotrain.topology.checkpoint import write_record
+from topotrain.config import ENGINE
+from topotrain.io import write_record
 from topotrain.topology.layers import layer_records
 from topotrain.topology.vietoris_rips import resolve_engine
 from topotrain.training.model import GPT
@@ -73,7 +74,7 @@ def gradient_topology(
     grads, loss = probe_gradients(model, tokens, offsets)
     if not np.isfinite(loss):
         raise ValueError(f"{checkpoint}: probe loss is {loss}: the checkpoint's weights diverged")
-    engine = resolve_engine(topology.get("engine", "auto"))
+    engine = resolve_engine(topology.get("engine", ENGINE))
     records, diagrams = layer_records(
         grads,
         patterns,

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
-from topotrain.config import choices
+from topotrain.config import VOCAB_SIZE, choices
 from topotrain.training.attention import causal_attention
 
 log = logging.getLogger(__name__)
@@ -30,11 +30,11 @@ class GPTConfig:
     n_layer: int
     n_head: int
     n_embd: int
-    vocab_size: int = 128
+    vocab_size: int = VOCAB_SIZE
     block_size: int = 128
 
     @classmethod
-    def from_study(cls, arch: dict, context: int, vocab_size: int = 128) -> GPTConfig:
+    def from_study(cls, arch: dict, context: int, vocab_size: int = VOCAB_SIZE) -> GPTConfig:
         """The one translation of the config's words (``models:`` d_model, n_layer, n_head and
         ``context:``) into the model's (n_embd, n_layer, n_head, block_size)."""
         return cls(

@@ -156,7 +156,7 @@ def get_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs x = tokens[i : i+T] and targets y = tokens[i+1 : i+T+1] for each offset i, as int64
     on the tokens' device; the offsets (drawn on the CPU) are copied there without a host sync."""
-    if tokens.device.type == "cuda":
+    if tokens.device.type == "cuda" and offsets.device.type == "cpu":
         offsets = offsets.pin_memory()
     offsets = offsets.to(tokens.device, non_blocking=True)
     span = torch.arange(block_size + 1, device=tokens.device)
@@ -194,25 +194,38 @@ class Training:
     tokens: torch.Tensor
 
 
+def adamw(matrices: list[torch.Tensor], others: list[torch.Tensor], cfg: TrainConfig) -> Optimizer:
+    """Fused AdamW at ``cfg.lr`` with BETAS; weight decay on ``matrices`` only (group 0)."""
+    groups = [
+        {"params": matrices, "weight_decay": cfg.weight_decay},
+        {"params": others, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=BETAS, fused=True)
+
+
+def build_member(
+    model_cfg: GPTConfig, cfg: TrainConfig, device: torch.device, attention: str
+) -> tuple[GPT, Optimizer, torch.Generator]:
+    """Seed every RNG with ``cfg.seed``; the model, its AdamW (decay on matrices only) and the
+    batch RNG: one run's starting state (the ensemble builds each member with it)."""
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    model = GPT(model_cfg, attention, cfg.gelu).to(device)
+    params = list(model.parameters())
+    optimizer = adamw([p for p in params if p.dim() >= 2], [p for p in params if p.dim() < 2], cfg)
+    return model, optimizer, torch.Generator().manual_seed(cfg.seed)
+
+
 def build_training(
     model_cfg: GPTConfig, cfg: TrainConfig, device: torch.device, data: np.ndarray, compiled: bool
 ) -> Training:
     """Seed every RNG; build the model (its attention kernel resolved by ``resolve_attention``),
     fused AdamW (decay on matrices only) and the batch RNG."""
-    random.seed(cfg.seed)
-    np.random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
     attention = resolve_attention(cfg.attention, device, compiled, head_dim(model_cfg))
     log.info("attention kernel: %s; GELU: %s", attention, cfg.gelu)
-    model = GPT(model_cfg, attention, cfg.gelu).to(device)
-    params = list(model.parameters())
-    groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=BETAS, fused=True)
+    model, optimizer, gen = build_member(model_cfg, cfg, device, attention)
     forward = compile_model(model, device) if compiled else model
-    gen = torch.Generator().manual_seed(cfg.seed)
     return Training(model, attention, forward, optimizer, gen, device_tokens(data, device))
 
 
@@ -261,7 +274,7 @@ def train_steps(training: Training, cfg: TrainConfig, start: int, stop: int) -> 
     return [(t, *v, lr) for t, v, lr in zip(range(start, stop), values, lrs, strict=True)]
 
 
-def _progress_bar(start: int, total: int, enabled: bool) -> tqdm:
+def progress_bar(start: int, total: int, enabled: bool) -> tqdm:
     """A tqdm bar on stderr; redrawn rarely when stderr is a log file."""
     interval = 1.0 if sys.stderr.isatty() else 30.0
     return tqdm(
@@ -353,7 +366,7 @@ def train_model(
 
     if start == 0:
         checkpoint(0)
-    bar = _progress_bar(start, cfg.steps, progress)
+    bar = progress_bar(start, cfg.steps, progress)
     for t in range(start, cfg.steps, cfg.checkpoint_interval):  # one host sync per interval
         rows = train_steps(training, cfg, t, t + cfg.checkpoint_interval)  # batch → … → step
         _check_finite(rows, evals, state_dir)

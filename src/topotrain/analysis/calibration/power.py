@@ -1,0 +1,327 @@
+"""Power of the primary family's claims for the design that was run, at Δ only.
+
+Simulator: the calibration suite's signal model (``simulator``'s trends and AR noise) on
+shared runs. A study has max(models) models × k seeds × T checkpoints (steps 0, 100, …); every run
+has a loss y = trend + u and an L2 norm l = trend + w, and claim c's feature is
+x_c = trend + r·u + √(1 − r²)·e_c over the claim's first ``models[c]`` models. u, e_c and w's own
+part are stationary AR(1) series of one marginal SD (``Noise``: the calibration's φ = 0 for u and e
+and 0.8 for w, or fitted to a study by ``power_design.fit_noise``). Under this model the effect β of
+``seed_effect`` is r: the simulator's model, not the data's.
+
+Test: a claim's p as the report computes it (the pooled seed contrast of the clock and of the
+scale, one-sided in the claimed signs, through ``contrast_cell`` and ``pooled_row``; p = the larger
+of the two), all signs +1 here (the test is symmetric under x → −x with its sign). Power of claim c
+at r: the rate over n_sim studies at which Benjamini–Hochberg over the family rejects c when c
+carries r and the other claims carry none (r = 0 on the same runs: their p's share the loss).
+Every r reuses the same studies (common random numbers), so power rises smoothly with r.
+
+MDE: the smallest r with power 0.8, searched on the grid r = j·Δ/GRID and interpolated linearly
+between the grid points around the crossing; its Monte Carlo interval is where the curve crosses
+0.8 ∓ the 95 % binomial half-width 1.96·√(0.8·0.2/n_sim). Power at Δ has its Clopper–Pearson
+interval. No power is computed at an observed effect.
+
+Cache: results keyed by the design (models, seeds, checkpoints, noise), Δ, n_sim, seed and α in
+one JSON file (``results/cache/power.json`` in the workflow). The rule reruns whenever the feature
+table changes, but simulates only when the design does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, STEP, _ar, _trends
+from topotrain.analysis.inference.primary import CLAIMS
+from topotrain.analysis.inference.seed_contrast import (
+    CONTRAST_VIEWS,
+    SCALE,
+    contrast_cell,
+    pooled_row,
+    seed_permutations,
+)
+from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
+from topotrain.config import DEFAULTS
+
+SESOI = DEFAULTS["analysis"]["sesoi"]
+SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]
+TARGET_POWER = 0.8
+GRID = 4  # the MDE search grid: r = j·Δ/GRID for j = 0, 1, … while r ≤ 1
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
+NOTE = "simulator's model: β = r"
+VERSION = 1  # part of the cache key: bump when the computation changes
+_permutations = functools.lru_cache(maxsize=4)(seed_permutations)  # 0.15 s each at 8 seeds
+POWER_COLUMNS = [
+    "feature",
+    "models",
+    "seeds",
+    "checkpoints",
+    "sesoi",
+    "n_sim",
+    "power_at_sesoi",
+    "power_mc_low",
+    "power_mc_high",
+    "mde_80",
+    "mde_mc_low",
+    "mde_mc_high",
+    "note",
+]
+
+
+@dataclass(frozen=True)
+class Noise:
+    """AR(1) coefficients of the simulated fluctuations: the loss's u, each claim's own feature
+    noise e_c (one per claim; empty: 0 for every claim) and the L2 norm's own part; ``scale_loss``
+    the correlation of the norm's fluctuation with u. Defaults: the calibration simulator's."""
+
+    loss: float = 0.0
+    features: tuple[float, ...] = ()
+    scale: float = 0.8
+    scale_loss: float = 0.0
+
+
+@dataclass(frozen=True)
+class Design:
+    """Models in each claim (CLAIMS order), seeds per model, checkpoints per run, and the noise."""
+
+    models: tuple[int, ...]
+    seeds: int
+    checkpoints: int = N_CHECKPOINTS
+    noise: Noise = field(default_factory=Noise)
+
+    def __post_init__(self) -> None:
+        check_design(self)
+
+
+def check_design(design: Design) -> None:
+    """ValueError naming the parameter when the design cannot be simulated or tested."""
+    if not design.models or min(design.models) < 1:
+        raise ValueError(f"models: every claim needs at least 1 model, not {design.models}")
+    if design.seeds < 2:
+        raise ValueError(
+            f"seeds: a between-seed contrast needs at least 2 seeds per model, not {design.seeds}"
+        )
+    if design.checkpoints < 2:
+        raise ValueError(f"checkpoints: at least 2 per run, not {design.checkpoints}")
+    noise = design.noise
+    if noise.features and len(noise.features) != len(design.models):
+        raise ValueError(
+            f"noise.features: one AR coefficient per claim ({len(design.models)}), "
+            f"not {len(noise.features)}"
+        )
+    values = {"noise.loss": [noise.loss], "noise.scale": [noise.scale]}
+    values |= {"noise.scale_loss": [noise.scale_loss], "noise.features": noise.features}
+    for name, vs in values.items():
+        if any(not -1 < v < 1 for v in vs):
+            raise ValueError(f"{name} must lie strictly between −1 and 1, not {vs}")
+
+
+def simulate_family(design: Design, n_sim: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """n_sim studies on shared runs: 'y' the loss and 'l' the L2 norm (n_sim, models, seeds,
+    checkpoints), 'u' the loss's fluctuation, 'fx' the feature's trend (checkpoints,) and 'e'
+    each claim's own feature noise (claims, n_sim, models, seeds, checkpoints)."""
+    noise = design.noise
+    shape = (n_sim, max(design.models), design.seeds, design.checkpoints)
+    rng = np.random.default_rng([seed, 17, *shape[1:]])
+    fx, fy, fl = _trends(np.arange(design.checkpoints) * float(STEP))
+    u, own = _ar(rng, noise.loss, shape), _ar(rng, noise.scale, shape)
+    w = (noise.scale_loss * u + math.sqrt(1 - noise.scale_loss**2) * own) / 5
+    phis = noise.features or (0.0,) * len(design.models)
+    e = np.stack([_ar(rng, phi, shape) for phi in phis])
+    return {"y": fy + u, "l": fl + w, "u": u, "fx": fx, "e": e}
+
+
+def claim_p(x: np.ndarray, y: np.ndarray, scale: np.ndarray, perms: np.ndarray, seed=0) -> float:
+    """A claim's p as the report's: each view's (clock, scale) pooled seed contrast one-sided in
+    the claimed signs (+1) over models given as (models, seeds, checkpoints) arrays, and the
+    larger of the two (NaN when either is)."""
+    mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, scale, strict=True)]
+    p = []
+    for view in CONTRAST_VIEWS:
+        nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
+        p.append(pooled_row(nulls, view, "greater", seed, [1.0] * len(mats))["p"])
+    return float(np.max(p))
+
+
+def claim_pvalues(sim: dict, design: Design, claim: int, r: float, seed: int = 0) -> np.ndarray:
+    """(n_sim,) p of claim ``claim`` (an index into ``design.models``) on every simulated study
+    when its feature carries a share r of the loss's fluctuation."""
+    n = design.models[claim]
+    x = sim["fx"] + r * sim["u"][:, :n] + math.sqrt(1 - r * r) * sim["e"][claim, :, :n]
+    y, scale = sim["y"][:, :n], sim["l"][:, :n]
+    perms = _permutations(design.seeds, seed)
+    return np.array([claim_p(x[i], y[i], scale[i], perms, seed) for i in range(len(x))])
+
+
+def family_rejects(
+    p_claim: np.ndarray, p_null: np.ndarray, claim: int, alpha: float = ALPHA
+) -> np.ndarray:
+    """(n_sim,) whether BH over the family rejects ``claim`` when its p's are ``p_claim`` and
+    every other claim has its null p's (row of ``p_null``, claims × n_sim)."""
+    family = p_null.copy()
+    family[claim] = p_claim
+    return np.array([benjamini_hochberg(f)[claim] < alpha for f in family.T])
+
+
+class PowerCurve:
+    """Power of one claim on the grid r_j = j·Δ/GRID, each r simulated once, when asked."""
+
+    def __init__(self, sim: dict, design: Design, claim: int, p_null, sesoi, seed, alpha):
+        self.sim, self.design, self.claim, self.p_null = sim, design, claim, p_null
+        self.seed, self.alpha = seed, alpha
+        self.step = sesoi / GRID
+        self.top = int(math.floor(1 / self.step + 1e-9))  # the largest j with r ≤ 1
+        self.hits: dict[int, np.ndarray] = {}
+
+    def rejects(self, j: int) -> np.ndarray:
+        """(n_sim,) BH rejections of the claim at r_j (r_0 = 0: the null p's themselves)."""
+        if j not in self.hits:
+            r = min(1.0, j * self.step)
+            p = self.p_null[self.claim] if j == 0 else None
+            if p is None:
+                p = claim_pvalues(self.sim, self.design, self.claim, r, self.seed)
+            self.hits[j] = family_rejects(p, self.p_null, self.claim, self.alpha)
+        return self.hits[j]
+
+    def power(self, j: int) -> float:
+        return float(self.rejects(j).mean())
+
+    def crossing(self, level: float, start: int = GRID) -> float:
+        """The r at which the power first reaches ``level`` (taken as rising in r), linear
+        between the grid points around it; 0 when r = 0 reaches it, NaN when r ≤ 1 does not.
+        The search doubles or halves j from ``start``, then bisects."""
+        lo, hi = self._bracket(level, start)
+        if hi is None:
+            return math.nan
+        if lo is None:
+            return 0.0
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self.power(mid) >= level else (mid, hi)
+        p_lo, p_hi = self.power(lo), self.power(hi)
+        return (lo + (level - p_lo) / (p_hi - p_lo)) * self.step
+
+    def _bracket(self, level: float, start: int) -> tuple[int | None, int | None]:
+        """(lo, hi): grid indices with power(lo) < level ≤ power(hi); lo None when power(0)
+        reaches the level, hi None when power(top) does not."""
+        j = min(start, self.top)
+        if self.power(j) >= level:
+            while j > 0:
+                if self.power(j // 2) < level:
+                    return j // 2, j
+                j //= 2
+            return None, 0
+        while j < self.top:
+            nxt = min(max(2 * j, 1), self.top)
+            if self.power(nxt) >= level:
+                return j, nxt
+            j = nxt
+        return j, None
+
+
+def power_rows(
+    design: Design, sesoi: float = SESOI, n_sim: int = SIMULATIONS, seed=0, alpha=ALPHA
+) -> list[dict]:
+    """Per claim (design.models order): power at Δ = sesoi [Clopper–Pearson 95 %], the MDE at
+    TARGET_POWER and its Monte Carlo interval, on n_sim simulated studies."""
+    if not 0 < sesoi <= 1:
+        raise ValueError(f"sesoi: Δ must lie in (0, 1], not {sesoi}")
+    if n_sim < 1:
+        raise ValueError(f"n_sim: at least 1 simulated study, not {n_sim}")
+    sim = simulate_family(design, n_sim, seed)
+    p_null = np.stack([claim_pvalues(sim, design, c, 0.0, seed) for c in range(len(design.models))])
+    half = Z95 * math.sqrt(TARGET_POWER * (1 - TARGET_POWER) / n_sim)
+    rows = []
+    for claim in range(len(design.models)):
+        curve = PowerCurve(sim, design, claim, p_null, sesoi, seed, alpha)
+        hits = int(curve.rejects(GRID).sum())
+        low, high = stats.binomtest(hits, n_sim).proportion_ci(0.95, method="exact")
+        rows.append(
+            {
+                "power_at_sesoi": hits / n_sim,
+                "power_mc_low": float(low),
+                "power_mc_high": float(high),
+                "mde_80": curve.crossing(TARGET_POWER),
+                "mde_mc_low": curve.crossing(TARGET_POWER - half),
+                "mde_mc_high": curve.crossing(TARGET_POWER + half),
+            }
+        )
+    return rows
+
+
+def cache_key(design: Design, sesoi: float, n_sim: int, seed: int, alpha: float) -> str:
+    """The cache's key: every input of ``power_rows`` and the code's VERSION, as sorted JSON."""
+    doc = {"version": VERSION, "grid": GRID, "target": TARGET_POWER, "sesoi": sesoi}
+    doc |= {"n_sim": n_sim, "seed": seed, "alpha": alpha, **dataclasses.asdict(design)}
+    return json.dumps(doc, sort_keys=True)
+
+
+def cached_power(
+    design: Design,
+    sesoi: float = SESOI,
+    n_sim: int = SIMULATIONS,
+    seed: int = 0,
+    alpha: float = ALPHA,
+    cache: str | Path | None = None,
+) -> list[dict]:
+    """``power_rows``, read from the JSON file ``cache`` when it holds this key, else computed
+    and added to it (atomically); no cache: always computed."""
+    from topotrain.io import atomic_write_text
+
+    key = cache_key(design, sesoi, n_sim, seed, alpha)
+    store = json.loads(Path(cache).read_text()) if cache and Path(cache).exists() else {}
+    if key in store:
+        return store[key]
+    rows = power_rows(design, sesoi, n_sim, seed, alpha)
+    if cache:
+        store[key] = rows
+        atomic_write_text(cache, json.dumps(store, indent=1) + "\n")
+    return rows
+
+
+def noise_text(noise: Noise, fitted: bool) -> str:
+    """'AR φ: loss 0, features 0/0/0, L2 0.8; L2–loss correlation 0 (the calibration's)'."""
+    features = "/".join(f"{f:g}" for f in noise.features) or "0"
+    default = Noise(features=(0.0,) * len(noise.features)) == noise
+    source = "fitted to the study's seed deviations" if fitted else "given"
+    source = "the calibration's" if default and not fitted else source
+    return (
+        f"noise AR φ: loss {noise.loss:g}, features {features}, L2 {noise.scale:g}; L2–loss "
+        f"correlation {noise.scale_loss:g} ({source})"
+    )
+
+
+def power_table(
+    design: Design,
+    features: tuple[str, ...] = tuple(CLAIMS),
+    sesoi: float = SESOI,
+    n_sim: int = SIMULATIONS,
+    seed: int = 0,
+    cache: str | Path | None = None,
+    fitted: bool = False,
+) -> pd.DataFrame:
+    """POWER_COLUMNS, one row per claim (``features``, in design.models order)."""
+    rows = cached_power(design, sesoi, n_sim, seed, ALPHA, cache)
+    note = (
+        f"{NOTE}; BH over {len(features)} claims, the others null on the same runs; "
+        + noise_text(design.noise, fitted)
+    )
+    head = {"seeds": design.seeds, "checkpoints": design.checkpoints, "sesoi": sesoi}
+    out = [
+        {"feature": f, "models": m, **head, "n_sim": n_sim, **row, "note": note}
+        for f, m, row in zip(features, design.models, rows, strict=True)
+    ]
+    return pd.DataFrame(out, columns=POWER_COLUMNS)
+
+
+if __name__ == "__main__":  # python -m topotrain.analysis.calibration.power [features.parquet]
+    from topotrain.analysis.calibration.power_design import main
+
+    main()

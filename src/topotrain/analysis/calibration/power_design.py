@@ -1,0 +1,195 @@
+"""The design a study ran, the noise of its seed deviations, and seeds chosen up front.
+
+``study_design``: per claim, the models of the feature table where the paper reports p < α (the
+primary family's), the fewest seeds of any of them and the fewest checkpoints where every seed has
+the feature, the loss and the L2 norm. ``fit_noise``: the lag-1 autocorrelation of the seed
+deviations, r₁ = Σ d_t·d_{t+1} / Σ d_t² pooled over models and seeds, of the loss, each claim's
+feature and the L2 norm, and the correlation of the norm's deviations with the loss's; rounded to
+0.01 (a re-aggregated table then hits the power cache). Only correlations and ranks enter the
+tests, so the deviations' SDs need no fit.
+
+``python -m topotrain.analysis.calibration.power [features.parquet]`` prints each claim's power
+at Δ and MDE for k = 3, 5 and 8 seeds (noise fitted to the table when one is given, else the
+calibration's) beside the training time extrapolated linearly in runs from the measured default
+study (``TRAINING``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from topotrain.analysis.calibration.power import (
+    POWER_COLUMNS,
+    SESOI,
+    SIMULATIONS,
+    TARGET_POWER,
+    Design,
+    Noise,
+    power_table,
+)
+from topotrain.analysis.calibration.simulator import N_CHECKPOINTS
+from topotrain.analysis.inference.primary import CLAIMS, TARGET, claimed_signs
+from topotrain.analysis.inference.seed_contrast import SCALE, cell_deviations, model_matrices
+
+MEASURED_SEEDS = 3  # the default study the timings below were measured on: 5 models × 3 seeds
+TRAINING = {  # config → measured wall seconds of that study's training
+    "config.yaml (2-core CPU VM)": 46.9 * 60,  # README, "How long it takes"
+    "workflow/configs/gpu.yaml (one H200)": 193.0,  # issue 37: the whole study, 15 runs at once
+}
+SEEDS = (3, 5, 8)
+
+
+def lag1(devs: list[np.ndarray]) -> float:
+    """Pooled lag-1 autocorrelation Σ d_t·d_{t+1} / Σ d_t² of (seeds, checkpoints) deviations,
+    clipped to ±0.99 and rounded to 0.01; NaN when nothing varies."""
+    num = sum(float((d[:, 1:] * d[:, :-1]).sum()) for d in devs)
+    den = sum(float((d * d).sum()) for d in devs)
+    return round(float(np.clip(num / den, -0.99, 0.99)), 2) if den > 0 else float("nan")
+
+
+def fit_noise(df: pd.DataFrame, features: tuple[str, ...] = tuple(CLAIMS)) -> Noise:
+    """``Noise`` fitted to the seed deviations of a feature table (``lag1`` of the loss, each
+    feature and the L2 norm; the pooled correlation of the norm's and the loss's deviations);
+    the calibration's default where a column is absent or nothing varies."""
+    default = Noise()
+    columns = [c for c in (TARGET, SCALE, *features) if c in df]
+    devs: dict[str, list] = {c: [] for c in columns}
+    pairs = []
+    for _, rows in df.groupby("model", sort=False):
+        mats = model_matrices(rows, columns)
+        for c in columns:
+            devs[c].append(cell_deviations(mats, [c])[c])
+        if {TARGET, SCALE} <= set(columns):
+            pair = cell_deviations(mats, [TARGET, SCALE])
+            pairs.append((pair[TARGET], pair[SCALE]))
+
+    def fit(column: str, fallback: float) -> float:
+        value = lag1(devs[column]) if column in devs else float("nan")
+        return fallback if np.isnan(value) else value
+
+    num = sum(float((y * s).sum()) for y, s in pairs)
+    den = np.sqrt(
+        sum(float((y * y).sum()) for y, _ in pairs) * sum(float((s * s).sum()) for _, s in pairs)
+    )
+    corr = round(float(np.clip(num / den, -0.99, 0.99)), 2) if den > 0 else default.scale_loss
+    return Noise(
+        loss=fit(TARGET, default.loss),
+        features=tuple(fit(f, 0.0) for f in features),
+        scale=fit(SCALE, default.scale),
+        scale_loss=corr,
+    )
+
+
+def claim_models(paper: pd.DataFrame, df: pd.DataFrame | None = None) -> dict[str, list[str]]:
+    """Per claim: the models where the paper reports p < α, those in ``df`` when given."""
+    have = None if df is None else set(df["model"])
+    return {
+        f: [m for m in claimed_signs(paper, f).index if have is None or m in have] for f in CLAIMS
+    }
+
+
+def study_design(df: pd.DataFrame, paper: pd.DataFrame, noise: Noise) -> tuple[Design | None, str]:
+    """The design of a feature table's primary family (``Design``, or None and why not)."""
+    models = claim_models(paper, df)
+    if not all(models.values()) or any(f not in df for f in CLAIMS):
+        return None, "a claim's feature or every one of its models is missing from the table"
+    used = df[df["model"].isin({m for ms in models.values() for m in ms})]
+    seeds = int(used.groupby("model")["seed"].nunique().min())
+    if seeds < 2:
+        return None, f"{seeds} seed: a between-seed contrast needs at least 2 seeds per model"
+    shared = []
+    for feature, names in models.items():
+        columns = [c for c in (feature, TARGET, SCALE) if c in df]
+        for name in names:
+            mats = model_matrices(used[used["model"] == name], columns)
+            shared.append(
+                int(np.logical_and.reduce([np.isfinite(mats[c]).all(0) for c in columns]).sum())
+            )
+    if min(shared) < 2:
+        return None, f"{min(shared)} checkpoints shared by every seed: contrast undefined"
+    counts = tuple(len(m) for m in models.values())
+    return Design(counts, seeds, min(shared), noise), ""
+
+
+def study_power(
+    df: pd.DataFrame,
+    paper: pd.DataFrame,
+    sesoi: float = SESOI,
+    n_sim: int = SIMULATIONS,
+    seed: int = 0,
+    cache: str | None = None,
+) -> pd.DataFrame:
+    """power.csv of a study: ``power_table`` at the table's own design with noise fitted to its
+    deviations, or one row per claim saying why there is none."""
+    design, why = study_design(df, paper, fit_noise(df))
+    if design is None:
+        rows = [{"feature": f, "sesoi": sesoi, "note": f"no power: {why}"} for f in CLAIMS]
+        return pd.DataFrame(rows).reindex(columns=POWER_COLUMNS)
+    return power_table(design, tuple(CLAIMS), sesoi, n_sim, seed, cache, fitted=True)
+
+
+def training_cost(k: int) -> dict[str, float]:
+    """Wall minutes of training k seeds per config, linear in runs from the measured study."""
+    return {config: s * k / MEASURED_SEEDS / 60 for config, s in TRAINING.items()}
+
+
+def seeds_table(
+    design: Design, seeds=SEEDS, sesoi=SESOI, n_sim=SIMULATIONS, seed=0, cache=None, fitted=False
+) -> pd.DataFrame:
+    """Per k in ``seeds`` and claim: ``power_table``'s columns (``fitted``: the design's noise
+    was fitted to a study), the seconds it took and the training minutes of k seeds per config
+    (``training_cost``)."""
+    parts = []
+    for k in seeds:
+        start = time.perf_counter()
+        at_k = Design(design.models, k, design.checkpoints, design.noise)
+        table = power_table(at_k, tuple(CLAIMS), sesoi, n_sim, seed, cache, fitted)
+        table["seconds"] = time.perf_counter() - start
+        parts.append(table.assign(**{f"train_min {c}": v for c, v in training_cost(k).items()}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def recommended(table: pd.DataFrame) -> int | None:
+    """The smallest k whose every claim has power at Δ ≥ TARGET_POWER; None if none has."""
+    ok = table.groupby("seeds")["power_at_sesoi"].min() >= TARGET_POWER
+    return int(ok[ok].index.min()) if ok.any() else None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print seeds_table for the study's design (from a feature table, else the paper's claims
+    over every size, N_CHECKPOINTS checkpoints and the calibration's noise)."""
+    from topotrain.analysis.inference.verdicts import read_paper_values
+
+    parser = argparse.ArgumentParser(prog="python -m topotrain.analysis.calibration.power")
+    parser.add_argument("features", nargs="?", help="a feature table (weights.parquet)")
+    parser.add_argument(
+        "--paper",
+        default="workflow/data/paper_values.csv",
+        help="the paper's values (default: the checkout's, from the repository root)",
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    parser.add_argument("--n-sim", type=int, default=SIMULATIONS)
+    parser.add_argument("--sesoi", type=float, default=SESOI)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", default=None, help="a JSON cache file (power.cached_power)")
+    args = parser.parse_args(argv)
+    paper = read_paper_values(args.paper)
+    if args.features:
+        df = pd.read_parquet(args.features)
+        design, why = study_design(df, paper, fit_noise(df))
+        if design is None:
+            raise SystemExit(f"no design from {args.features}: {why}")
+    else:
+        counts = tuple(len(m) for m in claim_models(paper).values())
+        design = Design(counts, 3, N_CHECKPOINTS, Noise())
+    fitted = bool(args.features)
+    table = seeds_table(design, args.seeds, args.sesoi, args.n_sim, args.seed, args.cache, fitted)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(table.drop(columns="note").to_string(index=False, float_format="%.3g"))
+    print(table["note"].iloc[0])
+    k = recommended(table)
+    print(f"smallest k with every claim's power at Δ ≥ {TARGET_POWER}: {k or 'none of these'}")

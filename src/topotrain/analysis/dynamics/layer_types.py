@@ -1,0 +1,142 @@
+"""Where the signal lives: the association views of topology with loss, split by layer type
+(attention: ``c_attn``, ``c_proj`` under ``attn``; MLP: ``c_fc``, ``c_proj`` under ``mlp``) and by
+depth (the block index), per model size.
+
+Each split is a subset of a checkpoint's matrices. Its features are aggregated over that subset
+exactly as the feature table aggregates them over all layers (``aggregate.checkpoint_features``:
+NP averaged, H0/H1 totals summed, the L2 norm averaged), joined with the run's losses and step, and
+put through ``associations.association_table``: raw, detrended, partial-on-step and
+partial-on-L2 views (the L2 norm of the same subset) per run, and the between-seed contrasts per
+model and pooled, with ``beats_clock`` from the contrasts. The summary reads ``seed_contrast`` by
+default: the only view here whose false-positive rate the calibration suite shows at nominal.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+
+import pandas as pd
+
+from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.analysis.inference.associations import association_table
+from topotrain.analysis.inference.parallel import map_tasks
+from topotrain.analysis.inference.stats import ALPHA
+from topotrain.config import DEFAULTS
+
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
+
+LAYER_FEATURES = ["np_mean", "h0_total", "h1_total"]
+LAYER_BASELINES = ["step", "l2_norm_mean"]  # the clock, and the subset's own scale
+LAYER_TYPE_COLUMNS = [
+    "split",
+    "group",
+    "model",
+    "seed",
+    "n_params",
+    "n_layers",
+    "feature",
+    "target",
+    "view",
+    "rho",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_bh",
+    "n",
+    "beats_clock",
+    "beats_scale",
+    "note",
+]
+DEPTH = re.compile(r"\.(?:h|layers)\.(\d+)\.")
+
+
+def layer_type(name: str) -> str:
+    """attention, mlp, embedding or other, from a tensor name (GPT-2 or GPT-NeoX style)."""
+    if ".attn." in name or ".attention." in name:
+        return "attention"
+    if ".mlp." in name:
+        return "mlp"
+    if name.endswith(("wte.weight", "wpe.weight", "embed_in.weight")):
+        return "embedding"
+    return "other"
+
+
+def layer_depth(name: str) -> int | None:
+    """The block index of a tensor name (``transformer.h.2.…`` → 2); None outside the blocks."""
+    match = DEPTH.search(name)
+    return int(match.group(1)) if match else None
+
+
+def groups(layers: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
+    """(split, group) → row mask of the per-layer table: by type, and by depth (blocks only)."""
+    kinds = layers["layer"].map(layer_type)
+    depth = layers["layer"].map(layer_depth)
+    out = {("type", t): kinds == t for t in sorted(kinds.unique())}
+    for d in sorted(depth.dropna().unique()):
+        out[("depth", f"block {int(d)}")] = depth == d
+    return out
+
+
+def _split_table(task: tuple, losses: pd.DataFrame, n_resamples: int, seed: int) -> pd.DataFrame:
+    """The association views of one split ``(split, group, its layers' rows)``."""
+    split, group, rows = task
+    sub = checkpoint_features(rows)  # l2_norm_mean: the subset's own scale
+    table = sub.merge(losses, on=["model", "seed", "step"], how="inner")
+    names = LAYER_FEATURES + LAYER_BASELINES
+    assoc = association_table(table, names, n_resamples=n_resamples, seed=seed)
+    n_layers = sub.groupby("model")["n_layers"].first()
+    return assoc.assign(split=split, group=group, n_layers=assoc["model"].map(n_layers))
+
+
+def layer_type_table(
+    layers: pd.DataFrame,
+    features: pd.DataFrame,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
+    threads: int = 1,
+) -> pd.DataFrame:
+    """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES, and of LAYER_BASELINES beside
+    them, of every split with train and validation loss, per run. ``layers`` is the per-layer
+    table, ``features`` the feature table; the splits spread over ``threads`` processes (the
+    same table)."""
+    keep = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
+    if missing := sorted(set(keep) - set(features.columns)):
+        raise ValueError(f"layer types: the feature table lacks {missing}")
+    tasks = [(split, group, layers[mask]) for (split, group), mask in groups(layers).items()]
+    work = partial(_split_table, losses=features[keep], n_resamples=n_resamples, seed=seed)
+    tables = map_tasks(work, tasks, threads)
+    if not tables:
+        return pd.DataFrame(columns=LAYER_TYPE_COLUMNS)
+    out = pd.concat(tables, ignore_index=True)
+    return (
+        out[LAYER_TYPE_COLUMNS]
+        .sort_values(["n_params", "model", "split", "group"], kind="stable")
+        .reset_index(drop=True)
+    )
+
+
+def layer_type_summary(table: pd.DataFrame, view: str = "seed_contrast") -> pd.DataFrame:
+    """Per model (and ``pooled``), split, group, feature (LAYER_FEATURES) and target: the rows of
+    ``view`` (one per seed for a run view, one per model for a contrast), their mean ρ, how many
+    have a CI excluding 0 and a p < α, how many beat the clock, and beside them the mean ρ of the
+    same view for ``step`` and for the subset's ``l2_norm_mean`` (NaN for the step in the
+    detrended and contrast views: its differences and deviations are constant)."""
+    part = table[table["view"] == view]
+    keys = ["model", "split", "group", "target"]
+    base = part[part["feature"].isin(LAYER_BASELINES)]
+    base = base.groupby([*keys, "feature"], sort=False)["rho"].mean().unstack("feature")
+    base = base.reindex(columns=LAYER_BASELINES).add_suffix("_rho").reset_index()
+    part = part[part["feature"].isin(LAYER_FEATURES)]
+    excludes = (part["ci_low"] > 0) | (part["ci_high"] < 0)
+    g = part.assign(ci_excludes_0=excludes).groupby(
+        ["model", "n_params", "split", "group", "feature", "target"], sort=False, dropna=False
+    )
+    out = g.agg(
+        rows=("rho", "size"),
+        mean_rho=("rho", "mean"),
+        ci_excludes_0=("ci_excludes_0", "sum"),
+        p_below_alpha=("p", lambda p: int((p < ALPHA).sum())),
+        beats_clock=("beats_clock", "sum"),
+    ).reset_index()
+    return out.merge(base, on=keys, how="left").assign(view=view)

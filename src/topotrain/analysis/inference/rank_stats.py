@@ -1,0 +1,50 @@
+"""Rank statistics along the last axis (vectorised over rows): partial Spearman ρ given a
+covariate, Spearman ρ of first differences, and the pieces they share."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from topotrain.analysis.inference.seed_contrast import RESIDUAL_TOL
+from topotrain.analysis.inference.stats import spearman_rows
+
+
+def _centred_ranks(v: np.ndarray) -> np.ndarray:
+    r = stats.rankdata(v, axis=-1)
+    return r - r.mean(axis=-1, keepdims=True)
+
+
+def _residuals(rx: np.ndarray, rz: np.ndarray) -> np.ndarray:
+    """Residuals of centred ranks rx on centred ranks rz: e = rx − β·rz, β = Σ rx·rz / Σ rz²;
+    numerically-zero e (Σe² ≤ RESIDUAL_TOL·Σrx²) become exactly 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        beta = (rx * rz).sum(axis=-1, keepdims=True) / (rz * rz).sum(axis=-1, keepdims=True)
+    e = rx - beta * rz
+    ss_e, ss_x = (e * e).sum(axis=-1, keepdims=True), (rx * rx).sum(axis=-1, keepdims=True)
+    return np.where(ss_e <= RESIDUAL_TOL * ss_x, 0.0, e)
+
+
+def rank_residuals(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Residuals along the last axis of rank(x) regressed on rank(z) with an intercept."""
+    return _residuals(_centred_ranks(x), _centred_ranks(z))
+
+
+def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r = Σ ã·b̃ / √(Σ ã² Σ b̃²) along the last axis (broadcast); NaN for a constant row."""
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+
+
+def partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Partial Spearman ρ(x, y | z) along the last axis: Pearson r of rank_residuals(x, z) and
+    rank_residuals(y, z); NaN where nothing is left of x or y after conditioning."""
+    rz = _centred_ranks(z)
+    return pearson_rows(_residuals(_centred_ranks(x), rz), _residuals(_centred_ranks(y), rz))
+
+
+def detrended_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman ρ of first differences (Δx_t, Δy_t) along the last axis."""
+    return spearman_rows(np.diff(x, axis=-1), np.diff(y, axis=-1))

@@ -1,0 +1,372 @@
+"""Correlations of features with loss: Spearman ρ, bootstrap CIs, multiple-comparison corrections.
+
+Every correlation is over one run's checkpoints (one model, one seed). Degenerate inputs (a constant
+feature, too few finite points) give NaN with a ``note`` saying why;
+they are never dropped or raised.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS
+
+EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
+MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
+
+
+@lru_cache(maxsize=EXACT_MAX_N)
+def _all_orderings(n: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+
+
+def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
+    """Spearman ρ and its two-sided permutation p = P(|ρ_π| ≥ |ρ|) over orderings π of y.
+
+    Exact (all n! orderings, ties as average ranks) for n ≤ EXACT_MAX_N; above, MC_PERMUTATIONS
+    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or
+    constant x or y.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = np.sqrt((rx @ rx) * (ry @ ry))
+    rho = float(rx @ ry / scale)
+    if x.size <= EXACT_MAX_N:
+        orderings, extra = _all_orderings(x.size), 0
+    else:
+        rng = np.random.default_rng(seed)
+        orderings = rng.permuted(np.tile(np.arange(x.size), (MC_PERMUTATIONS, 1)), axis=1)
+        extra = 1
+    null = ry[orderings] @ rx / scale
+    hits = int(np.count_nonzero(np.abs(null) >= abs(rho) * (1 - 1e-9)))
+    return rho, (hits + extra) / (len(orderings) + extra)
+
+
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
+
+FEATURES = [
+    "h0_total",
+    "h1_total",
+    "np_mean",
+    "h0_count",
+    "h1_count",
+    "h0_entropy_mean",
+    "h1_entropy_mean",
+    "h0_max",
+    "h1_max",
+    "np_rieck_mean",
+]
+BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
+
+
+def gradient_features(df: pd.DataFrame) -> list[str]:
+    """The gradient-topology versions (grad_<feature>) of FEATURES that the table holds."""
+    return [f"grad_{f}" for f in FEATURES if f"grad_{f}" in df]
+
+
+CLOCK_AND_SCALE = ("step", "l2_norm_mean")  # baselines every topological ρ stands beside
+CORRELATION_COLUMNS = [
+    "model",
+    "seed",
+    "n_params",
+    "feature",
+    "kind",
+    "rho",
+    "p",
+    "ci_low",
+    "ci_high",
+    "n",
+    "p_bonferroni",
+    "p_bh",
+    "significant",
+    "note",
+]
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman ρ along ``axis``: Pearson r of average ranks (scipy),
+    NaN where a row is constant."""
+    ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
+    with warnings.catch_warnings():  # constant rows are expected in resamples; they give NaN
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return stats.pearsonr(ra, rb, axis=axis).statistic
+
+
+MIN_RUN = 8  # checkpoints: fewer, and a run's ρ gets an exact permutation p and no interval
+TOO_SHORT = "{n} checkpoints (fewer than 8): too short for a claim"
+
+
+MAX_EXACT_SIGNS = 16  # sign_flip_p enumerates 2^M sign patterns; NaN beyond this many values
+
+
+def sign_flip_p(d: np.ndarray, alternative: str = "greater") -> float:
+    """Exact sign-flip p of paired differences d_1 … d_M over all 2^M sign patterns (identity
+    included, ties within 1e-12·Σ|d_m| count), so p ≥ 1/2^M; zero differences count as they are.
+
+    ``greater``: that mean(d) > 0, #{s : Σ s_m·d_m ≥ Σ d_m} / 2^M; ``two-sided``: that it is not
+    0, #{s : |Σ s_m·d_m| ≥ |Σ d_m|} / 2^M. NaN for M < 2, M > MAX_EXACT_SIGNS or a non-finite d_m.
+    """
+    d = np.asarray(d, dtype=float)
+    m = d.size
+    if m < 2 or m > MAX_EXACT_SIGNS or not np.isfinite(d).all():
+        return float("nan")
+    signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
+    sums, observed, tol = signs @ d, d.sum(), 1e-12 * np.abs(d).sum()
+    if alternative == "two-sided":
+        sums, observed = np.abs(sums), abs(observed)
+    return float(np.count_nonzero(sums >= observed - tol)) / 2**m
+
+
+def _nan_result(n: int, note: str) -> dict[str, float | int | str]:
+    return {"rho": np.nan, "p": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n": n, "note": note}
+
+
+def _degenerate(x: np.ndarray, y: np.ndarray, dropped: int) -> str:
+    """Why ρ is undefined for finite (x, y), or '' when it is defined."""
+    if x.size < 3:
+        return f"only {x.size} finite checkpoints ({dropped} non-finite dropped): ρ undefined"
+    if np.ptp(x) == 0:
+        return "constant feature: ρ undefined"
+    if np.ptp(y) == 0:
+        return "constant target: ρ undefined"
+    return ""
+
+
+def _too_short(x: np.ndarray, y: np.ndarray, notes: list[str]) -> dict[str, float | int | str]:
+    """Below MIN_RUN checkpoints: the exact permutation ρ and p, no interval."""
+    rho, p = spearman_exact(x, y)
+    short = (
+        TOO_SHORT.format(n=x.size) + f"; exact permutation p over all {x.size}! orders, no interval"
+    )
+    return {**_nan_result(int(x.size), "; ".join([*notes, short])), "rho": rho, "p": p}
+
+
+def spearman_ci(
+    x,
+    y,
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    confidence: float = CONFIDENCE,
+    seed: int = _ANALYSIS["bootstrap_seed"],
+) -> dict[str, float | int | str]:
+    """Spearman ρ and p of (x, y) (scipy.stats.spearmanr) with a paired percentile bootstrap CI;
+    below MIN_RUN checkpoints the exact permutation p and no CI (the note says too short).
+
+    Pairs with a non-finite value are dropped (counted in ``note``). Resamples whose ρ is undefined
+    (a constant resample) are left out of the percentiles and counted in ``note``.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    dropped = int((~keep).sum())
+    x, y = x[keep], y[keep]
+    why = _degenerate(x, y, dropped)
+    if why:
+        return _nan_result(int(x.size), why)
+    notes = [f"{dropped} non-finite checkpoints dropped"] if dropped else []
+    if x.size < MIN_RUN:
+        return _too_short(x, y, notes)
+    res = stats.spearmanr(x, y)
+    with warnings.catch_warnings():  # NaN resamples are handled below, not by scipy's interval
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        boot = stats.bootstrap(
+            (x, y),
+            spearman_rows,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+    dist = boot.bootstrap_distribution.ravel()
+    finite = dist[np.isfinite(dist)]
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail]) if finite.size else (np.nan, np.nan)
+    if finite.size < dist.size:
+        notes.append(f"{dist.size - finite.size} of {dist.size} resamples had undefined ρ")
+    return {
+        "rho": float(res.statistic),
+        "p": float(res.pvalue),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "n": int(x.size),
+        "note": "; ".join(notes),
+    }
+
+
+def bonferroni(p: np.ndarray) -> np.ndarray:
+    """min(1, p·m) over the m finite p-values; NaN stays NaN and is not counted in m."""
+    p = np.asarray(p, float)
+    return np.where(np.isfinite(p), np.minimum(1.0, p * np.isfinite(p).sum()), np.nan)
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """BH-adjusted p (scipy.stats.false_discovery_control) over the finite entries;
+    NaN stays NaN."""
+    p = np.asarray(p, float)
+    out = np.full_like(p, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = stats.false_discovery_control(p[ok], method="bh")
+    return out
+
+
+def kind(feature: str) -> str:
+    """'baseline' for the non-topological features, else 'topological'."""
+    return "baseline" if feature in BASELINES else "topological"
+
+
+def correlation_table(
+    df: pd.DataFrame,
+    features: Sequence[str] = (*FEATURES, *BASELINES),
+    target: str = "val_loss",
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """One row per (model, seed, feature): ρ with ``target`` over the run's checkpoints and its CI.
+
+    p_bonferroni and p_bh correct over the whole (model, seed, feature) grid of finite p-values;
+    significant = p_bh < alpha. Columns: CORRELATION_COLUMNS.
+    """
+    features = list(features)
+    missing = [f for f in [*features, target] if f not in df]
+    if missing:
+        raise ValueError(f"feature table lacks columns {missing}")
+    rows = []
+    for (model, run_seed), run in df.sort_values("step").groupby(["model", "seed"], sort=False):
+        for feature in features:
+            res = spearman_ci(run[feature], run[target], n_resamples, seed=seed)
+            rows.append(
+                {
+                    "model": model,
+                    "seed": run_seed,
+                    "n_params": int(run["n_params"].iloc[0]),
+                    "feature": feature,
+                    "kind": kind(feature),
+                    **res,
+                }
+            )
+    table = pd.DataFrame(rows)
+    table["p_bonferroni"] = bonferroni(table["p"].to_numpy())
+    table["p_bh"] = benjamini_hochberg(table["p"].to_numpy())
+    table["significant"] = table["p_bh"] < alpha  # NaN compares False
+    table = table.sort_values(["n_params", "model", "seed"], kind="stable")
+    return table[CORRELATION_COLUMNS].reset_index(drop=True)
+
+
+RHO_CLIP = 1 - 1e-12  # |ρ| = 1 has Fisher z = ±inf: clipped, so the interval collapses onto ±1
+
+
+def seed_interval(rho: np.ndarray, confidence: float = CONFIDENCE) -> dict[str, float | int | str]:
+    """Mean ρ over seeds and an interval on Fisher's z: z = artanh ρ, z̄ ± t_{n−1}·sd(z)/√n,
+    mapped back with tanh, so it stays inside [−1, 1] (NaN and a note for n < 2)."""
+    rho = rho[np.isfinite(rho)]
+    out = {
+        "n_seeds": int(rho.size),
+        "rho_mean": float(rho.mean()) if rho.size else np.nan,
+        "rho_sd": np.nan,
+        "rho_low": np.nan,
+        "rho_high": np.nan,
+        "note": "",
+    }
+    if rho.size < 2:
+        out["note"] = f"{rho.size} seed(s) with defined ρ: an interval across seeds needs two"
+        return out
+    z = np.arctanh(np.clip(rho, -RHO_CLIP, RHO_CLIP))
+    sd = float(z.std(ddof=1))
+    out["rho_sd"] = float(rho.std(ddof=1))
+    if sd == 0:
+        return {**out, "rho_low": float(np.tanh(z[0])), "rho_high": float(np.tanh(z[0]))}
+    low, high = stats.t.interval(confidence, z.size - 1, loc=z.mean(), scale=sd / np.sqrt(z.size))
+    return {**out, "rho_low": float(np.tanh(low)), "rho_high": float(np.tanh(high))}
+
+
+def seed_agreement(rho: np.ndarray, p_bh: np.ndarray, alpha: float = ALPHA) -> dict[str, int]:
+    """How many seeds have the sign of the mean ρ, and how many of those are significant
+    (p_bh < α)."""
+    ok = np.isfinite(rho)
+    sign = np.sign(rho[ok].mean()) if ok.any() else 0.0
+    same = ok & (np.sign(rho) == sign) & (sign != 0)
+    return {"n_same_sign": int(same.sum()), "n_significant": int((same & (p_bh < alpha)).sum())}
+
+
+def across_seeds(corr: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Per (model, feature): n_seeds, rho_mean, rho_sd, a Fisher-z interval across seeds
+    (rho_low, rho_high), and the seeds agreeing in sign and in significance with the mean."""
+    rows = [
+        {
+            "model": model,
+            "n_params": int(g["n_params"].iloc[0]),
+            "feature": feature,
+            "kind": kind(feature),
+            **seed_interval(g["rho"].to_numpy(float), confidence),
+            **seed_agreement(g["rho"].to_numpy(float), g["p_bh"].to_numpy(float)),
+        }
+        for (model, feature), g in corr.groupby(["model", "feature"], sort=False)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _top(mean: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the row with the largest |ρ| (ties: the earlier feature in the table's order)."""
+    ranked = mean.assign(abs_rho=mean["rho"].abs()).dropna(subset=["abs_rho"])
+    ranked = ranked.sort_values("abs_rho", ascending=False, kind="stable")
+    return ranked.drop_duplicates("model").set_index("model")
+
+
+def _ties(mean: pd.DataFrame, top: pd.Series, chosen: pd.Series, tol: float = 1e-9) -> pd.Series:
+    """Per model, the other features whose |ρ| equals the top |ρ| within ``tol``, as 'a;b'."""
+    gap = (mean["rho"].abs() - mean["model"].map(top)).abs()
+    tied = mean[(gap <= tol) & (mean["feature"] != mean["model"].map(chosen))]
+    return tied.groupby("model")["feature"].agg(";".join).reindex(top.index, fill_value="")
+
+
+def best_feature(corr: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the feature whose ρ with loss (mean over seeds) has the largest |ρ|, with its CI.
+
+    ci_low/ci_high and p_bh are the seed means (the run's own values when there is one seed).
+    tied_with lists features with the same |ρ| (ties go to the earlier feature, topological first);
+    best_topological/best_baseline name the best of each kind, to compare the two.
+    """
+    cols = ["rho", "ci_low", "ci_high", "p_bh"]
+    keys = ["model", "n_params", "feature", "kind"]
+    mean = corr.groupby(keys, as_index=False, sort=False).agg(
+        n_seeds=("rho", "count"), **{c: (c, "mean") for c in cols}
+    )
+    best = _top(mean)
+    best["tied_with"] = _ties(mean, best["rho"].abs(), best["feature"])
+    for k in ("topological", "baseline"):
+        top = _top(mean[mean["kind"] == k])
+        best[f"best_{k}"] = top["feature"]
+        best[f"best_{k}_rho"] = top["rho"]
+    models = corr.drop_duplicates("model").set_index("model")["n_params"]
+    best = best.reindex(models.index).assign(n_params=models)  # models with no defined ρ stay, NaN
+    best = best.reset_index().sort_values("n_params", kind="stable")
+    order = [
+        "model",
+        "n_params",
+        "feature",
+        "kind",
+        "n_seeds",
+        *cols,
+        "tied_with",
+        "best_topological",
+    ]
+    order += ["best_topological_rho", "best_baseline", "best_baseline_rho"]
+    for clock in CLOCK_AND_SCALE:  # every model's ρ beside those of the clock and the scale
+        best[f"{clock}_rho"] = best["model"].map(
+            mean[mean["feature"] == clock].set_index("model")["rho"]
+        )
+        order.append(f"{clock}_rho")
+    return best[order].reset_index(drop=True)

@@ -1,0 +1,12 @@
+"""The constants every package shares, each stated once (``tests/test_facts_once.py`` fails where a
+keyword default or a ``.get`` default of ``engine``, ``vocab_size``, ``alpha`` or ``confidence``
+is retyped as a literal)."""
+
+from __future__ import annotations
+
+from topotrain.config.schema import DEFAULTS
+
+ENGINE = DEFAULTS["topology"]["engine"]  # the Rips engine a call that names none gets (auto)
+VOCAB_SIZE = 128  # character codes 0–127: the spine's vocabulary (sources.corpus encodes to it)
+ALPHA = 0.05  # the level of every test a verdict rests on
+CONFIDENCE = 0.95  # the level of every two-sided interval (1 − ALPHA)

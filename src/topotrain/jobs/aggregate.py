@@ -1,0 +1,34 @@
+"""Jobs of workflow/rules/aggregate.smk: the feature tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def aggregate_features_job(
+    records: list[str],
+    logs: list[str],
+    params: dict,
+    out: dict[str, str],
+    series: list[str] | None = None,
+    gradients: list[str] | None = None,
+) -> None:
+    """Join every checkpoint's features (each training's diagram series, the gradient records
+    when given: one per record, same order) with the training logs (metrics.csv, evals.csv of
+    each of ``params["trainings"]``, in its order) into the feature tables."""
+    from topotrain.analysis.aggregate import aggregate_weights
+
+    for path in out.values():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pairs = zip(params["trainings"], logs[::2], logs[1::2], strict=True)
+    trainings = [dict(t, metrics=metrics, evals=evals) for t, metrics, evals in pairs]
+    aggregate_weights(
+        records,
+        params["record_keys"],
+        trainings,
+        params["total_steps"],
+        params["interval"],
+        out,
+        series,
+        gradients,
+    )

@@ -1,0 +1,96 @@
+"""Jobs of workflow/rules/figures.smk: the figures and REPORT.md."""
+
+from __future__ import annotations
+
+
+def training_figures_job(table: str, out: dict[str, str]) -> None:
+    """Overview, loss curves, NP evolution and H0/H1 evolution figures."""
+    import pandas as pd
+
+    from topotrain.report import plots
+
+    df = pd.read_parquet(table)
+    plots.figure_overview(df, out["overview_png"], out["overview_pdf"])
+    plots.figure_curves(
+        df, ["train_loss", "val_loss"], out["loss_curves_png"], out["loss_curves_pdf"]
+    )
+    plots.figure_curves(df, ["np_mean", "np_std"], out["np_evolution_png"], out["np_evolution_pdf"])
+    plots.figure_curves(
+        df, ["h0_total", "h1_total"], out["homology_evolution_png"], out["homology_evolution_pdf"]
+    )
+
+
+def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
+    """Correlation heatmap, prediction MAE and scaling-fit figures."""
+    import pandas as pd
+
+    from topotrain.report import plots
+
+    corr = pd.read_csv(inputs["correlations"])
+    plots.figure_correlation_heatmap(
+        corr, out["correlation_heatmap_png"], out["correlation_heatmap_pdf"]
+    )
+    summary = pd.read_csv(inputs["prediction"])
+    plots.figure_prediction_mae(summary, out["prediction_mae_png"], out["prediction_mae_pdf"])
+    plots.figure_scaling_fits(
+        pd.read_parquet(inputs["table"]),
+        pd.read_csv(inputs["scaling"]),
+        out["scaling_fits_png"],
+        out["scaling_fits_pdf"],
+    )
+
+
+def report_markdown_job(
+    tables: dict[str, str],
+    out: str,
+    bottom_html: str | None = None,
+    provenance: dict[str, str] | None = None,
+) -> None:
+    """Assemble REPORT.md: its header (``provenance``: version, config_sha256, engine), the bottom
+    line, the replication verdicts (a rule id per row, the rules listed once), findings from the
+    CSV tables, then every other Markdown table explained, then each run's section
+    (``tables["runs"]``). ``tables["calibration_csv"]``, when given, supplies the false-positive
+    rates the bottom line quotes (else the ones docs/calibration.md reports); ``power_csv`` each
+    primary claim's power at Δ."""
+    import pandas as pd
+
+    from topotrain.analysis.inference.stats import ALPHA
+    from topotrain.analysis.replication.claims import RULES
+    from topotrain.io import atomic_write_text
+    from topotrain.report.bottom_line import bottom_line, replication_section, to_html
+    from topotrain.report.confirm import confirm_sections
+    from topotrain.report.control import control_section
+    from topotrain.report.markdown import SECTIONS, Body, assemble_report, findings
+
+    runs = list(tables.get("runs", []))  # each run's own section, after the study's
+    preface, top = "", ""
+    if "best_feature_csv" in tables:  # the spine's findings (spine.enabled)
+        preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
+    bodies = {}
+    if "replication_csv" in tables:
+        rep = pd.read_csv(tables["replication_csv"])
+        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
+        summary = tables.get("associations_summary_csv")
+        summary = pd.read_csv(summary) if summary else None
+        calibration = tables.get("calibration_csv")  # only when make calibrate has written it
+        calibration = pd.read_csv(calibration) if calibration else None
+        power = pd.read_csv(tables["power_csv"]) if "power_csv" in tables else None
+        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power)
+        bodies["replication"] = Body(replication_section(rep, RULES))
+    if "control_csv" in tables:  # the positive control, before the replication table
+        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
+        wvar = pd.read_csv(tables["np_variance_csv"]) if "np_variance_csv" in tables else None
+        bodies["control"] = Body(control_section(tables, primary, wvar))
+        tables = {"control": "", **tables}
+    sections = [
+        (SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p))
+        for k, p in tables.items()
+        if k in SECTIONS
+    ]
+    lead = int("control" in tables) + int("replication" in tables)
+    confirmed = confirm_sections(tables)  # "Confirmed on fresh seeds" (when confirm: is on)
+    sections[lead:lead] = confirmed
+    assemble_report(sections, out, preface, lead + len(confirmed), runs, top, provenance)
+    if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
+        text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
+        atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))

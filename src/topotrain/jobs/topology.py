@@ -1,0 +1,100 @@
+"""Jobs of workflow/rules/topology.smk: per-checkpoint weight topology, per-run diagram
+series, the gradients' topology."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from topotrain.config import DEFAULTS, GPT_LAYERS
+
+_TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
+
+
+def checkpoint_topology(path: str | Path, patterns: Sequence[str] = GPT_LAYERS, *args, **options):
+    """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint: its tensors
+    read one at a time (``sources.checkpoint.open_checkpoint``) through the per-layer loop
+    (``topology.layers.layer_records``: max_points, seed, maxdim, n_threads, engine as there);
+    errors name the checkpoint and the layer."""
+    from topotrain.sources.checkpoint import open_checkpoint
+    from topotrain.topology.layers import layer_records
+
+    options["source"] = f"checkpoint {path}"
+    return layer_records(open_checkpoint(path), patterns, *args, **options)
+
+
+def write_checkpoint_topology(
+    ckpt_path: str | Path,
+    out_json: str | Path,
+    out_npz: str | Path,
+    patterns: Sequence[str] = GPT_LAYERS,
+    max_points: int = _TOPOLOGY["max_points"],
+    seed: int = _TOPOLOGY["seed"],
+    maxdim: int = _TOPOLOGY["maxdim"],
+    n_threads: int = 1,
+    engine: str = _TOPOLOGY["engine"],
+) -> list[dict]:
+    """A checkpoint's records as JSON and its diagrams as npz, both or neither
+    (``io.write_record``): source → topology → write.
+
+    JSON: {"checkpoint", "params" (those the result depends on, the engine resolved: not
+    n_threads), "numerics" (the checkpoint's training numerics, ``trained_numerics``; null when
+    unrecorded), "layers"}.
+    """
+    from topotrain.io import write_record
+    from topotrain.sources.checkpoint import trained_numerics
+    from topotrain.topology.vietoris_rips import resolve_engine
+
+    params = {"patterns": list(patterns), "max_points": max_points, "seed": seed, "maxdim": maxdim}
+    params["engine"] = resolve_engine(engine)
+    records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
+    numerics = trained_numerics(ckpt_path)
+    doc = {"checkpoint": str(ckpt_path), "params": params, "numerics": numerics, "layers": records}
+    write_record(out_json, out_npz, doc, diagrams)
+    return records
+
+
+def weight_topology_job(
+    checkpoint: str, params: dict, out: dict[str, str], threads: int = 1
+) -> None:
+    """Weight topology of one checkpoint → JSON record + npz diagrams (``out``)."""
+    write_checkpoint_topology(
+        checkpoint,
+        out["record"],
+        out["diagrams"],
+        patterns=params["patterns"],
+        max_points=params["max_points"],
+        seed=params["seed"],
+        maxdim=params["maxdim"],
+        n_threads=threads,
+        engine=params["engine"],
+    )
+
+
+def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
+    """One run's diagram series: step distances and vectorised diagrams (topology.series)."""
+    from topotrain.jobs.common import with_kept
+    from topotrain.topology.series import write_run_series
+
+    diagrams = with_kept(diagrams, params["steps"], params.get("kept"), ".npz")
+    write_run_series(diagrams, params["steps"], params["series"], out)
+
+
+def gradient_topology_job(
+    checkpoints: list[str], tokens: str, params: dict, out: dict[str, list[str]], threads: int = 1
+) -> None:
+    """Topology of the probe-batch gradients of each checkpoint of one training → a JSON record
+    and npz diagrams per checkpoint (one process for the training's checkpoints)."""
+    from topotrain.training.gradients import write_training_gradients
+
+    topo = params["topology"]
+    write_training_gradients(
+        list(zip(out["records"], out["diagrams"], strict=True)),
+        checkpoints,
+        tokens,
+        topo["patterns"],
+        params["batch_size"],
+        params["seed"],
+        {k: topo[k] for k in ("max_points", "seed", "maxdim", "engine")},
+        n_threads=threads,
+    )

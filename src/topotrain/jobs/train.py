@@ -1,0 +1,34 @@
+"""Jobs of workflow/rules/train.smk: one training per (model, seed)."""
+
+from __future__ import annotations
+
+from topotrain.jobs.common import log
+
+
+def train_model_job(
+    model: str,
+    arch: dict,
+    train: dict,
+    train_bin: str,
+    val_bin: str,
+    out: dict,
+    state_dir: str,
+    threads: int = 1,
+) -> None:
+    """Train one (model, seed) into the folder of ``out`` (checkpoints, metrics, evals); errors
+    are re-raised with the model's name in front."""
+    from topotrain.config import checkpoint_steps
+    from topotrain.jobs.common import out_folder
+    from topotrain.training.model import GPTConfig
+    from topotrain.training.run_state import published_files
+    from topotrain.training.train import TrainConfig, train_model
+
+    out_dir = out_folder(out, lambda folder: published_files(folder, checkpoint_steps(train)))
+
+    model_cfg = GPTConfig.from_study(arch, arch["context"], arch["vocab_size"])
+    cfg = TrainConfig(**{**train, "threads": threads})
+    log.info("training %s (seed %d) → %s", model, cfg.seed, out_dir)
+    try:
+        train_model(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir)
+    except (RuntimeError, ValueError) as err:
+        raise type(err)(f"model {model}, seed {cfg.seed}: {err}") from err
