@@ -40,6 +40,13 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     )
 
 
+def _csv(tables: dict[str, str], key: str):
+    """The table ``tables[key]`` as a DataFrame, None where the report has none."""
+    import pandas as pd
+
+    return pd.read_csv(tables[key]) if tables.get(key) else None
+
+
 def report_markdown_job(
     tables: dict[str, str],
     out: str,
@@ -69,18 +76,14 @@ def report_markdown_job(
     bodies = {}
     if "replication_csv" in tables:
         rep = pd.read_csv(tables["replication_csv"])
-        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
-        summary = tables.get("associations_summary_csv")
-        summary = pd.read_csv(summary) if summary else None
-        calibration = tables.get("calibration_csv")  # only when make calibrate has written it
-        calibration = pd.read_csv(calibration) if calibration else None
-        power = pd.read_csv(tables["power_csv"]) if "power_csv" in tables else None
+        primary, summary = _csv(tables, "primary_csv"), _csv(tables, "associations_summary_csv")
+        calibration = _csv(tables, "calibration_csv")  # only when make calibrate has written it
+        power = _csv(tables, "power_csv")
         top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power)
         bodies["replication"] = Body(replication_section(rep, RULES))
     if "control_csv" in tables:  # the positive control, before the replication table
-        primary = pd.read_csv(tables["primary_csv"]) if "primary_csv" in tables else None
-        wvar = pd.read_csv(tables["np_variance_csv"]) if "np_variance_csv" in tables else None
-        bodies["control"] = Body(control_section(tables, primary, wvar))
+        wvar = _csv(tables, "np_variance_csv")
+        bodies["control"] = Body(control_section(tables, _csv(tables, "primary_csv"), wvar))
         tables = {"control": "", **tables}
     sections = [
         (SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p))

@@ -360,9 +360,8 @@ def train_model(
         save_checkpoint(model, step, state_dir / checkpoint_name(step), numerics)
         save_resume(state_dir, key, step, model, opt, gen, metrics, evals)
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
-        log.info(
-            "step %d/%d: val loss %.4f, mean train loss %.4f", step, cfg.steps, evals[-1][1], recent
-        )
+        msg = "step %d/%d: val loss %.4f, mean train loss %.4f"
+        log.info(msg, step, cfg.steps, val_loss, recent)
 
     if start == 0:
         checkpoint(0)
