@@ -35,5 +35,6 @@ CASES = {  # every benchmark, in the suite's order
     "ensemble": Case("ensemble", suite=False),  # stacked members vs single runs, CPU, ~1 min
     "gelu": Case("gelu", suite=False),
     "study_overhead": Case("study_overhead", suite=False),  # reads a finished study's log
+    "job_granularity": Case("job_granularity", suite=False),  # a finished study's topology stage
     "cuda_checks": Case("cuda_checks", suite=False),  # needs a GPU
 }
