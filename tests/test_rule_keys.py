@@ -25,11 +25,13 @@ ALL = "*"  # a dict used whole (iterated, or handed to code the test cannot foll
 OPTIONAL = "?"  # marks a key read with .get: a key only some configs give
 
 
-def tiny_study(workdir: Path) -> None:
+def tiny_study(workdir: Path, topology_jobs: str = "checkpoint") -> None:
     """The tiny study with every branch on: the spine, a local run, Pythia, the control, and the
-    confirmation of the spine and the control on fresh seeds."""
+    confirmation of the spine and the control on fresh seeds; ``topology_jobs``: the spine's
+    weight topology per checkpoint or per training."""
     train, valid = write_corpus(workdir, n_chars=2_000)
     config = tiny_config(train, valid)
+    config["topology"]["jobs"] = topology_jobs
     mine = saved_series(workdir / "mine", "gpt2")
     config["runs"] = {"mine": {"path": str(mine), "glob": "step-*"}}
     config["runs"]["mine"]["losses"] = str(mine / "losses.csv")
@@ -196,11 +198,15 @@ def study_jobs(tmp_path_factory) -> dict:
     """The jobs of the tiny study's DAG. Parsing the Snakefile in this process runs common.smk,
     which puts src/ on sys.path and PYTHONPATH for its jobs: both are restored after, or a later
     test's subprocess (the wheel's venv) would see this checkout's package."""
-    workdir = tmp_path_factory.mktemp("keys")
-    tiny_study(workdir)
     environ, path = dict(os.environ), list(sys.path)
     try:
-        return load_jobs(workdir)
+        jobs = {}
+        for topology_jobs in ("checkpoint", "training"):  # each spine topology rule in a DAG
+            workdir = tmp_path_factory.mktemp(f"keys-{topology_jobs}")
+            tiny_study(workdir, topology_jobs)
+            for rule, keys in load_jobs(workdir).items():
+                jobs.setdefault(rule, keys)
+        return jobs
     finally:
         os.environ.clear()
         os.environ.update(environ)

@@ -1,4 +1,5 @@
-# Weight topology: one job per checkpoint (neural persistence + Vietoris–Rips); never imports torch.
+# Weight topology: one job per checkpoint (neural persistence + Vietoris–Rips), or one per training
+# (topology.jobs); never imports torch.
 # Gradient topology (topology.gradients): the same per checkpoint on a probe batch's gradients (torch).
 # Group "topology": on a cluster, --group-components topology=N submits N checkpoints as one job
 # (profiles/slurm); local runs ignore groups.
@@ -24,6 +25,37 @@ rule weight_topology:
         topology=get_topology_params,
     script:
         "../scripts/weight_topology.py"
+
+
+# topology.jobs: training — one job per training writes every checkpoint's record (the same records):
+# no per-job start-up, a training's records rerun together.
+rule training_topology:
+    input:
+        expand(CKPT, step=map(step_tag, STEPS), allow_missing=True),
+    output:
+        records=expand(f"{TOPO}.json", step=map(step_tag, STEPS), allow_missing=True),
+        diagrams=expand(f"{TOPO}.npz", step=map(step_tag, STEPS), allow_missing=True),
+    log:
+        f"{RESULTS}/logs/topology/{TRAINING}/weights.log",
+    conda:
+        "../../envs/topology.yaml"
+    threads: config["topology"]["threads"]
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    params:
+        topology=get_topology_params,
+    script:
+        "../scripts/training_topology.py"
+
+
+if config["topology"]["jobs"] == "training":
+
+    ruleorder: training_topology > weight_topology
+
+else:
+
+    ruleorder: weight_topology > training_topology
 
 
 rule diagram_series:

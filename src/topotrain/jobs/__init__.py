@@ -68,6 +68,7 @@ from topotrain.jobs.runs import (
 from topotrain.jobs.topology import (
     diagram_series_job,
     gradient_topology_job,
+    training_topology_job,
     weight_topology_job,
 )
 from topotrain.jobs.train import (
@@ -86,6 +87,7 @@ __all__ = [
     "prepare_corpus_job",
     "train_model_job",
     "weight_topology_job",
+    "training_topology_job",
     "aggregate_features_job",
     "diagram_series_job",
     "gradient_topology_job",

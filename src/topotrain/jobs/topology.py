@@ -71,6 +71,39 @@ def weight_topology_job(
     )
 
 
+def training_topology_job(
+    checkpoints: list[str], params: dict, out: dict[str, list[str]], threads: int = 1
+) -> None:
+    """Every checkpoint's weight topology of one training in one job (``topology.jobs:
+    training``): ``checkpoints[i]`` → ``out["records"][i]``, ``out["diagrams"][i]``, the records
+    ``weight_topology_job`` writes, over ``threads`` processes (one Python start-up per training,
+    not per checkpoint)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    from topotrain.jobs.common import log
+
+    pairs = list(zip(out["records"], out["diagrams"], strict=True))
+    if len(pairs) != len(checkpoints):
+        got = f"{len(checkpoints)} checkpoints but {len(pairs)} (record, diagrams) pairs"
+        raise ValueError(f"training_topology: {got}")
+    one = partial(_one_record, params=params)
+    tasks = list(zip(checkpoints, pairs, strict=True))
+    if threads > 1:
+        with ProcessPoolExecutor(threads) as pool:
+            list(pool.map(one, tasks))
+    else:
+        for task in tasks:
+            one(task)
+    log.info("weight topology: %d checkpoints, %d processes", len(tasks), threads)
+
+
+def _one_record(task: tuple[str, tuple[str, str]], params: dict) -> None:
+    """One checkpoint's record and diagrams, as ``weight_topology_job`` writes them."""
+    checkpoint, (record, diagrams) = task
+    weight_topology_job(checkpoint, params, {"record": record, "diagrams": diagrams})
+
+
 def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
     """One run's diagram series: step distances and vectorised diagrams (topology.series)."""
     from topotrain.jobs.common import with_kept
