@@ -22,6 +22,7 @@ def study(root, jobs: str):
     config = tiny_config(*write_corpus(root, n_chars=2_000))
     config["topology"]["jobs"] = jobs
     config["topology"]["gradients"]["enabled"] = False
+    config["models"] = dict(list(config["models"].items())[1:])  # one model: tiny-b
     (root / "config.yaml").write_text(yaml.safe_dump(config))
     rule = "training_topology" if jobs == "training" else "weight_topology"
     return root, rule, config
