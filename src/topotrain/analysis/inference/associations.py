@@ -41,7 +41,6 @@ from topotrain.analysis.inference.rank_stats import (
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     POOLED,
-    SCALE,
     contrast_table,
     model_inputs,
 )
@@ -349,8 +348,8 @@ def association_table(
     work = partial(_run_rows, features=features, targets=targets, seed=seed, kw=kw)
     rows = [row for part in map_tasks(work, runs, threads) for row in part]
     log.info("associations: between-seed contrasts")
-    columns = sorted({f for f, _ in features} | set(targets) | {SCALE} & set(df.columns))
-    inputs = model_inputs(df, columns, seed)  # the contrasts' p and their effects share them
+    names = [f for f, _ in features] + list(targets)
+    inputs = model_inputs(df, names, seed)  # the contrasts' p and their effects share them
     contrast = contrast_table(df, list(features), list(targets), seed, inputs).assign(
         ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]
     )

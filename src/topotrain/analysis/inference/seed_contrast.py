@@ -203,10 +203,12 @@ def view_cell(
 
 
 def model_inputs(
-    df: pd.DataFrame, columns: list[str], seed: int = 0
+    df: pd.DataFrame, names: list[str], seed: int = 0
 ) -> list[tuple[str, pd.DataFrame, dict[str, np.ndarray], np.ndarray]]:
-    """Per model of ``df`` (in order of appearance): its name, rows, raw matrices of those of
-    ``columns`` it has (``model_matrices``) and its seed permutations (``seed_permutations``)."""
+    """Per model of ``df`` (in order of appearance): its name, rows, raw matrices of the columns
+    ``names`` and the scale (``SCALE``) it has (``model_matrices``) and its seed permutations
+    (``seed_permutations``)."""
+    columns = sorted(set(names) | ({SCALE} & set(df.columns)))
     out = []
     for model, g in df.groupby("model", sort=False):
         mats = model_matrices(g, [c for c in columns if c in g])
@@ -277,8 +279,7 @@ def contrast_table(
     CI columns are left to the caller. ``inputs``: ``model_inputs`` of ``df`` when the caller
     has them already."""
     if inputs is None:
-        columns = sorted({f for f, _ in features} | set(targets) | {SCALE} & set(df.columns))
-        inputs = model_inputs(df, columns, seed)
+        inputs = model_inputs(df, [f for f, _ in features] + list(targets), seed)
     rows, nulls = [], {}
     for model, g, mats, perms in inputs:
         head = {"model": model, "n_params": int(g["n_params"].iloc[0])}

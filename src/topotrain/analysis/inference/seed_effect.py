@@ -30,7 +30,6 @@ from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     EXACT_LIMIT,
     POOLED,
-    SCALE,
     _residual,
     mc_draws,
     model_inputs,
@@ -208,8 +207,7 @@ def effect_table(
     pooled over models (model ``pooled``): the exploratory rows' effects beside their p.
     ``inputs``: ``model_inputs`` of ``df`` when the caller has them already."""
     if inputs is None:
-        columns = sorted(set(features) | set(targets) | ({SCALE} & set(df.columns)))
-        inputs = model_inputs(df, columns, seed)
+        inputs = model_inputs(df, list(features) + list(targets), seed)
     rows, cells = [], {}
     for model, _, mats, perms in inputs:
         for feature, target, view in itertools.product(features, targets, CONTRAST_VIEWS):
