@@ -35,19 +35,28 @@ def unit(module: str) -> str:
     return module.split(".")[1] if module.count(".") else "__init__"
 
 
+def imported_modules(path: Path) -> set[str]:
+    """The dotted topotrain modules a source file imports, module level and inside functions
+    (``from a import b`` gives a.b when b is a module or package of a, else a)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("topotrain"):
+            base = PACKAGE.parent / node.module.replace(".", "/")
+            subs = [a.name for a in node.names if is_module(base / a.name)]
+            names |= {f"{node.module}.{n}" for n in subs} if subs else {node.module}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.startswith("topotrain.")}
+    return names
+
+
+def is_module(path: Path) -> bool:
+    """Whether ``path`` (without suffix) names a module or a package of topotrain."""
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
 def imported_units(path: Path) -> set[str]:
     """The topotrain units a source file imports (module level and inside functions)."""
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("topotrain"):
-            if node.module == "topotrain":
-                names |= {alias.name for alias in node.names}
-            else:
-                names.add(unit(node.module))
-        elif isinstance(node, ast.Import):
-            names |= {unit(a.name) for a in node.names if a.name.startswith("topotrain.")}
-    return names
+    return {unit(module) for module in imported_modules(path)}
 
 
 SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
@@ -89,20 +98,6 @@ def room(module: str) -> str | None:
     None outside analysis/ and for the package itself."""
     parts = module.split(".")
     return parts[2] if len(parts) > 2 and parts[:2] == ["topotrain", "analysis"] else None
-
-
-def imported_modules(path: Path) -> set[str]:
-    """The dotted topotrain modules a source file imports (``from a import b`` gives a.b when b is
-    a module of a package, else a)."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("topotrain"):
-            base = PACKAGE.parent / node.module.replace(".", "/")
-            subs = [a.name for a in node.names if (base / f"{a.name}.py").exists()]
-            names |= {f"{node.module}.{n}" for n in subs} if subs else {node.module}
-        elif isinstance(node, ast.Import):
-            names |= {a.name for a in node.names if a.name.startswith("topotrain.")}
-    return names
 
 
 ANALYSIS_SOURCES = sorted(p for p in ANALYSIS.rglob("*.py") if p != ANALYSIS / "__init__.py")
