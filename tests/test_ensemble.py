@@ -15,31 +15,18 @@ import pytest
 import torch
 from conftest import write_random_tokens
 from safetensors.torch import load_file
+from test_train import CFG, MODEL, STEPS  # the single run's setup (head dim 8: auto → numba)
 
 import topotrain.training.ensemble as ensemble
 from topotrain.training.attention import MemberAttention, TinyHeadAttention
 from topotrain.training.ensemble import train_ensemble
-from topotrain.training.model import GPT, GPTConfig
+from topotrain.training.model import GPT
 from topotrain.training.stacked import clip_members, stack_members
 from topotrain.training.train import TrainConfig, build_member, train_model
 
 pytest.importorskip("numba")  # the CPU path under test: the numba kernel folded by MemberAttention
 
-MODEL = GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=16)  # head dim 8: auto → numba
-CFG = TrainConfig(
-    steps=40,
-    checkpoint_interval=10,
-    batch_size=4,
-    warmup_steps=5,
-    eval_batches=3,
-    eval_batch_size=4,
-    grad_clip=0.1,
-    seed=7,
-    device="cpu",
-    threads=1,
-)
 SEEDS = (7, 8, 9)
-STEPS = range(0, CFG.steps + 1, CFG.checkpoint_interval)
 N_TRAIN = 3000  # tokens in conftest's train.bin
 
 
