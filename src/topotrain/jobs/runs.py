@@ -77,11 +77,10 @@ def run_checkpoint_topology(
     """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices
     (``sources.runs.run_matrices``) through the spine's per-layer loop (``layer_records``)."""
     from topotrain.sources.runs import run_matrices
-    from topotrain.topology.layers import layer_records
+    from topotrain.topology.layers import OPTIONS, layer_records
 
     matrices = run_matrices(files, layers, label)
-    keep = ("max_points", "seed", "maxdim", "engine")
-    options = {k: params[k] for k in keep if k in params}
+    options = {k: params[k] for k in OPTIONS if k in params}
     return layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)
 
 

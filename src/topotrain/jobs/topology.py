@@ -118,6 +118,7 @@ def gradient_topology_job(
 ) -> None:
     """Topology of the probe-batch gradients of each checkpoint of one training → a JSON record
     and npz diagrams per checkpoint (one process for the training's checkpoints)."""
+    from topotrain.topology.layers import OPTIONS
     from topotrain.training.gradients import write_training_gradients
 
     topo = params["topology"]
@@ -128,6 +129,6 @@ def gradient_topology_job(
         topo["patterns"],
         params["batch_size"],
         params["seed"],
-        {k: topo[k] for k in ("max_points", "seed", "maxdim", "engine")},
+        {k: topo[k] for k in OPTIONS},
         n_threads=threads,
     )

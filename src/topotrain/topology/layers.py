@@ -36,6 +36,7 @@ from topotrain.topology.summaries import (
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
+OPTIONS = ("max_points", "seed", "maxdim", "engine")  # layer_records' settings a record keeps
 SPREAD_ENTRIES = 1 << 24  # Σ rows·cols above which a checkpoint's layers go over threads
 
 RECORD_KEYS = (
