@@ -68,9 +68,11 @@ def test_an_omitted_section_takes_its_defaults_and_a_given_map_is_taken_whole():
 
 
 def test_library_defaults_are_the_schemas():
-    train = {k: v for k, v in DEFAULTS["train"].items()}
+    train = {k: v for k, v in DEFAULTS["train"].items() if k != "ensemble"}
     made = TrainConfig()
     assert {k: getattr(made, k) for k in train} == {**train, "compile": str(train["compile"])}
+    # ensemble: the workflow resolves auto (devices.wants_ensemble); a TrainConfig is one run
+    assert DEFAULTS["train"]["ensemble"] == "auto" and made.ensemble is False
     control = ControlConfig()
     assert all(getattr(control, k) == DEFAULTS["control"][k] for k in ("p", "width", "steps"))
 

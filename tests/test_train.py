@@ -23,7 +23,7 @@ from safetensors import safe_open
 from torch.nn import functional as F
 
 import topotrain.training.train as train
-from topotrain.devices import resolve_device, wants_gpu
+from topotrain.devices import resolve_device, wants_ensemble, wants_gpu
 from topotrain.training.model import GPTConfig
 from topotrain.training.run_state import load_checkpoint
 from topotrain.training.train import TrainConfig, lr_at, train_model
@@ -144,6 +144,15 @@ def test_gpu_is_requested_for_cuda_or_auto_with_an_nvidia_driver(monkeypatch):
     assert wants_gpu("auto") and wants_gpu("cuda") and not wants_gpu("cpu")
     which(None)
     assert not wants_gpu("auto") and wants_gpu("cuda") and not wants_gpu("cpu")
+
+
+def test_the_ensemble_is_on_where_training_gets_a_gpu(monkeypatch):
+    monkeypatch.setattr("topotrain.devices.shutil.which", lambda name: None)  # no driver here
+    assert [wants_ensemble("auto", d) for d in ("auto", "cpu", "cuda")] == [False, False, True]
+    assert wants_ensemble(True, "cpu") and wants_ensemble("true", "cpu")
+    assert not wants_ensemble(False, "cuda") and not wants_ensemble("false", "cuda")
+    with pytest.raises(ValueError, match="train.ensemble: 'yes'"):
+        wants_ensemble("yes", "cpu")
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")

@@ -4,6 +4,8 @@ Two questions, one function each:
 - the workflow asks, before any job runs, *will this job get a GPU?* (``wants_gpu``: the host has an
   NVIDIA driver), to request ``gpu=1`` from a scheduler;
 - a job asks, once it runs, *which device do I use?* (``resolve_device``: CUDA when torch sees it).
+
+And one that follows from the first: *are a model's seeds trained together?* (``wants_ensemble``).
 """
 
 from __future__ import annotations
@@ -27,3 +29,15 @@ def resolve_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def wants_ensemble(setting: str | bool, device: str) -> bool:
+    """Whether a model's seeds train as one ensemble (``train.ensemble``): true or false as given;
+    ``auto`` where the jobs will get a GPU (``wants_gpu``). On CPU auto is off: on 2 cores the
+    study's trainings took about as long either way (README, "GPU"), and per-seed jobs keep a
+    waiting job from holding a core."""
+    if isinstance(setting, bool):
+        return setting
+    if setting not in ("auto", "true", "false"):
+        raise ValueError(f"train.ensemble: {setting!r} is not one of auto, true, false")
+    return setting == "true" or (setting == "auto" and wants_gpu(device))

@@ -28,7 +28,7 @@ from topotrain.config import (
     order_like_schema,
     spine_enabled,
 )
-from topotrain.devices import wants_gpu
+from topotrain.devices import wants_ensemble, wants_gpu
 from topotrain.sources.corpus import VOCAB_SIZE
 from topotrain.topology.vietoris_rips import resolve_engine
 

@@ -15,21 +15,37 @@ def model_params(arch):
     return n_params(arch["d_model"], arch["n_layer"], VOCAB_SIZE, config["context"])
 
 
+def trains_ensemble():
+    """Whether each model's seeds train as one ensemble (topotrain.devices.wants_ensemble)."""
+    return wants_ensemble(
+        config["train"].get("ensemble", "auto"), config["train"]["device"]
+    )
+
+
 def get_train_params(wildcards):
     """Training hyper-parameters of one run; threads are left out (they come from the rule), and so
-    is ``deterministic: true``, the default: results made before the key existed stay valid.
+    are ``deterministic: true`` and an ensemble that is off, the defaults on CPU: results made
+    before the keys existed stay valid. ``ensemble`` is resolved (auto → true on a GPU).
     """
-    params = {k: v for k, v in config["train"].items() if k != "threads"}
+    params = {
+        k: v for k, v in config["train"].items() if k not in ("threads", "ensemble")
+    }
     if params.get("deterministic") is True:
         del params["deterministic"]
+    if trains_ensemble():
+        params["ensemble"] = True
     return dict(params, seed=int(wildcards.seed))
 
 
 def get_train_priority(wildcards):
     """Rank of the model by parameter count (largest first): the longest training starts at once
-    instead of ending the study alone on one core."""
+    instead of ending the study alone on one core. In an ensemble, every model's first seed comes
+    before any other seed: the first job of a model trains all its seeds, the others then only
+    take their files (training.cohort)."""
     sizes = sorted(model_params(a) for a in config["models"].values())
-    return sizes.index(model_params(config["models"][wildcards.model]))
+    rank = sizes.index(model_params(config["models"][wildcards.model]))
+    first = int(wildcards.seed) == min(SEEDS)
+    return rank + len(sizes) * (trains_ensemble() and first)
 
 
 def uses_gpu():

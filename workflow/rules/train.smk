@@ -1,4 +1,5 @@
-# Training: one job per model × seed writes every checkpoint of its run.
+# Training: one job per model × seed writes every checkpoint of its run; with train.ensemble the
+# first job of a model trains all its unfinished seeds at once and the others take their files.
 
 
 rule train_model:

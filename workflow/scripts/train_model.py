@@ -12,4 +12,5 @@ train_model_job(
     out=dict(sm.output.items()),
     state_dir=sm.params.state_dir,
     threads=sm.threads,
+    seeds=sm.config["seeds"],
 )

@@ -1,4 +1,5 @@
-"""Jobs of workflow/rules/train.smk: one training per (model, seed)."""
+"""Jobs of workflow/rules/train.smk: one training per (model, seed), alone or as one member of
+its model's ensemble."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ def train_model_job(
     out: dict,
     state_dir: str,
     threads: int = 1,
+    seeds: list[int] | None = None,
 ) -> None:
     """Train one (model, seed) into the folder of ``out`` (checkpoints, metrics, evals); errors
-    are re-raised with the model's name in front."""
+    are re-raised with the model's name in front. With ``train["ensemble"]``, the seed is one
+    member of its model's ensemble over ``seeds`` (the config's: training.cohort)."""
     from topotrain.config import checkpoint_steps
     from topotrain.jobs.common import out_folder
+    from topotrain.training.cohort import train_member
     from topotrain.training.model import GPTConfig
     from topotrain.training.run_state import published_files
     from topotrain.training.train import TrainConfig, train_model
@@ -29,6 +33,9 @@ def train_model_job(
     cfg = TrainConfig(**{**train, "threads": threads})
     log.info("training %s (seed %d) → %s", model, cfg.seed, out_dir)
     try:
-        train_model(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir)
+        if cfg.ensemble:
+            train_member(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir, seeds or [])
+        else:
+            train_model(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir)
     except (RuntimeError, ValueError) as err:
         raise type(err)(f"model {model}, seed {cfg.seed}: {err}") from err

@@ -75,7 +75,7 @@ from topotrain.training.train import (
 
 log = logging.getLogger(__name__)
 
-ENSEMBLE = "ensemble"  # the member count's key in a member's fingerprint settings and numerics
+ENSEMBLE = "ensemble"  # "on" in a member's fingerprint settings and numerics
 
 
 @dataclass
@@ -249,6 +249,35 @@ def checkpoint_members(
         )
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What a run resolves before it builds anything: device, compile, attention kernel."""
+
+    device: torch.device
+    compiled: bool
+    attention: str
+
+
+def ensemble_setup(model_cfg: GPTConfig, cfg: TrainConfig) -> Setup:
+    """Resolve the device (and set threads, determinism), compile and kernel, as a run does."""
+    device = setup_device(cfg)
+    compiled = use_compile(cfg, device)
+    attention = resolve_attention(cfg.attention, device, compiled, head_dim(model_cfg))
+    return Setup(device, compiled, attention)
+
+
+def member_key(
+    model_cfg: GPTConfig, cfg: TrainConfig, setup: Setup, data: tuple, members: int | None = None
+) -> str:
+    """The fingerprint of a member's run (``run_fingerprint``, the ensemble marked on): what its
+    published files were trained under; with ``members``, the member count too, which a resume
+    file must match (the count may change a member's float rounding, not its meaning)."""
+    settings = fingerprint_settings(cfg, setup.attention) | {ENSEMBLE: "on"}
+    if members is not None:
+        settings["members"] = members
+    return run_fingerprint(model_cfg, settings, setup.device, setup.compiled, *data)
+
+
 def train_ensemble(
     model_cfg: GPTConfig,
     cfgs: list[TrainConfig],
@@ -257,28 +286,27 @@ def train_ensemble(
     out_dirs: list,
     state_dirs: list,
     progress: bool = True,
+    setup: Setup | None = None,
 ) -> None:
     """Train one member per config (identical but for the seed) as one stacked computation; each
     member's checkpoints, metrics.csv and evals.csv are published to its out_dir as
     ``train_model`` publishes them. Raises RuntimeError naming the stopped members, if any, after
-    the others are published."""
+    the others are published. ``setup``: the resolved device, compile and kernel, if known."""
     cfg = common_config(cfgs, out_dirs, state_dirs)
-    device = setup_device(cfg)
+    setup = setup or ensemble_setup(model_cfg, cfg)
+    device, compiled, attention = setup.device, setup.compiled, setup.attention
     train_data, val_data = load_tokens(train_bin, model_cfg), load_tokens(val_bin, model_cfg)
-    compiled = use_compile(cfg, device)
-    attention = resolve_attention(cfg.attention, device, compiled, head_dim(model_cfg))
     log.info(
         "ensemble of %d members; attention kernel: %s; GELU: %s", len(cfgs), attention, cfg.gelu
     )
     paths = []
     for c, out_dir, state_dir in zip(cfgs, out_dirs, state_dirs, strict=True):
-        settings = fingerprint_settings(c, attention) | {ENSEMBLE: len(cfgs)}
-        key = run_fingerprint(model_cfg, settings, device, compiled, train_bin, val_bin)
+        key = member_key(model_cfg, c, setup, (train_bin, val_bin), members=len(cfgs))
         paths.append((out_dir, state_dir, key, len(val_data)))
     members, start = build_members(model_cfg, cfgs, device, attention, paths)
     models, optimizers = [m.model for m in members], [m.optimizer for m in members]
     stack = stack_members(models, optimizers, cfg, attention, compiled)
-    numerics = run_numerics(members[0].model, compiled, attention) | {ENSEMBLE: str(len(cfgs))}
+    numerics = run_numerics(members[0].model, compiled, attention) | {ENSEMBLE: "on"}
     tokens, val_tokens = device_tokens(train_data, device), device_tokens(val_data, device)
     run_members(members, stack, tokens, val_tokens, numerics, start, progress)
     finish(members)

@@ -82,6 +82,7 @@ class TrainConfig:
     attention: str = _TRAIN["attention"]  # attention kernel: auto, sdpa or numba
     gelu: str = _TRAIN["gelu"]  # exact (erf, the paper's) or tanh GELU
     deterministic: bool = _TRAIN["deterministic"]  # on CUDA: bit-identical reruns and resumes
+    ensemble: bool = False  # trained with its model's other seeds (training.cohort); resolved
 
     def __post_init__(self) -> None:
         if isinstance(self.compile, bool):  # YAML true/false, kept as the words
@@ -120,9 +121,10 @@ def head_dim(model_cfg: GPTConfig) -> int:
 
 def fingerprint_settings(cfg: TrainConfig, attention: str) -> dict:
     """The training settings a run's fingerprint covers: ``asdict(cfg)`` with the attention kernel
-    resolved; the stock kernels (sdpa, exact GELU) and ``deterministic: true`` leave no key, so runs
-    from before these options keep their fingerprint."""
+    resolved; the stock kernels (sdpa, exact GELU), ``deterministic: true`` and the ensemble flag
+    leave no key, so runs from before these options keep their fingerprint."""
     settings = asdict(cfg) | {"attention": attention}
+    del settings["ensemble"]  # the ensemble trainer keys its own (ensemble.member_settings)
     for key, stock in (("attention", "sdpa"), ("gelu", "exact"), ("deterministic", True)):
         if settings[key] == stock:
             del settings[key]
