@@ -33,6 +33,7 @@ CASES = {  # every benchmark, in the suite's order
     "scale": Case("scale", suite=False),  # 3 k to 1 B parameters, ~3 min; --max-params 2e8: ~1
     "attention": Case("attention", suite=False),  # also part of training's rows on a CPU
     "ensemble": Case("ensemble", suite=False),  # stacked members vs single runs, CPU, ~1 min
+    "ensemble_jobs": Case("ensemble_jobs", suite=False),  # whole trainings: one job vs one per seed
     "gelu": Case("gelu", suite=False),
     "study_overhead": Case("study_overhead", suite=False),  # reads a finished study's log
     "job_granularity": Case("job_granularity", suite=False),  # a finished study's topology stage

@@ -1,5 +1,6 @@
 """The CUDA path, on a real GPU (skipped without one): CUDA against CPU, CUDA graphs against eager
-CUDA, a SIGKILLed CUDA run resumed, and bit-identical reruns under ``train.deterministic``.
+CUDA, a SIGKILLed CUDA run resumed, and bit-identical reruns under ``train.deterministic``; the
+ensemble trainer (training.ensemble) on CUDA against its single runs, eager and with CUDA graphs.
 
 Every run is a separate process: deterministic algorithms, the cuBLAS workspace and TF32 are
 process-wide settings. The tolerances are stated here and measured in the README ("GPU"),
@@ -55,6 +56,20 @@ if sys.argv[1] == "slow":  # slow enough to be killed mid-run
     tr.train_step = slow
 model, cfg = GPTConfig(**json.loads(sys.argv[2])), tr.TrainConfig(**json.loads(sys.argv[3]))
 tr.train_model(model, cfg, *sys.argv[4:8], progress=False)
+"""
+
+
+ENSEMBLE = """
+import json, sys
+from pathlib import Path
+import topotrain.training.train as tr
+from topotrain.training.ensemble import train_ensemble
+from topotrain.training.model import GPTConfig
+model, cfg = GPTConfig(**json.loads(sys.argv[1])), tr.TrainConfig(**json.loads(sys.argv[2]))
+seeds, root = json.loads(sys.argv[3]), Path(sys.argv[6])
+cfgs = [tr.TrainConfig(**{**json.loads(sys.argv[2]), "seed": s}) for s in seeds]
+outs, states = [root / f"out{s}" for s in seeds], [root / f"state{s}" for s in seeds]
+train_ensemble(model, cfgs, sys.argv[4], sys.argv[5], outs, states, progress=False)
 """
 
 
@@ -130,3 +145,37 @@ def test_sigkilled_cuda_run_resumes_bit_identical(tmp_path, corpus, cuda_run):
     assert proc.wait() == -signal.SIGKILL
     assert not (tmp_path / "out" / "metrics.csv").exists() and (state / "resume.pt").exists()
     assert_same_outputs(train(tmp_path, corpus), cuda_run)
+
+
+def train_members(root: Path, corpus, seeds=(3, 4), cfg: TrainConfig = CFG) -> dict[int, Path]:
+    """Train the ensemble of ``seeds`` (``cfg`` but for the seed) in its own process."""
+    args = [json.dumps(asdict(MODEL)), json.dumps(asdict(cfg)), json.dumps(list(seeds))]
+    proc = subprocess.run([sys.executable, "-c", ENSEMBLE, *args, *map(str, corpus), str(root)])
+    assert proc.returncode == 0
+    return {s: root / f"out{s}" for s in seeds}
+
+
+@pytest.fixture(scope="module")
+def cuda_members(tmp_path_factory, corpus) -> dict[int, Path]:
+    """An eager deterministic CUDA ensemble of seeds 3 (CFG's) and 4."""
+    return train_members(tmp_path_factory.mktemp("members"), corpus)
+
+
+def test_cuda_ensemble_member_matches_its_single_run(cuda_members, cuda_run):
+    assert_close_losses(cuda_members[3], cuda_run)
+
+
+def test_cuda_graphs_ensemble_matches_the_eager_ensemble(tmp_path, corpus, cuda_members):
+    compiled = train_members(tmp_path, corpus, cfg=replace(CFG, compile="true"))
+    for seed in (3, 4):
+        assert_close_losses(compiled[seed], cuda_members[seed])
+
+
+def test_deterministic_cuda_ensemble_is_bit_identical_whatever_the_other_seed(
+    tmp_path, corpus, cuda_members
+):
+    rerun = train_members(tmp_path / "rerun", corpus)
+    other = train_members(tmp_path / "other", corpus, seeds=(3, 9))
+    for seed in (3, 4):
+        assert_same_outputs(rerun[seed], cuda_members[seed])
+    assert_same_outputs(other[3], cuda_members[3])
