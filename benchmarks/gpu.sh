@@ -80,7 +80,7 @@ for s in "${stages[@]}"; do
         tests) stage tests make test VENV="${VENV:-.venv}" PYTEST_ARGS="${PYTEST_ARGS:--q}" ;;
         cudatests) stage cudatests "$PY" -m pytest tests/test_cuda.py -q ;;
         ensemble) stage ensemble "$PY" -m benchmarks ensemble_jobs --device cuda \
-            --models ${ENSEMBLE_MODELS:-tiny-3k xl-97k} --steps "$BENCH_STEPS" ;;
+            --models ${ENSEMBLE_MODELS:-tiny-3k xl-97k} --steps "${ENSEMBLE_STEPS:-1000}" ;;
         checks)
             stage checks env TORCHINDUCTOR_COMPILE_THREADS=2 "$PY" -m benchmarks cuda_checks \
                 --steps 200
