@@ -78,7 +78,7 @@ for s in "${stages[@]}"; do
     case $s in
         env) stage env env_info ;;
         tests) stage tests make test VENV="${VENV:-.venv}" PYTEST_ARGS="${PYTEST_ARGS:--q}" ;;
-        cudatests) stage cudatests "$PY" -m pytest tests/test_cuda.py -q ;;
+        cudatests) stage cudatests "$PY" -m pytest tests/test_cuda.py -q ${CUDA_K:+-k "$CUDA_K"} ;;
         ensemble) stage ensemble "$PY" -m benchmarks ensemble_jobs --device cuda \
             --models ${ENSEMBLE_MODELS:-tiny-3k xl-97k} --steps "${ENSEMBLE_STEPS:-1000}" ;;
         checks)

@@ -18,7 +18,14 @@ from safetensors.torch import load_file
 from test_train import CFG, MODEL, STEPS  # the single run's setup (head dim 8: auto → numba)
 
 import topotrain.training.ensemble as ensemble
-from topotrain.training.attention import MemberAttention, TinyHeadAttention
+from topotrain.training.attention import (
+    MEMBER_NUMBA,
+    MEMBER_SDPA,
+    MemberAttention,
+    TinyHeadAttention,
+    causal_attention,
+    member_backend,
+)
 from topotrain.training.ensemble import train_ensemble
 from topotrain.training.model import GPT
 from topotrain.training.stacked import clip_members, stack_members
@@ -156,6 +163,27 @@ def test_member_attention_is_the_kernel_in_and_out_of_vmap():
         yo = MemberAttention.apply(xo, 2)
         yo.backward(dy[i])
         assert torch.equal(yo, yi) and torch.equal(xo.grad, xi.grad)
+
+
+def test_member_sdpa_is_sdpa_written_out_under_vmap():
+    """The ensemble's attention on CUDA (``MEMBER_SDPA``, the fused kernels' vmap rule failing
+    there): under vmap, each member's output and input gradient equal SDPA's on its own, to
+    float64 rounding; and the stacked model picks it only for sdpa on CUDA."""
+    gen = torch.Generator().manual_seed(0)
+    qkv = torch.randn(3, 4, 16, 3 * 24, generator=gen, dtype=torch.float64)
+    dy = torch.randn(3, 4, 16, 24, generator=gen, dtype=torch.float64)
+    x = qkv.clone().requires_grad_(True)
+    y = torch.func.vmap(lambda t: causal_attention(t, 3, MEMBER_SDPA))(x)
+    y.backward(dy)
+    for i in range(3):
+        xi = qkv[i].clone().requires_grad_(True)
+        yi = causal_attention(xi, 3, "sdpa")
+        yi.backward(dy[i])
+        assert torch.allclose(y[i], yi, rtol=0, atol=1e-13)
+        assert torch.allclose(x.grad[i], xi.grad, rtol=0, atol=1e-13)
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert member_backend("sdpa", cuda) == MEMBER_SDPA and member_backend("sdpa", cpu) == "sdpa"
+    assert member_backend("numba", cpu) == MEMBER_NUMBA
 
 
 def test_clip_members_clips_each_member_as_clip_grad_norm_does():

@@ -22,6 +22,7 @@ backend runs as ``MemberAttention``, which folds the member axis into the kernel
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from functools import cache
@@ -163,6 +164,17 @@ class MemberAttention(torch.autograd.Function):
 
 
 MEMBER_NUMBA = "numba-members"  # the numba kernel as the ensemble's vmapped members call it
+# SDPA as the ensemble's vmapped members call it on CUDA: its math written out (matmul, causal
+# mask, softmax, matmul). The fused kernels' vmap rule fails there in the backward (PyTorch 2.11,
+# H200: "LSE is not correctly aligned (strideH)"); at head dims 8–12 the math costs nothing much.
+MEMBER_SDPA = "sdpa-members"
+
+
+def member_backend(attention: str, device: torch.device) -> str:
+    """The kernel an ensemble's stacked model calls for a member's resolved ``attention``."""
+    if attention == "numba":
+        return MEMBER_NUMBA
+    return MEMBER_SDPA if attention == "sdpa" and device.type == "cuda" else attention
 
 
 def causal_attention(qkv: torch.Tensor, n_head: int, backend: str = "sdpa") -> torch.Tensor:
@@ -177,5 +189,10 @@ def causal_attention(qkv: torch.Tensor, n_head: int, backend: str = "sdpa") -> t
         kernel = MemberAttention if backend == MEMBER_NUMBA else TinyHeadAttention
         return kernel.apply(qkv, n_head)
     q, k, v = (z.view(B, T, n_head, C // n_head).transpose(1, 2) for z in qkv.split(C, dim=2))
-    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    if backend == MEMBER_SDPA:
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // n_head))
+        causal = torch.ones(T, T, dtype=torch.bool, device=qkv.device).tril()
+        y = att.masked_fill(~causal, float("-inf")).softmax(dim=-1) @ v
+    else:
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     return y.transpose(1, 2).contiguous().view(B, T, C)

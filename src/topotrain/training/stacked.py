@@ -17,7 +17,7 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 from torch.optim import Optimizer
 
-from topotrain.training.attention import MEMBER_NUMBA
+from topotrain.training.attention import member_backend
 from topotrain.training.model import GPT, compile_model
 from topotrain.training.train import TrainConfig, adamw
 
@@ -65,7 +65,7 @@ def stack_members(
     params, _ = stack_module_state(models)
     model_cfg, device = models[0].config, next(models[0].parameters()).device
     with torch.device("meta"):
-        base = GPT(model_cfg, MEMBER_NUMBA if attention == "numba" else attention, cfg.gelu)
+        base = GPT(model_cfg, member_backend(attention, device), cfg.gelu)
     values = list(params.values())  # a member's matrices have 2 axes, here 3
     optimizer = adamw([p for p in values if p.dim() >= 3], [p for p in values if p.dim() < 3], cfg)
     if optimizers[0].state:  # resumed: AdamW moments to carry on
