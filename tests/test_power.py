@@ -59,6 +59,12 @@ def direct_p(x, y, scale, k: int) -> float:
     return max(views)
 
 
+def test_power_rows_over_processes_are_the_rows_of_one():
+    assert power_rows(SMALL, sesoi=0.3, n_sim=12, seed=5, threads=3) == power_rows(
+        SMALL, sesoi=0.3, n_sim=12, seed=5
+    )
+
+
 def test_power_at_sesoi_equals_a_direct_count_of_bh_rejections_over_the_same_studies():
     n_sim, delta = 25, 0.3
     rows = power_rows(SMALL, sesoi=delta, n_sim=n_sim, seed=3)

@@ -304,7 +304,7 @@ rule power:
         f"{RESULTS}/logs/analysis/power.log",
     conda:
         "../../envs/analysis.yaml"
-    threads: 1
+    threads: 16  # simulated studies in parallel processes (the same table); capped at --cores
     resources:
         mem_mb=2000,
         runtime=30,

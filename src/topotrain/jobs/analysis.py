@@ -172,10 +172,11 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
         _tables(out, "np_variance", wvar, "NP against its layers' normalised weight variance")
 
 
-def power_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+def power_job(inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1) -> None:
     """Power of each primary claim at Δ and its 80 % minimal detectable effect, for the design
     the feature table holds (models, seeds, checkpoints) and noise fitted to its deviations, from
-    the calibration simulator (cached by design in ``params["cache"]``)."""
+    the calibration simulator (cached by design in ``params["cache"]``; over ``threads``
+    processes)."""
     import pandas as pd
 
     from topotrain.analysis.calibration.power_design import study_power
@@ -188,6 +189,7 @@ def power_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None
         n_sim=params["simulations"],
         seed=params["seed"],
         cache=params["cache"],
+        threads=threads,
     )
     _tables(out, "power", table, "Power of the primary claims at Δ, for the design that was run")
 

@@ -39,6 +39,7 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, STEP, _ar, _trends
+from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import CLAIMS
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
@@ -150,14 +151,26 @@ def claim_p(x: np.ndarray, y: np.ndarray, scale: np.ndarray, perms: np.ndarray, 
     return float(np.max(p))
 
 
-def claim_pvalues(sim: dict, design: Design, claim: int, r: float, seed: int = 0) -> np.ndarray:
+def _claim_ps(task: tuple) -> list[float]:
+    """``claim_p`` of each study of a chunk (x, y, scale: study, model, seed, checkpoint)."""
+    x, y, scale, perms, seed = task
+    return [claim_p(x[i], y[i], scale[i], perms, seed) for i in range(len(x))]
+
+
+def claim_pvalues(
+    sim: dict, design: Design, claim: int, r: float, seed: int = 0, threads: int = 1
+) -> np.ndarray:
     """(n_sim,) p of claim ``claim`` (an index into ``design.models``) on every simulated study
-    when its feature carries a share r of the loss's fluctuation."""
+    when its feature carries a share r of the loss's fluctuation; the studies in chunks over
+    ``threads`` processes (each study's p is the same whatever the chunking)."""
     n = design.models[claim]
     x = sim["fx"] + r * sim["u"][:, :n] + math.sqrt(1 - r * r) * sim["e"][claim, :, :n]
     y, scale = sim["y"][:, :n], sim["l"][:, :n]
     perms = _permutations(design.seeds, seed)
-    return np.array([claim_p(x[i], y[i], scale[i], perms, seed) for i in range(len(x))])
+    bounds = np.linspace(0, len(x), min(len(x), 4 * max(threads, 1)) + 1).astype(int)
+    spans = zip(bounds[:-1], bounds[1:], strict=True)
+    tasks = [(x[a:b], y[a:b], scale[a:b], perms, seed) for a, b in spans]
+    return np.array([p for chunk in map_tasks(_claim_ps, tasks, threads) for p in chunk])
 
 
 def family_rejects(
@@ -173,9 +186,9 @@ def family_rejects(
 class PowerCurve:
     """Power of one claim on the grid r_j = j·Δ/GRID, each r simulated once, when asked."""
 
-    def __init__(self, sim: dict, design: Design, claim: int, p_null, sesoi, seed, alpha):
+    def __init__(self, sim, design: Design, claim: int, p_null, sesoi, seed, alpha, threads=1):
         self.sim, self.design, self.claim, self.p_null = sim, design, claim, p_null
-        self.seed, self.alpha = seed, alpha
+        self.seed, self.alpha, self.threads = seed, alpha, threads
         self.step = sesoi / GRID
         self.top = int(math.floor(1 / self.step + 1e-9))  # the largest j with r ≤ 1
         self.hits: dict[int, np.ndarray] = {}
@@ -186,7 +199,7 @@ class PowerCurve:
             r = min(1.0, j * self.step)
             p = self.p_null[self.claim] if j == 0 else None
             if p is None:
-                p = claim_pvalues(self.sim, self.design, self.claim, r, self.seed)
+                p = claim_pvalues(self.sim, self.design, self.claim, r, self.seed, self.threads)
             self.hits[j] = family_rejects(p, self.p_null, self.claim, self.alpha)
         return self.hits[j]
 
@@ -227,20 +240,28 @@ class PowerCurve:
 
 
 def power_rows(
-    design: Design, sesoi: float = SESOI, n_sim: int = SIMULATIONS, seed=0, alpha=ALPHA
+    design: Design,
+    sesoi: float = SESOI,
+    n_sim: int = SIMULATIONS,
+    seed=0,
+    alpha=ALPHA,
+    threads: int = 1,
 ) -> list[dict]:
     """Per claim (design.models order): power at Δ = sesoi [Clopper–Pearson 95 %], the MDE at
-    TARGET_POWER and its Monte Carlo interval, on n_sim simulated studies."""
+    TARGET_POWER and its Monte Carlo interval, on n_sim simulated studies (over ``threads``
+    processes: the same rows)."""
     if not 0 < sesoi <= 1:
         raise ValueError(f"sesoi: Δ must lie in (0, 1], not {sesoi}")
     if n_sim < 1:
         raise ValueError(f"n_sim: at least 1 simulated study, not {n_sim}")
     sim = simulate_family(design, n_sim, seed)
-    p_null = np.stack([claim_pvalues(sim, design, c, 0.0, seed) for c in range(len(design.models))])
+    p_null = np.stack(
+        [claim_pvalues(sim, design, c, 0.0, seed, threads) for c in range(len(design.models))]
+    )
     half = Z95 * math.sqrt(TARGET_POWER * (1 - TARGET_POWER) / n_sim)
     rows = []
     for claim in range(len(design.models)):
-        curve = PowerCurve(sim, design, claim, p_null, sesoi, seed, alpha)
+        curve = PowerCurve(sim, design, claim, p_null, sesoi, seed, alpha, threads)
         hits = int(curve.rejects(GRID).sum())
         low, high = stats.binomtest(hits, n_sim).proportion_ci(0.95, method="exact")
         rows.append(
@@ -270,16 +291,17 @@ def cached_power(
     seed: int = 0,
     alpha: float = ALPHA,
     cache: str | Path | None = None,
+    threads: int = 1,
 ) -> list[dict]:
     """``power_rows``, read from the JSON file ``cache`` when it holds this key, else computed
-    and added to it (atomically); no cache: always computed."""
+    (over ``threads`` processes) and added to it (atomically); no cache: always computed."""
     from topotrain.io import atomic_write_text
 
     key = cache_key(design, sesoi, n_sim, seed, alpha)
     store = json.loads(Path(cache).read_text()) if cache and Path(cache).exists() else {}
     if key in store:
         return store[key]
-    rows = power_rows(design, sesoi, n_sim, seed, alpha)
+    rows = power_rows(design, sesoi, n_sim, seed, alpha, threads)
     if cache:
         store[key] = rows
         atomic_write_text(cache, json.dumps(store, indent=1) + "\n")
@@ -306,9 +328,10 @@ def power_table(
     seed: int = 0,
     cache: str | Path | None = None,
     fitted: bool = False,
+    threads: int = 1,
 ) -> pd.DataFrame:
     """POWER_COLUMNS, one row per claim (``features``, in design.models order)."""
-    rows = cached_power(design, sesoi, n_sim, seed, ALPHA, cache)
+    rows = cached_power(design, sesoi, n_sim, seed, ALPHA, cache, threads)
     note = (
         f"{NOTE}; BH over {len(features)} claims, the others null on the same runs; "
         + noise_text(design.noise, fitted)

@@ -122,14 +122,15 @@ def study_power(
     n_sim: int = SIMULATIONS,
     seed: int = 0,
     cache: str | None = None,
+    threads: int = 1,
 ) -> pd.DataFrame:
     """power.csv of a study: ``power_table`` at the table's own design with noise fitted to its
-    deviations, or one row per claim saying why there is none."""
+    deviations (simulated over ``threads`` processes), or one row per claim saying why not."""
     design, why = study_design(df, paper, fit_noise(df))
     if design is None:
         rows = [{"feature": f, "sesoi": sesoi, "note": f"no power: {why}"} for f in CLAIMS]
         return pd.DataFrame(rows).reindex(columns=POWER_COLUMNS)
-    return power_table(design, tuple(CLAIMS), sesoi, n_sim, seed, cache, fitted=True)
+    return power_table(design, tuple(CLAIMS), sesoi, n_sim, seed, cache, True, threads)
 
 
 def training_cost(k: int) -> dict[str, float]:
