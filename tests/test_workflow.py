@@ -71,6 +71,28 @@ def test_tiny_study_writes_one_row_per_checkpoint(tiny_run):
     assert (table["h0_count"] > 0).all()
 
 
+def test_weightwatcher_columns_are_its_metrics_of_each_checkpoint(tiny_run):
+    """ww_* columns: WeightWatcher on each checkpoint's analysed matrices, read here from the
+    safetensors file (tiny models: 8 and 16 eigenvalues, every fit a small one)."""
+    from safetensors.numpy import load_file
+
+    from topotrain.topology.weightwatcher import ww_layers
+
+    workdir, config, _ = tiny_run
+    table = pd.read_parquet(workdir / "results/features/weights.parquet")
+    layers = pd.read_parquet(workdir / "results/features/weights_layers.parquet")
+    assert set(layers["ww_fit"]) == {"small"} and (table["ww_small_layers"] == 4).all()
+    for model in config["models"]:
+        row = table[(table["model"] == model) & (table["step"] == 40)].iloc[0]
+        path = workdir / f"results/checkpoints/{model}/seed42/step_00040.safetensors"
+        tensors = load_file(str(path))
+        names = [n for n in layers[layers["model"] == model]["layer"].unique()]
+        direct = ww_layers({n: tensors[n] for n in names})
+        for metric in ("alpha", "stable_rank", "log_spectral_norm"):
+            expected = np.mean([r[metric] for r in direct])
+            assert row[f"ww_{metric}_mean"] == pytest.approx(expected, rel=1e-6)
+
+
 def test_layer_table_matches_the_checkpoint_records(tiny_run):
     workdir, _, _ = tiny_run
     layers = pd.read_parquet(workdir / "results/features/weights_layers.parquet")
@@ -308,13 +330,22 @@ def test_changing_a_stopping_rule_reruns_only_the_stopping_table_and_report(tiny
 def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_run, overlay):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, overlay)
+    matrices = "layers" in overlay or "embeddings" in overlay  # WeightWatcher's too
     assert jobs == {
         "weight_topology": 2 * 5,
         "gradient_topology": 2,
         "diagram_series": 2,
+        **({"weightwatcher": 2} if matrices else {}),
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
+
+
+def test_weightwatcher_off_drops_its_jobs_and_columns_only(tiny_run):
+    workdir, _, _ = tiny_run
+    jobs = plan_with_overlay(workdir, "topology:\n  weightwatcher: false\n")
+    assert jobs == {"aggregate_features": 1, **ANALYSIS_JOBS}
+    assert "weightwatcher" not in run_snakemake(workdir, "-n", "--cores", "1").stdout
 
 
 def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
@@ -326,6 +357,7 @@ def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
         "weight_topology": 5,
         "gradient_topology": 1,
         "diagram_series": 1,
+        "weightwatcher": 1,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
@@ -350,6 +382,7 @@ def test_adding_a_seed_trains_only_the_new_runs(tiny_run):
         "weight_topology": 2 * 5,
         "gradient_topology": 2,
         "diagram_series": 2,
+        "weightwatcher": 2,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }

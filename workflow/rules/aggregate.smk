@@ -7,6 +7,7 @@ rule aggregate_features:
         logs=get_training_logs(),
         series=get_series_tables(),
         gradients=get_gradient_records(),
+        weightwatcher=get_ww_tables(),
     output:
         table=f"{RESULTS}/features/weights.parquet",
         table_csv=f"{RESULTS}/features/weights.csv",

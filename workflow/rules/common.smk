@@ -1,5 +1,6 @@
 # Config validation and every helper that computes paths or parameters from config.
 import glob
+import importlib.metadata
 import os
 import re
 import sys
@@ -31,6 +32,16 @@ from topotrain.config import (
 from topotrain.devices import wants_ensemble, wants_gpu
 from topotrain.sources.corpus import VOCAB_SIZE
 from topotrain.topology.vietoris_rips import resolve_engine
+
+
+def package_version(name):
+    """An installed package's version (a rule's params: a new version reruns its jobs), or
+    "not installed" (the job then stops, saying how to install it or turn it off)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
 
 SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 with open(SCHEMA) as fh:

@@ -77,6 +77,25 @@ def get_gradient_params(wildcards):
     )
 
 
+def get_ww_tables(seeds=SEEDS):
+    """Each run's WeightWatcher table (in get_trainings' order), or none when
+    topology.weightwatcher is off."""
+    if not config["topology"]["weightwatcher"]:
+        return []
+    return [
+        f"{RESULTS}/weightwatcher/{m}/seed{s}.parquet" for m in MODELS for s in seeds
+    ]
+
+
+def get_ww_params(wildcards):
+    """What a run's WeightWatcher table depends on: the layers, the steps, the package's version."""
+    return dict(
+        patterns=layer_patterns(config["topology"]),
+        steps=list(STEPS),
+        weightwatcher=package_version("weightwatcher"),
+    )
+
+
 def get_gradient_records(seeds=SEEDS):
     """Every checkpoint's gradient-topology record (in get_topology_records' order), or none when
     topology.gradients is off."""

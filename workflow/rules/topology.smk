@@ -49,6 +49,29 @@ rule training_topology:
         "../scripts/training_topology.py"
 
 
+# WeightWatcher's metrics of one training's checkpoints (topology.weightwatcher): one job per
+# training, since importing weightwatcher (matplotlib, scikit-learn, powerlaw) costs seconds.
+rule weightwatcher:
+    input:
+        expand(CKPT, step=map(step_tag, STEPS), allow_missing=True),
+    output:
+        f"{RESULTS}/weightwatcher/{TRAINING}.parquet",
+    log:
+        f"{RESULTS}/logs/weightwatcher/{TRAINING}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/weightwatcher/{TRAINING}.tsv"
+    conda:
+        "../../envs/topology.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        ww=get_ww_params,
+    script:
+        "../scripts/weightwatcher.py"
+
+
 if config["topology"]["jobs"] == "training":
 
     ruleorder: training_topology > weight_topology

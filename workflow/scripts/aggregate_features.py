@@ -10,4 +10,5 @@ aggregate_features_job(
     dict(sm.output.items()),
     list(sm.input.series),
     list(sm.input.gradients),
+    list(sm.input.weightwatcher),
 )

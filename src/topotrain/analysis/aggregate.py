@@ -60,6 +60,42 @@ def read_series(paths: Iterable[str | Path], runs: Iterable[dict]) -> pd.DataFra
     return pd.concat(frames, ignore_index=True)
 
 
+def read_runs_tables(paths: Iterable[str | Path], runs: Iterable[dict], what: str) -> pd.DataFrame:
+    """Per-run parquet tables (one per run, in the order of ``runs``) with model and seed."""
+    frames = []
+    for path, run in zip(paths, runs, strict=True):
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError) as err:
+            raise ValueError(
+                f"cannot read {what} {path} ({type(err).__name__}: {err}); delete it and rerun it"
+            ) from err
+        frames.append(frame.assign(model=run["model"], seed=run["seed"]))
+    return pd.concat(frames, ignore_index=True)
+
+
+WW_METRICS = ("alpha", "alpha_weighted", "log_spectral_norm", "log_norm", "stable_rank")
+
+
+def ww_layer_table(ww: pd.DataFrame) -> pd.DataFrame:
+    """The WeightWatcher rows as per-layer columns: ww_<metric>, ww_num_evals, ww_fit, ww_warning
+    (topology.weightwatcher), keyed by model, seed, step, layer."""
+    keys = ["model", "seed", "step", "layer"]
+    columns = {m: f"ww_{m}" for m in (*WW_METRICS, "num_evals", "fit", "warning")}
+    return ww[keys + list(columns)].rename(columns=columns)
+
+
+def ww_features(ww: pd.DataFrame) -> pd.DataFrame:
+    """Per checkpoint: ww_<metric>_mean over the layers WeightWatcher fitted (NaN when it fitted
+    none), and how many layers were fitted from fewer than 20 eigenvalues (ww_small_layers) or
+    skipped (ww_skipped_layers)."""
+    grouped = ww.groupby(["model", "seed", "step"], sort=True)
+    out = {f"ww_{m}_mean": grouped[f"ww_{m}"].mean() for m in WW_METRICS}
+    out["ww_small_layers"] = grouped["ww_fit"].agg(lambda f: int((f == "small").sum()))
+    out["ww_skipped_layers"] = grouped["ww_fit"].agg(lambda f: int((f == "skipped").sum()))
+    return pd.DataFrame(out).reset_index()
+
+
 def prefixed(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """``df`` with every column but ``keys`` renamed grad_<name> (the gradient features)."""
     return df.rename(columns={c: f"grad_{c}" for c in df.columns if c not in keys})
@@ -230,6 +266,7 @@ def aggregate_weights(
     out: dict[str, str],
     series: list[str] | None = None,
     gradients: list[str] | None = None,
+    weightwatcher: list[str] | None = None,
 ) -> pd.DataFrame:
     """The aggregate rule: per-checkpoint records + run logs → weights and weights_layers tables.
 
@@ -237,7 +274,8 @@ def aggregate_weights(
     d_model, n_layer, n_head; ``out`` maps table, table_csv, layers, layers_csv to paths, which are
     written all or none. ``series``: each run's diagram-series table, in the order of ``runs``;
     ``gradients``: the gradient-topology record of each checkpoint, in the order of ``records``
-    (their features become ``grad_*`` columns of both tables).
+    (their features become ``grad_*`` columns of both tables); ``weightwatcher``: each run's
+    WeightWatcher table in the order of ``runs`` (``ww_*`` columns: ``ww_features``).
     """
     layers = read_layer_records(records, keys)
     by_run = {(r["model"], r["seed"]): r for r in runs}
@@ -245,6 +283,10 @@ def aggregate_weights(
     grads = read_layer_records(gradients, keys) if gradients else None
     table = build_tables(layers, by_run, total_steps, interval, extra, grads)
     on = ["model", "seed", "step", "layer"]
+    if weightwatcher:
+        ww = ww_layer_table(read_runs_tables(weightwatcher, runs, "WeightWatcher table"))
+        layers = layers.merge(ww, on=on, how="left")
+        table = table.merge(ww_features(ww), on=on[:3], how="left")
     if extra is not None:
         layers = layers.merge(extra, on=on, how="left")
     if grads is not None:

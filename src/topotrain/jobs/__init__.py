@@ -70,6 +70,7 @@ from topotrain.jobs.topology import (
     gradient_topology_job,
     training_topology_job,
     weight_topology_job,
+    weightwatcher_job,
 )
 from topotrain.jobs.train import (
     train_model_job,
@@ -88,6 +89,7 @@ __all__ = [
     "train_model_job",
     "weight_topology_job",
     "training_topology_job",
+    "weightwatcher_job",
     "aggregate_features_job",
     "diagram_series_job",
     "gradient_topology_job",

@@ -12,9 +12,11 @@ def aggregate_features_job(
     out: dict[str, str],
     series: list[str] | None = None,
     gradients: list[str] | None = None,
+    weightwatcher: list[str] | None = None,
 ) -> None:
     """Join every checkpoint's features (each training's diagram series, the gradient records
-    when given: one per record, same order) with the training logs (metrics.csv, evals.csv of
+    when given: one per record, same order; each training's WeightWatcher table, when given)
+    with the training logs (metrics.csv, evals.csv of
     each of ``params["trainings"]``, in its order) into the feature tables."""
     from topotrain.analysis.aggregate import aggregate_weights
 
@@ -31,4 +33,5 @@ def aggregate_features_job(
         out,
         series,
         gradients,
+        weightwatcher,
     )

@@ -132,3 +132,34 @@ def gradient_topology_job(
         {k: topo[k] for k in OPTIONS},
         n_threads=threads,
     )
+
+
+def weightwatcher_job(checkpoints: list[str], params: dict, out: str) -> None:
+    """WeightWatcher's metrics (``topology.weightwatcher.ww_layers``) of one training's
+    checkpoints (``checkpoints[i]`` at ``params["steps"][i]``, the layers of
+    ``params["patterns"]``) → one parquet table, a row per (step, layer), written atomically."""
+    import pandas as pd
+
+    from topotrain.io import atomic_write
+    from topotrain.jobs.common import log
+    from topotrain.sources.checkpoint import open_checkpoint
+    from topotrain.topology.layers import select_layers
+    from topotrain.topology.weightwatcher import ww_layers
+
+    rows = []
+    for path, step in zip(checkpoints, params["steps"], strict=True):
+        try:
+            records = ww_layers(select_layers(open_checkpoint(path), params["patterns"]))
+        except ValueError as err:
+            raise ValueError(f"checkpoint {path}: {err}") from err
+        rows += [{"step": int(step), **r} for r in records]
+    table = pd.DataFrame(rows)
+    atomic_write(out, lambda fh: table.to_parquet(fh, index=False))
+    fits = table.groupby("fit").size().to_dict()
+    log.info(
+        "WeightWatcher: %d layer rows of %d checkpoints → %s; fits %s",
+        len(table),
+        len(checkpoints),
+        out,
+        fits,
+    )
