@@ -121,8 +121,20 @@ def live_path(spec: dict, totals: dict) -> tuple[list[dict], dict]:
     return out["layers"], {}
 
 
+def weightwatcher_path(spec: dict, totals: dict) -> tuple[list[dict], dict]:
+    """WeightWatcher's metrics of the analysed matrices (``topology.weightwatcher``), the package
+    imported beforehand (the workflow imports it once per training)."""
+    from topotrain.topology.layers import select_names
+    from topotrain.topology.weightwatcher import ww_layers
+
+    matrices, patterns = analysed(spec, lazy=True)
+    ww_layers({name: matrices[name] for name in select_names(matrices, patterns)})
+    return [], {}
+
+
 PATHS = {
     "project": topology_path,
+    "weightwatcher": weightwatcher_path,
     "eager": topology_path,
     "read": read_path,
     "gradients": gradients_path,
@@ -142,6 +154,7 @@ def memory_mb(field: str) -> float:
 PRELOAD = {  # modules a path imports, loaded before the memory baseline
     "live": ("torch", "transformers", "topotrain.live"),
     "gradients": ("torch", "topotrain.training.gradients"),
+    "weightwatcher": ("torch", "weightwatcher", "topotrain.topology.weightwatcher"),
 }
 TOPOLOGY_MODULES = (
     "topotrain.jobs.topology",
@@ -255,6 +268,8 @@ def measure(name: str, spec: dict, threads: int, progress) -> dict:
         row["spread"] = spawn({**spec, "path": "project", "threads": threads, "out": out + "t"})
         row["equal"] = row["equal"] and same_output(out + "1", out + "t")
         progress(f"scale {name}: {threads} threads {row['spread']['seconds']:.2f} s")
+    row["weightwatcher"] = spawn({**spec, "path": "weightwatcher"})
+    progress(f"scale {name}: WeightWatcher {row['weightwatcher']['seconds']:.2f} s")
     if spec["family"] == "spine":
         row["gradients"] = spawn({**spec, "path": "gradients"})
     if name == "gpt2-small":
@@ -294,6 +309,9 @@ def summary(name: str, shapes: list, threads: int, runs: dict) -> dict:
         row |= {"threads": threads, "threads_s": runs["spread"]["seconds"]}
         row["thread_speedup"] = project["seconds"] / runs["spread"]["seconds"]
         row["threads_cores_used"] = runs["spread"]["cpu_s"] / runs["spread"]["seconds"]
+    ww = runs["weightwatcher"]
+    row |= {"ww_s": ww["seconds"], "ww_peak_mb": ww["peak_mb"], "ww_over_project": ww["seconds"]}
+    row["ww_over_project"] /= project["seconds"]
     if "gradients" in runs:
         row |= {"gradients_s": runs["gradients"]["seconds"]}
         row["gradients_peak_mb"] = runs["gradients"]["peak_mb"]
