@@ -16,6 +16,7 @@ from topotrain.analysis.inference.associations import (
     association_table,
     block_length,
     cell_seed,
+    feature_kinds,
     shift_pvalue,
     view_association,
 )
@@ -187,6 +188,14 @@ def test_table_has_a_row_per_run_feature_target_view_with_the_documented_columns
     contrast = table[table["view"].str.startswith("seed_contrast")]
     assert contrast["p_method"].str.contains("permutation of seed labels").all()
     assert contrast["seed"].isna().all() and set(table["family"]) == {"exploratory"}
+
+
+def test_weightwatcher_columns_join_the_features_as_their_own_kind():
+    df = synthetic_table().assign(ww_alpha_mean=1.0, ww_stable_rank_mean=2.0)
+    pairs = dict(feature_kinds(df))
+    assert pairs["ww_alpha_mean"] == pairs["ww_stable_rank_mean"] == "weightwatcher"
+    assert "ww_log_norm_mean" not in pairs and pairs["np_mean"] == "topological"
+    assert list(pairs)[-len(BASELINES) :] == BASELINES
 
 
 def test_planted_feature_beats_the_clock_and_the_scale_in_every_model(table):

@@ -51,6 +51,7 @@ from topotrain.analysis.inference.stats import (
     FEATURES,
     MIN_RUN,
     TOO_SHORT,
+    WW_FEATURES,
     benjamini_hochberg,
     gradient_features,
     kind,
@@ -88,9 +89,11 @@ ASSOCIATION_COLUMNS = (  # the cell, the association, the flags
 
 def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
     """(feature, kind) pairs: FEATURES, the table's size-normalised and scale-free columns
-    (``h0_mean_bar``, ``*_scalefree*``) and gradient features (``grad_*``), then BASELINES."""
+    (``h0_mean_bar``, ``*_scalefree*``), gradient features (``grad_*``) and WeightWatcher's
+    (``ww_*_mean``, kind 'weightwatcher'), then BASELINES."""
     extra = [c for c in df.columns if c in SIZE_NORMALISED or SCALEFREE in c]
     extra += gradient_features(df)
+    extra += [c for c in WW_FEATURES if c in df]
     return [(f, kind(f)) for f in [*FEATURES, *extra, *BASELINES]]
 
 

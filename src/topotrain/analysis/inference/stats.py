@@ -67,6 +67,13 @@ FEATURES = [
     "np_rieck_mean",
 ]
 BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
+WW_FEATURES = [  # WeightWatcher's metrics, mean over layers (topology.weightwatcher)
+    "ww_alpha_mean",
+    "ww_alpha_weighted_mean",
+    "ww_log_spectral_norm_mean",
+    "ww_log_norm_mean",
+    "ww_stable_rank_mean",
+]
 
 
 def gradient_features(df: pd.DataFrame) -> list[str]:
@@ -222,7 +229,10 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
 
 
 def kind(feature: str) -> str:
-    """'baseline' for the non-topological features, else 'topological'."""
+    """'baseline' for the clock, schedule and scale, 'weightwatcher' for WeightWatcher's metrics,
+    else 'topological'."""
+    if feature in WW_FEATURES:
+        return "weightwatcher"
     return "baseline" if feature in BASELINES else "topological"
 
 
