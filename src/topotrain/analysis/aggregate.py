@@ -47,28 +47,22 @@ SERIES_AGG = {
 def read_series(paths: Iterable[str | Path], runs: Iterable[dict]) -> pd.DataFrame:
     """The runs' per-(step, layer) diagram-series tables
     (``topology.series``) with model and seed."""
+    return read_runs_tables(paths, runs, "diagram series", "diagram_series")
+
+
+def read_runs_tables(
+    paths: Iterable[str | Path], runs: Iterable[dict], what: str, job: str
+) -> pd.DataFrame:
+    """Per-run parquet tables (one per run, in the order of ``runs``) with model and seed; one that
+    cannot be read stops it, naming the file and the ``job`` that rewrites it."""
     frames = []
     for path, run in zip(paths, runs, strict=True):
         try:
             frame = pd.read_parquet(path)
         except (OSError, ValueError) as err:
             raise ValueError(
-                f"cannot read diagram series {path} ({type(err).__name__}: {err}); "
-                "delete it and rerun its diagram_series job"
-            ) from err
-        frames.append(frame.assign(model=run["model"], seed=run["seed"]))
-    return pd.concat(frames, ignore_index=True)
-
-
-def read_runs_tables(paths: Iterable[str | Path], runs: Iterable[dict], what: str) -> pd.DataFrame:
-    """Per-run parquet tables (one per run, in the order of ``runs``) with model and seed."""
-    frames = []
-    for path, run in zip(paths, runs, strict=True):
-        try:
-            frame = pd.read_parquet(path)
-        except (OSError, ValueError) as err:
-            raise ValueError(
-                f"cannot read {what} {path} ({type(err).__name__}: {err}); delete it and rerun it"
+                f"cannot read {what} {path} ({type(err).__name__}: {err}); "
+                f"delete it and rerun its {job} job"
             ) from err
         frames.append(frame.assign(model=run["model"], seed=run["seed"]))
     return pd.concat(frames, ignore_index=True)
@@ -284,7 +278,8 @@ def aggregate_weights(
     table = build_tables(layers, by_run, total_steps, interval, extra, grads)
     on = ["model", "seed", "step", "layer"]
     if weightwatcher:
-        ww = ww_layer_table(read_runs_tables(weightwatcher, runs, "WeightWatcher table"))
+        tables = read_runs_tables(weightwatcher, runs, "WeightWatcher table", "weightwatcher")
+        ww = ww_layer_table(tables)
         layers = layers.merge(ww, on=on, how="left")
         table = table.merge(ww_features(ww), on=on[:3], how="left")
     if extra is not None:
