@@ -319,3 +319,40 @@ def test_between_seed_rows_carry_an_effect_whose_interval_matches_their_p(table)
     assert (rows["effect"] <= rows["effect_ci_high"]).all()
     planted = rows[(rows["feature"] == "np_mean") & (rows["target"] == "val_loss")]
     assert (planted["effect"] > 0.5).all()
+
+
+def test_diagnostics_set_weightwatcher_beside_topology_with_pooled_effects_and_verdicts():
+    """ww_alpha_mean planted to track each run's loss, ww_stable_rank_mean a function of step:
+    the first beats clock and scale, the second does not; the row's numbers are the pooled
+    contrast rows' and raw ρ the runs' mean Spearman ρ computed here."""
+    from scipy import stats as sps
+
+    from topotrain.analysis.inference.diagnostics import alpha_sentence, diagnostics_table
+
+    rng = np.random.default_rng(4)
+    df = synthetic_table(models=("a", "b"))
+    df["ww_alpha_mean"] = df["val_loss"] + rng.normal(0, 0.02, len(df))
+    df["ww_stable_rank_mean"] = -np.log1p(df["step"] / 100) + rng.normal(0, 0.05, len(df))
+    features = ["np_mean", "h0_count", "ww_alpha_mean", "ww_stable_rank_mean", *BASELINES]
+    assoc = association_table(df, features, n_resamples=50, seed=1)
+    table = diagnostics_table(assoc, sesoi=0.1).set_index("feature")
+    assert list(table.index) == ["np_mean", "h0_count", "ww_alpha_mean", "ww_stable_rank_mean"]
+    assert table.loc["ww_alpha_mean", "kind"] == "weightwatcher"
+    assert table.loc["ww_alpha_mean", "verdict"] == "beyond clock and scale"
+    assert table.loc["np_mean", "verdict"] == "beyond clock and scale"
+    assert not table.loc["ww_stable_rank_mean", "beats_clock"]
+    assert table.loc["ww_stable_rank_mean", "verdict"] != "beyond clock and scale"
+    runs = df.sort_values("step").groupby(["model", "seed"])
+    rhos = [sps.spearmanr(r["ww_alpha_mean"], r["val_loss"]).statistic for _, r in runs]
+    assert table.loc["ww_alpha_mean", "raw_rho"] == pytest.approx(np.mean(rhos))
+    pooled = assoc[
+        (assoc["model"] == "pooled")
+        & (assoc["feature"] == "ww_alpha_mean")
+        & (assoc["target"] == "val_loss")
+        & (assoc["view"] == "seed_contrast_l2")
+    ].iloc[0]
+    assert table.loc["ww_alpha_mean", "effect_scale"] == pooled["effect"]
+    assert table.loc["ww_alpha_mean", "p_scale"] == pooled["p"]
+    sentence = alpha_sentence(table.reset_index())
+    assert "does track the loss beyond the training clock" in sentence
+    assert f"raw ρ {np.mean(rhos):.2f}" in sentence

@@ -211,6 +211,10 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     sha = config_hash(fill_defaults(yaml.safe_load((workdir / "config.yaml").read_text())))
     assert report.split("\n\n")[1] == provenance_line(topotrain.__version__, sha, ENGINE).strip()
     assert "## Which feature tracks loss best" in report and "## Scaling with model size" in report
+    diagnostics = pd.read_csv(results / "tables" / "diagnostics.csv")
+    assert set(diagnostics["kind"]) == {"topological", "weightwatcher"}
+    assert "## Topology beside the field's weight diagnostics" in report
+    assert "As a training monitor, WeightWatcher's α" in report  # one seed: no contrast
     sections = [line for line in report.splitlines() if line.startswith("## ")]
     assert sections[:3] == ["## Bottom line", "## Replication of the paper's claims", "## Findings"]
     bottom = report.split("## Bottom line")[1].split("## Replication")[0]

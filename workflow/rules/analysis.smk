@@ -85,6 +85,8 @@ rule associations:
         associations_md=f"{RESULTS}/tables/associations.md",
         summary_csv=f"{RESULTS}/tables/associations_summary.csv",
         summary_md=f"{RESULTS}/tables/associations_summary.md",
+        diagnostics_csv=f"{RESULTS}/tables/diagnostics.csv",
+        diagnostics_md=f"{RESULTS}/tables/diagnostics.md",
     log:
         f"{RESULTS}/logs/analysis/associations.log",
     conda:
@@ -96,6 +98,7 @@ rule associations:
     params:
         n_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["analysis"]["bootstrap_seed"],
+        sesoi=config["analysis"]["sesoi"],
     script:
         "../scripts/associations.py"
 

@@ -42,6 +42,25 @@ def associations_job(table: str, params: dict, out: dict[str, str], threads: int
     assoc = association_table(df, n_resamples=n, seed=seed, threads=threads)
     _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
     _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
+    if "diagnostics_csv" in out:
+        _diagnostics(assoc, params["sesoi"], out)
+
+
+def _diagnostics(assoc, sesoi: float, out: dict[str, str]) -> None:
+    """diagnostics.{csv,md}: topology beside WeightWatcher's metrics, with the sentence on α as a
+    training monitor above the Markdown table."""
+    from topotrain.analysis.inference.diagnostics import alpha_sentence, diagnostics_table
+    from topotrain.io import atomic_write_texts
+    from topotrain.report.markdown import to_markdown
+
+    table = diagnostics_table(assoc, sesoi)
+    md = f"## Topology beside the field's weight diagnostics\n\n{alpha_sentence(table)}\n\n"
+    atomic_write_texts(
+        {
+            out["diagnostics_csv"]: table.to_csv(index=False),
+            out["diagnostics_md"]: md + to_markdown(table),
+        }
+    )
 
 
 def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None:

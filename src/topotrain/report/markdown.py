@@ -180,6 +180,7 @@ ORDER = (
     ("best_feature", "spine"),
     ("correlations", "spine"),
     ("associations_summary", "spine"),
+    ("diagnostics", "spine"),
     ("prediction", "spine"),
     ("prediction_runs", "spine"),
     ("layer_types_summary", "spine"),
