@@ -28,7 +28,7 @@ KINDS = ("topological", "weightwatcher")
 WORDS = {  # decide_claim's verdicts as words for one exploratory feature
     REPRODUCED: "beyond clock and scale",
     REPRODUCED_SMALL: "beyond clock and scale, below Δ",
-    ARTEFACT: "below Δ",
+    ARTEFACT: "below Δ in raw ρ's sign",
 }
 VIEWS = {"clock": "seed_contrast", "scale": "seed_contrast_l2"}
 DIAGNOSTICS_COLUMNS = [
