@@ -117,6 +117,23 @@ def test_the_effect_the_suite_checks_is_the_slope_the_simulator_plants(name):
         assert per_model == pytest.approx(0.1 + np.array(SPREAD), abs=0.02)
 
 
+def test_the_alpha_nulls_share_one_latent_quantity_that_a_measures_exactly_or_with_noise():
+    """alpha_latent: x's and y's seed deviations correlate only through s, which a's deviations
+    are (partialling a removes it); alpha_noisy: a's deviations correlate 1/√2 with s's."""
+    rng = np.random.default_rng(3)
+    for name, reliability in (("alpha_latent", 1.0), ("alpha_noisy", 2**-0.5)):
+        sim = simulate(name, rng, (400, 3))
+        dx, dy, da = (deviations(sim[c]).ravel() for c in ("x", "y", "a"))
+        assert np.corrcoef(dx, dy)[0, 1] == pytest.approx(0.5, abs=0.03)  # var s / (var s + var e)
+        rx, ry = (v - np.polyfit(da, v, 1)[0] * da for v in (dx, dy))
+        partial = np.corrcoef(rx, ry)[0, 1]
+        # partial ρ given a: 0 when a is s; (0.5 − 0.5²) / (1 − 0.5²) = 1/3 when a = s + noise
+        assert partial == pytest.approx(0.0 if reliability == 1.0 else 1 / 3, abs=0.04)
+    plain = simulate("random_walk", np.random.default_rng(3), (400, 3), alpha=True)
+    da, dy = (deviations(plain[c]).ravel() for c in ("a", "y"))
+    assert abs(np.corrcoef(da, dy)[0, 1]) < 0.05
+
+
 def test_the_l2_function_null_has_no_effect_beyond_the_scale_only():
     rng = np.random.default_rng(3)
     sim = simulate("l2_function", rng, (500, 3))
@@ -238,7 +255,7 @@ def test_the_effect_rows_use_claim_views_own_p():
     rng = np.random.default_rng(6)
     sim = {
         c: v.reshape(1, 5, 3, -1)
-        for c, v in simulate("signal_r0.2", rng, (5, 3), features=3).items()
+        for c, v in simulate("signal_r0.2", rng, (5, 3), features=3, alpha=True).items()
     }
     perms = seed_permutations(3)
     study = _contrast_study(sim, 0, perms, effects=True)  # claim_views agrees with the suite
@@ -299,7 +316,11 @@ def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
         "spread_r0.1",  # the artefact rule where β ≥ Δ
         "paired_gaussian",
         "paired_heavy_tailed",
+        "alpha_latent",
+        "alpha_noisy",
     }
+    alpha = one[one["scenario"].isin(["alpha_latent", "alpha_noisy"])]
+    assert set(alpha["test"]) == {"seed_contrast_alpha p (model)", "seed_contrast_alpha p (pooled)"}
     effect = one[one["test"].isin(EFFECT_TESTS)]
     assert set(effect["scenario"]) == {*NULLS, *EFFECT_SCENARIOS} | {
         f"signal_r{r:g}" for r in (0.05, 0.1, 0.2, 0.4)

@@ -20,8 +20,6 @@ The effect β (``seed_effect``) equals the planted share r under this simulator'
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from topotrain.config import DEFAULTS
@@ -43,6 +41,11 @@ NULLS = (
     "opposite_sign",
 )
 SIGNALS = tuple(f"signal_r{r:g}" for r in EFFECTS)
+# Nulls of the partial contrast on α (seed_contrast_alpha) only: feature and loss share a latent
+# spectral quantity s and nothing else; "a", α's stand-in, measures s exactly (alpha_latent) or
+# with as much noise again (alpha_noisy: its deviations correlate 0.71 with s's). Partialling a
+# noisy covariate under-adjusts: the second measures by how much.
+ALPHA_NULLS = ("alpha_latent", "alpha_noisy")
 
 
 def effect_scenarios(sesoi: float = SESOI) -> tuple[str, ...]:
@@ -62,6 +65,11 @@ def _ar(rng: np.random.Generator, phi: float, shape: tuple[int, ...]) -> np.ndar
     for i in range(1, shape[-1]):
         out[..., i] = phi * out[..., i - 1] + e[..., i]
     return out
+
+
+def _alpha_trend(t: np.ndarray) -> np.ndarray:
+    """α's stand-in's trend: 4 − 0.4·log1p(t/1000) (α falls as training goes on)."""
+    return 4 - 0.4 * np.log1p(t / 1000)
 
 
 def _trends(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -99,10 +107,15 @@ def true_effect(name: str, view: str) -> float | None:
 
 def _loss_and_rule(
     name: str, rng: np.random.Generator, full: tuple[int, ...], t: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, Callable[[], np.ndarray]]:
-    """(y, l, draw_x) of one scenario: the loss, the norm and a rule drawing one feature of the
-    same runs with fresh noise."""
+) -> tuple:
+    """(y, l, draw_x[, a]) of one scenario: the loss, the norm, a rule drawing one feature of the
+    same runs with fresh noise, and (ALPHA_NULLS) α's stand-in."""
     fx, fy, fl = _trends(t)
+    if name in ALPHA_NULLS:  # x and y share s only; a measures s (alpha_noisy: with noise)
+        s, u, w = _ar(rng, 0.8, full), _ar(rng, 0.8, full), _ar(rng, 0.8, full) / 5
+        noisy = name == "alpha_noisy"
+        a = _alpha_trend(t) + s + (_ar(rng, 0.8, full) if noisy else 0.0)
+        return fy + s + u, fl + w, lambda: fx + s + _ar(rng, 0.8, full), a
     if name == "random_walk":
         y, norm = (np.cumsum(rng.normal(0, NOISE, full), axis=-1) for _ in range(2))
         return y, norm + 1, lambda: np.cumsum(rng.normal(0, NOISE, full), axis=-1)
@@ -125,13 +138,18 @@ def _loss_and_rule(
 
 
 def simulate(
-    name: str, rng: np.random.Generator, shape: tuple[int, int], features: int = 1
+    name: str, rng: np.random.Generator, shape: tuple[int, int], features: int = 1, alpha=False
 ) -> dict[str, np.ndarray]:
-    """x, y, l of shape (models, seeds, checkpoints) for scenario ``name`` (NULLS, SIGNALS,
-    EFFECT_SCENARIOS or any ``signal_r<r>``); ``features`` > 1 adds x_2 … x_<features>, further
-    features of the same runs (same y and l, fresh noise)."""
+    """x, y, l, a of shape (models, seeds, checkpoints) for scenario ``name`` (NULLS, SIGNALS,
+    EFFECT_SCENARIOS, ALPHA_NULLS or any ``signal_r<r>``); ``features`` > 1 adds x_2 …
+    x_<features>, further features of the same runs (same y and l, fresh noise); "a" is α's
+    stand-in, there always, elsewhere with ``alpha`` (drawn last: the other columns stay as they
+    were without it)."""
     full = (*shape, N_CHECKPOINTS)
     t = np.arange(N_CHECKPOINTS) * float(STEP)
-    y, norm, draw_x = _loss_and_rule(name, rng, full, t)
+    y, norm, draw_x, *latent = _loss_and_rule(name, rng, full, t)
     out = {"x": draw_x(), "y": y, "l": norm}
-    return out | {f"x_{j}": draw_x() for j in range(2, features + 1)}
+    out |= {f"x_{j}": draw_x() for j in range(2, features + 1)}
+    if latent:  # ALPHA_NULLS: "a" measures what x and y share
+        return out | {"a": latent[0]}
+    return out | ({"a": _alpha_trend(t) + _ar(rng, 0.8, full)} if alpha else {})

@@ -31,6 +31,7 @@ from topotrain.analysis.calibration.effect import (
     study_effects,
 )
 from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
+    ALPHA_NULLS,
     EFFECT_SCENARIOS,
     EFFECTS,
     N_CHECKPOINTS,
@@ -47,6 +48,7 @@ from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simul
 from topotrain.analysis.inference.associations import view_association
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
+    PARTIAL,
     SCALE,
     contrast_cell,
     pooled_row,
@@ -110,6 +112,7 @@ USED = {  # tests whose result feeds a verdict or a flag
     *EFFECT_TESTS,
 }
 SCALE_ONLY = {"l2_function"}  # nulls of the scale tests only (x does carry y's fluctuation)
+ALPHA_VIEW = "seed_contrast_alpha"  # x's contrast partial on α's stand-in "a" (not in verdicts yet)
 SIGN_ONLY = {"opposite_sign"}  # nulls of the sign-aware flags only
 
 
@@ -178,9 +181,13 @@ def _contrast_study(
     intervals from ``claim_views`` itself (which checks that its p is this one)."""
     models = [
         {**{f: sim[f][i, m] for f in FEATURES}, "y": sim["y"][i, m], SCALE: sim["l"][i, m]}
+        | {"a": sim["a"][i, m]}
         for m in range(N_MODELS)
     ]
     out = {}
+    cells = [contrast_cell(m, "x", "y", PARTIAL, perms, cond="a") for m in models]
+    pooled = pooled_row([null for _, null in cells], PARTIAL, "two-sided", cond="a")
+    out[f"{ALPHA_VIEW} model p"], out[f"{ALPHA_VIEW} pooled p"] = cells[0][0]["p"], pooled["p"]
     for feature, view in ((f, v) for f in FEATURES for v in CONTRAST_VIEWS):
         cells = [contrast_cell(m, feature, "y", view, perms) for m in models]
         nulls = [null for _, null in cells]
@@ -213,7 +220,7 @@ def _contrast_draws(
     rng = np.random.default_rng([seed, 7, k, sum(map(ord, name))])
     sim = {
         c: v.reshape(n_sim, N_MODELS, k, N_CHECKPOINTS)
-        for c, v in simulate(name, rng, (n_sim * N_MODELS, k), len(FEATURES)).items()
+        for c, v in simulate(name, rng, (n_sim * N_MODELS, k), len(FEATURES), alpha=True).items()
     }
     perms = seed_permutations(k, seed)
     n_eff = effect_draws(n_sim, k) if n_effects is None else n_effects
@@ -236,6 +243,8 @@ def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
             for f in FEATURES
         ]
     )
+    for level in ("model", "pooled"):
+        hits[f"{ALPHA_VIEW} p ({level})"] = d[f"{ALPHA_VIEW} {level} p"].to_numpy(float) < ALPHA
     bh = np.array([benjamini_hochberg(c) for c in claims]) < ALPHA  # the family of one study
     hits["primary family BH (any rejection)"] = bh.any(axis=1)
     agree = d["raw all positive model"].to_numpy(bool)  # every seed shows the claim's sign (+)
@@ -284,6 +293,17 @@ def _rows(
 
 def _is_null_for(test: str, scenario: str) -> bool:
     """Whether the scenario is a null of the test (its H0 holds there)."""
+    if test.startswith(ALPHA_VIEW):  # x unrelated to y beyond a: every null but those where x
+        return (
+            scenario in ALPHA_NULLS
+            or scenario in NULLS
+            and scenario
+            not in (
+                SCALE_ONLY | SIGN_ONLY  # carries y's fluctuation (through the norm, or anti-signed)
+            )
+        )
+    if scenario in ALPHA_NULLS:
+        return False
     scale = "l2" in test or "scale" in test
     flag = "beats" in test or "rule" in test
     claim = "primary" in test or "rule" in test  # a claim must beat the scale too
@@ -310,7 +330,8 @@ def _task(
         return _rows(_size_draws(name, n_sim, seed), name, f"{N_MODELS} sizes")
     if k is None:
         return _rows(_run_draws(name, n_sim, n_resamples, seed), name, "1 run")
-    return _rows(_contrast_draws(name, n_sim, k, seed, sesoi=sesoi), name, k, sesoi)
+    effects = 0 if name in ALPHA_NULLS else None  # their β is not the simulator's to fix
+    return _rows(_contrast_draws(name, n_sim, k, seed, effects, sesoi), name, k, sesoi)
 
 
 def calibration_table(
@@ -329,6 +350,7 @@ def calibration_table(
     (the same rows in the same order for any count)."""
     tasks = [(name, k) for name in (*NULLS, *SIGNALS) for k in (None, *seeds)]
     tasks += [(name, k) for name in effect_scenarios(sesoi) for k in seeds]
+    tasks += [(name, k) for name in ALPHA_NULLS for k in seeds]
     tasks += [(name, None) for name in (*PAIRED, *SIZE_NULLS)]
     work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed, sesoi=sesoi)
     results: dict[tuple, list[dict]] = {}
