@@ -61,7 +61,7 @@ rule weightwatcher:
     benchmark:
         f"{RESULTS}/benchmarks/weightwatcher/{TRAINING}.tsv"
     conda:
-        "../../envs/topology.yaml"
+        "../../envs/weightwatcher.yaml"
     threads: 1
     resources:
         mem_mb=2000,
