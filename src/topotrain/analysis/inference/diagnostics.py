@@ -6,8 +6,9 @@ with the raw ρ's sign), and the verdict words of ``verdicts.decide_claim`` at �
 tracks the loss beyond both ("beyond clock and scale"), the effect is shown below Δ in either view
 ("below Δ"), or neither ("inconclusive"). Every row is exploratory (no correction across features).
 
-Beyond α (WeightWatcher's), the weight variance and the gradient norm are partial contrasts that
-the calibration suite has not measured yet: they are not in this table (issue 38).
+Beyond α (WeightWatcher's) is not here: the calibration suite measured the partial contrast on α and
+it fails when α is a noisy measurement of what it stands for (docs/calibration.md, "The partial
+contrast on WeightWatcher's α"); beyond the weight variance and the gradient norm wait for theirs.
 """
 
 from __future__ import annotations
