@@ -129,7 +129,7 @@ def test_the_alpha_nulls_share_one_latent_quantity_that_a_measures_exactly_or_wi
         partial = np.corrcoef(rx, ry)[0, 1]
         # partial ρ given a: 0 when a is s; (0.5 − 0.5²) / (1 − 0.5²) = 1/3 when a = s + noise
         assert partial == pytest.approx(0.0 if reliability == 1.0 else 1 / 3, abs=0.04)
-    plain = simulate("random_walk", np.random.default_rng(3), (400, 3), alpha=True)
+    plain = simulate("random_walk", np.random.default_rng(3), (400, 3), stand_in=True)
     da, dy = (deviations(plain[c]).ravel() for c in ("a", "y"))
     assert abs(np.corrcoef(da, dy)[0, 1]) < 0.05
 
@@ -255,7 +255,7 @@ def test_the_effect_rows_use_claim_views_own_p():
     rng = np.random.default_rng(6)
     sim = {
         c: v.reshape(1, 5, 3, -1)
-        for c, v in simulate("signal_r0.2", rng, (5, 3), features=3, alpha=True).items()
+        for c, v in simulate("signal_r0.2", rng, (5, 3), features=3, stand_in=True).items()
     }
     perms = seed_permutations(3)
     study = _contrast_study(sim, 0, perms, effects=True)  # claim_views agrees with the suite

@@ -138,12 +138,12 @@ def _loss_and_rule(
 
 
 def simulate(
-    name: str, rng: np.random.Generator, shape: tuple[int, int], features: int = 1, alpha=False
+    name: str, rng: np.random.Generator, shape: tuple[int, int], features: int = 1, stand_in=False
 ) -> dict[str, np.ndarray]:
     """x, y, l, a of shape (models, seeds, checkpoints) for scenario ``name`` (NULLS, SIGNALS,
     EFFECT_SCENARIOS, ALPHA_NULLS or any ``signal_r<r>``); ``features`` > 1 adds x_2 …
     x_<features>, further features of the same runs (same y and l, fresh noise); "a" is α's
-    stand-in, there always, elsewhere with ``alpha`` (drawn last: the other columns stay as they
+    stand-in, there always, elsewhere with ``stand_in`` (drawn last: the other columns stay as they
     were without it)."""
     full = (*shape, N_CHECKPOINTS)
     t = np.arange(N_CHECKPOINTS) * float(STEP)
@@ -152,4 +152,4 @@ def simulate(
     out |= {f"x_{j}": draw_x() for j in range(2, features + 1)}
     if latent:  # ALPHA_NULLS: "a" measures what x and y share
         return out | {"a": latent[0]}
-    return out | ({"a": _alpha_trend(t) + _ar(rng, 0.8, full)} if alpha else {})
+    return out | ({"a": _alpha_trend(t) + _ar(rng, 0.8, full)} if stand_in else {})

@@ -220,7 +220,7 @@ def _contrast_draws(
     rng = np.random.default_rng([seed, 7, k, sum(map(ord, name))])
     sim = {
         c: v.reshape(n_sim, N_MODELS, k, N_CHECKPOINTS)
-        for c, v in simulate(name, rng, (n_sim * N_MODELS, k), len(FEATURES), alpha=True).items()
+        for c, v in simulate(name, rng, (n_sim * N_MODELS, k), len(FEATURES), stand_in=True).items()
     }
     perms = seed_permutations(k, seed)
     n_eff = effect_draws(n_sim, k) if n_effects is None else n_effects
