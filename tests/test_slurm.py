@@ -106,13 +106,20 @@ def completed_jobs(jobcomp_log):
 def test_every_job_is_submitted_with_sbatch_and_completes(slurm_run, cluster):
     workdir, output = slurm_run
     submitted = [job for job, _ in submissions(output)]
-    # prepare_corpus, 2 x train_model, 2 topology group jobs, 2 x diagram_series, aggregate_features
-    assert len(submitted) == 1 + 2 + TOPOLOGY_JOBS // GROUP_SIZE + 2 + 1, output
+    # prepare_corpus, 2 x train_model, 2 topology group jobs, 2 x diagram_series,
+    # 2 x weightwatcher, aggregate_features
+    assert len(submitted) == 1 + 2 + TOPOLOGY_JOBS // GROUP_SIZE + 2 + 2 + 1, output
     done = completed_jobs(cluster.jobcomp_log)
     states = {job: done[job]["JobState"] for job in submitted}
     assert set(states.values()) == {"COMPLETED"}, states
     logs = workdir / ".snakemake/slurm_logs"
-    for rule in ("prepare_corpus", "train_model", "diagram_series", "aggregate_features"):
+    for rule in (
+        "prepare_corpus",
+        "train_model",
+        "diagram_series",
+        "weightwatcher",
+        "aggregate_features",
+    ):
         assert list((logs / f"rule_{rule}").rglob("*.log")), rule
     assert "Falling back to 'sacct'" not in output  # squeue answered every status query
 
