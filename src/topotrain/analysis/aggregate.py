@@ -25,6 +25,7 @@ import pandas as pd
 from topotrain.analysis.inference.numerics import numerics_label
 from topotrain.io import Writer, atomic_write_all
 from topotrain.topology.vietoris_rips import UNNAMED
+from topotrain.topology.weightwatcher import METRICS as WW_METRICS
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +67,6 @@ def read_runs_tables(
             ) from err
         frames.append(frame.assign(model=run["model"], seed=run["seed"]))
     return pd.concat(frames, ignore_index=True)
-
-
-WW_METRICS = ("alpha", "alpha_weighted", "log_spectral_norm", "log_norm", "stable_rank")
 
 
 def ww_layer_table(ww: pd.DataFrame) -> pd.DataFrame:

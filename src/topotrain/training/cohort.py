@@ -60,8 +60,7 @@ class Seat:
 
     def files(self, folder: Path) -> list[Path]:
         """The member's files in ``folder``, as ``publish`` writes them (``published_files``)."""
-        steps = range(0, self.cfg.steps + 1, self.cfg.checkpoint_interval)  # as ensemble.finish
-        files = published_files(folder, steps)
+        files = published_files(folder, self.cfg.checkpoint_steps())
         return [Path(p) for p in [*files["checkpoints"], files["metrics"], files["evals"]]]
 
 

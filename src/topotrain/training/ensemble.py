@@ -344,8 +344,7 @@ def run_members(
 
 def finish(members: list[Member]) -> None:
     """Publish every member that finished; then raise for the stopped ones, naming them."""
-    cfg = members[0].cfg
-    steps = range(0, cfg.steps + 1, cfg.checkpoint_interval)
+    steps = members[0].cfg.checkpoint_steps()
     for member in members:
         if not member.error:
             publish(member.state_dir, member.out_dir, steps, member.metrics, member.evals)

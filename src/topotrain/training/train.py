@@ -89,6 +89,10 @@ class TrainConfig:
             object.__setattr__(self, "compile", str(self.compile).lower())
         check_settings("train", self)
 
+    def checkpoint_steps(self) -> range:
+        """The steps a run checkpoints after: 0, interval, …, steps (config.checkpoint_steps)."""
+        return range(0, self.steps + 1, self.checkpoint_interval)
+
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate of update ``step`` (0-based), W = warmup_steps, m = min_lr_ratio·lr:
@@ -124,7 +128,7 @@ def fingerprint_settings(cfg: TrainConfig, attention: str) -> dict:
     resolved; the stock kernels (sdpa, exact GELU), ``deterministic: true`` and the ensemble flag
     leave no key, so runs from before these options keep their fingerprint."""
     settings = asdict(cfg) | {"attention": attention}
-    del settings["ensemble"]  # the ensemble trainer keys its own (ensemble.member_settings)
+    del settings["ensemble"]  # the ensemble trainer keys its own (ensemble.member_key)
     for key, stock in (("attention", "sdpa"), ("gelu", "exact"), ("deterministic", True)):
         if settings[key] == stock:
             del settings[key]
@@ -376,4 +380,4 @@ def train_model(
         bar.set_postfix(loss=f"{rows[-1][1]:.4f}", refresh=False)
         checkpoint(t + cfg.checkpoint_interval)
     bar.close()
-    publish(state_dir, out_dir, range(0, cfg.steps + 1, cfg.checkpoint_interval), metrics, evals)
+    publish(state_dir, out_dir, cfg.checkpoint_steps(), metrics, evals)

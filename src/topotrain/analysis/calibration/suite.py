@@ -294,14 +294,8 @@ def _rows(
 def _is_null_for(test: str, scenario: str) -> bool:
     """Whether the scenario is a null of the test (its H0 holds there)."""
     if test.startswith(ALPHA_VIEW):  # x unrelated to y beyond a: every null but those where x
-        return (
-            scenario in ALPHA_NULLS
-            or scenario in NULLS
-            and scenario
-            not in (
-                SCALE_ONLY | SIGN_ONLY  # carries y's fluctuation (through the norm, or anti-signed)
-            )
-        )
+        carries = SCALE_ONLY | SIGN_ONLY  # carries y's fluctuation (the norm's, or anti-signed)
+        return scenario in ALPHA_NULLS or (scenario in NULLS and scenario not in carries)
     if scenario in ALPHA_NULLS:
         return False
     scale = "l2" in test or "scale" in test

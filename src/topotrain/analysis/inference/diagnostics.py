@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference.seed_contrast import POOLED
 from topotrain.analysis.inference.seed_effect import effect_text
 from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
@@ -24,7 +25,6 @@ from topotrain.analysis.inference.verdicts import (
     decide_claim,
 )
 
-POOLED = "pooled"
 KINDS = ("topological", "weightwatcher")
 WORDS = {  # decide_claim's verdicts as words for one exploratory feature
     REPRODUCED: "beyond clock and scale",
@@ -58,9 +58,7 @@ def diagnostics_table(assoc: pd.DataFrame, sesoi: float, target: str = "val_loss
             cell = pooled.loc[(feature, view)] if (feature, view) in pooled.index else None
             for col in ("effect", "effect_ci_low", "effect_ci_high", "p"):
                 row[f"{col}_{name}"] = float(cell[col]) if cell is not None else np.nan
-        cells = [pooled.loc[(feature, v)] for v in VIEWS.values() if (feature, v) in pooled.index]
-        row["beats_clock"] = bool(cells and cells[0]["beats_clock"])
-        row["beats_scale"] = bool(len(cells) > 1 and cells[1]["beats_scale"])
+            row[f"beats_{name}"] = bool(cell is not None and cell[f"beats_{name}"])
         row["verdict"] = verdict(row, sesoi)
         out.append(row)
     table = pd.DataFrame(out, columns=DIAGNOSTICS_COLUMNS)

@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS
+from topotrain.topology.weightwatcher import METRICS as WW_METRICS
 
 EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
 MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
@@ -67,13 +68,8 @@ FEATURES = [
     "np_rieck_mean",
 ]
 BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
-WW_FEATURES = [  # WeightWatcher's metrics, mean over layers (topology.weightwatcher)
-    "ww_alpha_mean",
-    "ww_alpha_weighted_mean",
-    "ww_log_spectral_norm_mean",
-    "ww_log_norm_mean",
-    "ww_stable_rank_mean",
-]
+# WeightWatcher's metrics, mean over layers (aggregate.ww_features of topology.weightwatcher's)
+WW_FEATURES = [f"ww_{m}_mean" for m in WW_METRICS]
 
 
 def gradient_features(df: pd.DataFrame) -> list[str]:
