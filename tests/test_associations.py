@@ -356,3 +356,45 @@ def test_diagnostics_set_weightwatcher_beside_topology_with_pooled_effects_and_v
     sentence = alpha_sentence(table.reset_index())
     assert "does track the loss beyond the training clock" in sentence
     assert f"raw ρ {np.mean(rhos):.2f}" in sentence
+
+
+def test_diagnostics_beyond_a_column_is_the_partial_contrast_and_rejects_only_unexplained_signal():
+    """partial_contrasts on l2_norm_mean is the associations' pooled seed_contrast_l2 row (the same
+    test reached by another path); np_mean (loss + noise) beats the weight variance and the
+    gradient norm when both are noise, and a feature that is the weight variance plus noise does
+    not beat it when the weight variance carries the loss."""
+    from topotrain.analysis.inference.diagnostics import diagnostics_table, partial_contrasts
+
+    rng = np.random.default_rng(11)
+    df = synthetic_table(models=("a", "b"))
+    df["np_wvar_mean"] = rng.normal(0, 1, len(df))
+    df["ww_alpha_mean"] = rng.normal(0, 1, len(df))
+    features = ["np_mean", "ww_alpha_mean", "l2_norm_mean"]
+    assoc = association_table(df, features, n_resamples=50, seed=1)
+    same = partial_contrasts(df, ["np_mean"], beyond={"l2": "l2_norm_mean"}, seed=0).iloc[0]
+    l2 = assoc[
+        (assoc["model"] == "pooled")
+        & (assoc["feature"] == "np_mean")
+        & (assoc["target"] == "val_loss")
+        & (assoc["view"] == "seed_contrast_l2")
+    ].iloc[0]
+    assert same["rho"] == pytest.approx(l2["rho"], abs=1e-12)
+    assert same["p"] == pytest.approx(l2["p"], abs=1e-12)
+
+    partials = partial_contrasts(df, ["np_mean", "ww_alpha_mean"], seed=0)
+    assert len(partials) == 4 and set(partials["beyond"]) == {"wvar", "grad"}
+    table = diagnostics_table(assoc, sesoi=0.1, partials=partials).set_index("feature")
+    assert table.loc["np_mean", ["beats_wvar", "beats_grad"]].tolist() == [True, True]
+    assert table.loc["np_mean", "p_wvar"] < 0.01 and table.loc["np_mean", "rho_wvar"] > 0.5
+    assert not table.loc["ww_alpha_mean", ["beats_wvar", "beats_grad"]].any()
+    no_partials = diagnostics_table(assoc, sesoi=0.1)
+    assert no_partials["p_wvar"].isna().all() and not no_partials["beats_grad"].any()
+
+    # the loss reaches the feature only through the weight variance: beyond it, nothing is left
+    df["np_wvar_mean"] = df["val_loss"] + rng.normal(0, 0.05, len(df))
+    df["h0_count"] = df["np_wvar_mean"] + rng.normal(0, 1e-3, len(df))
+    explained = partial_contrasts(df, ["h0_count", "np_wvar_mean"], seed=0).set_index(
+        ["feature", "beyond"]
+    )
+    assert explained.loc[("h0_count", "wvar"), "p"] > 0.05
+    assert np.isnan(explained.loc[("np_wvar_mean", "wvar"), "p"])

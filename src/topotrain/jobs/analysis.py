@@ -43,17 +43,25 @@ def associations_job(table: str, params: dict, out: dict[str, str], threads: int
     _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
     _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
     if "diagnostics_csv" in out:
-        _diagnostics(assoc, params["sesoi"], out)
+        _diagnostics(df, assoc, params, out)
 
 
-def _diagnostics(assoc, sesoi: float, out: dict[str, str]) -> None:
-    """diagnostics.{csv,md}: topology beside WeightWatcher's metrics, with the sentence on α as a
-    training monitor above the Markdown table."""
-    from topotrain.analysis.inference.diagnostics import alpha_sentence, diagnostics_table
+def _diagnostics(df, assoc, params: dict, out: dict[str, str]) -> None:
+    """diagnostics.{csv,md}: topology beside WeightWatcher's metrics (and beyond the weight
+    variance and the gradient norm), with the sentence on α as a training monitor above the
+    Markdown table."""
+    from topotrain.analysis.inference.diagnostics import (
+        KINDS,
+        alpha_sentence,
+        diagnostics_table,
+        partial_contrasts,
+    )
     from topotrain.io import atomic_write_texts
     from topotrain.report.markdown import to_markdown
 
-    table = diagnostics_table(assoc, sesoi)
+    features = list(assoc.loc[assoc["kind"].isin(KINDS), "feature"].drop_duplicates())
+    partials = partial_contrasts(df, features, seed=params["seed"])
+    table = diagnostics_table(assoc, params["sesoi"], partials=partials)
     md = f"## Topology beside the field's weight diagnostics\n\n{alpha_sentence(table)}\n\n"
     atomic_write_texts(
         {

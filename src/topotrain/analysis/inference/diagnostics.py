@@ -6,9 +6,14 @@ with the raw ρ's sign), and the verdict words of ``verdicts.decide_claim`` at �
 tracks the loss beyond both ("beyond clock and scale"), the effect is shown below Δ in either view
 ("below Δ"), or neither ("inconclusive"). Every row is exploratory (no correction across features).
 
-Beyond α (WeightWatcher's) is not here: the calibration suite measured the partial contrast on α and
-it fails when α is a noisy measurement of what it stands for (docs/calibration.md, "The partial
-contrast on WeightWatcher's α"); beyond the weight variance and the gradient norm wait for theirs.
+Beyond the weight variance (``np_wvar_mean``) and the gradient norm (``grad_norm``): the pooled
+between-seed contrast partial on that column (``partial_contrasts``), the test the suite calibrates
+as ``seed_contrast_l2`` (partial on the L2 norm, every null) and on ``alpha_latent`` (partial on a
+column that is exactly what x and y share): its size holds when the conditioning column is the
+quantity itself, which these two are (the question is "beyond this column"). Beyond α
+(WeightWatcher's) is not here: the partial contrast on α fails its calibration when α is a noisy
+measurement of what it stands for (docs/calibration.md, "The partial contrast on WeightWatcher's
+α"), so it could not say "beyond the spectral shape α estimates".
 """
 
 from __future__ import annotations
@@ -16,8 +21,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.inference.seed_contrast import POOLED
+from topotrain.analysis.inference.seed_contrast import (
+    PARTIAL,
+    POOLED,
+    contrast_cell,
+    model_inputs,
+    pooled_row,
+)
 from topotrain.analysis.inference.seed_effect import effect_text
+from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
     REPRODUCED,
@@ -32,6 +44,7 @@ WORDS = {  # decide_claim's verdicts as words for one exploratory feature
     ARTEFACT: "below Δ in raw ρ's sign",
 }
 VIEWS = {"clock": "seed_contrast", "scale": "seed_contrast_l2"}
+BEYOND = {"wvar": "np_wvar_mean", "grad": "grad_norm"}  # partial contrasts: name -> column
 DIAGNOSTICS_COLUMNS = [
     "feature",
     "kind",
@@ -40,14 +53,48 @@ DIAGNOSTICS_COLUMNS = [
     *[f"{c}_{v}" for v in VIEWS for c in ("effect", "effect_ci_low", "effect_ci_high", "p")],
     "beats_clock",
     "beats_scale",
+    *[f"{c}_{name}" for name in BEYOND for c in ("rho", "p", "beats")],
     "verdict",
 ]
 
 
-def diagnostics_table(assoc: pd.DataFrame, sesoi: float, target: str = "val_loss") -> pd.DataFrame:
+def partial_contrasts(
+    df: pd.DataFrame,
+    features: list[str],
+    target: str = "val_loss",
+    beyond: dict[str, str] = BEYOND,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per (feature, name of ``beyond``): the between-seed contrast of the feature with
+    ``target`` partial on that column (``seed_contrast``'s PARTIAL view), pooled over the models of
+    ``df`` (two-sided, +1 signs): columns feature, beyond, rho, p, note. NaN where the column is
+    missing or is the feature itself."""
+    conds = [c for c in beyond.values() if c in df]
+    inputs = model_inputs(df, [*features, target, *conds], seed)
+    rows = []
+    for feature in features:
+        for name, cond in beyond.items():
+            nulls = [
+                contrast_cell(mats, feature, target, PARTIAL, perms, cond=cond)[1]
+                for _, _, mats, perms in inputs
+            ]
+            res = pooled_row(nulls, PARTIAL, "two-sided", seed, cond=cond)
+            rows.append({"feature": feature, "beyond": name, **res})
+    return pd.DataFrame(rows, columns=["feature", "beyond", "rho", "p", "n", "p_method", "note"])
+
+
+def diagnostics_table(
+    assoc: pd.DataFrame,
+    sesoi: float,
+    target: str = "val_loss",
+    partials: pd.DataFrame | None = None,
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
     """DIAGNOSTICS_COLUMNS for every feature of KINDS in ``assoc`` (ASSOCIATION_COLUMNS) and
-    ``target``: raw ρ averaged over runs, the pooled contrasts' effects, p's and flags, the verdict
-    at Δ = ``sesoi``; topological features first, then WeightWatcher's, each by |raw ρ|."""
+    ``target``: raw ρ averaged over runs, the pooled contrasts' effects, p's and flags, the
+    partial contrasts of ``partials`` (``partial_contrasts``; NaN without them; beats: p < alpha
+    in the raw ρ's sign), the verdict at Δ = ``sesoi``; topological features first, then
+    WeightWatcher's, each by |raw ρ|."""
     rows = assoc[(assoc["target"] == target) & assoc["kind"].isin(KINDS)]
     raw = rows[rows["view"] == "raw"].groupby("feature", sort=False)["rho"].mean()
     pooled = rows[rows["model"] == POOLED].set_index(["feature", "view"])
@@ -59,6 +106,8 @@ def diagnostics_table(assoc: pd.DataFrame, sesoi: float, target: str = "val_loss
             for col in ("effect", "effect_ci_low", "effect_ci_high", "p"):
                 row[f"{col}_{name}"] = float(cell[col]) if cell is not None else np.nan
             row[f"beats_{name}"] = bool(cell is not None and cell[f"beats_{name}"])
+        for name in BEYOND:
+            row |= _beyond(partials, feature, name, row["raw_rho"], alpha)
         row["verdict"] = verdict(row, sesoi)
         out.append(row)
     table = pd.DataFrame(out, columns=DIAGNOSTICS_COLUMNS)
@@ -66,6 +115,20 @@ def diagnostics_table(assoc: pd.DataFrame, sesoi: float, target: str = "val_loss
         _kind=table["kind"].map(KINDS.index), _rho=-table["raw_rho"].abs()
     ).sort_values(["_kind", "_rho"], kind="stable")
     return table.loc[order.index].reset_index(drop=True)
+
+
+def _beyond(partials: pd.DataFrame | None, feature: str, name: str, raw, alpha: float) -> dict:
+    """rho_, p_ and beats_<name> of one feature from ``partials`` (NaN, False when absent)."""
+    out = {f"rho_{name}": np.nan, f"p_{name}": np.nan, f"beats_{name}": False}
+    if partials is None:
+        return out
+    hit = partials[(partials["feature"] == feature) & (partials["beyond"] == name)]
+    if hit.empty:
+        return out
+    rho, p = float(hit["rho"].iloc[0]), float(hit["p"].iloc[0])
+    sign = np.sign(raw) if raw is not None and np.isfinite(raw) else 0.0
+    beats = bool(np.isfinite(p) and p < alpha and sign != 0 and np.sign(rho) == sign)
+    return {f"rho_{name}": rho, f"p_{name}": p, f"beats_{name}": beats}
 
 
 def verdict(row: dict, sesoi: float) -> str:
