@@ -56,6 +56,20 @@ def test_the_control_branch_runs_and_reports_a_seed_that_never_groks(tmp_path):
     report = (results / "REPORT.md").read_text()
     assert "## Positive control: grokking" in report and "Never grokked" in report
     assert (results / "figures" / "control_curves.png").stat().st_size > 0
+    # WeightWatcher beside topology (topology.weightwatcher, on by default): every 2-D matrix of
+    # every checkpoint: 23 to 32 eigenvalues each but the 3 × 32 positional embedding's 3
+    ww = pd.read_parquet(results / "control" / "seed0" / "weightwatcher.parquet")
+    assert set(ww["step"]) == set(range(0, 401, 20)) and len(ww) == 21 * 7
+    assert set(ww.loc[ww["layer"] == "pos", "fit"]) == {"skipped"}
+    assert set(ww.loc[ww["layer"] != "pos", "fit"]) <= {"fitted", "warned"}
+    assert features["ww_alpha_mean"].notna().all() and (features["ww_small_layers"] == 0).all()
+    assert (features["ww_skipped_layers"] == 1).all()
+    diag = pd.read_csv(results / "tables" / "control_diagnostics.csv").set_index("feature")
+    assert {"emb_h1_total", "ww_alpha_mean", "fourier_top5"} <= set(diag.index)
+    assert diag.loc["ww_alpha_mean", "kind"] == "weightwatcher"
+    assert table.loc["ww_alpha_mean", "kind"] == "weightwatcher"
+    assert "### Beside the field's weight diagnostics" in report
+    assert "Nanda et al.'s Fourier measure, the known progress measure" in report
 
 
 @pytest.mark.parametrize(("knob", "value"), [("p", 4), ("train_frac", 1.0), ("interval", 30)])

@@ -9,8 +9,9 @@ CONTROL_STEPS = (
 CONTROL_RUN = f"{CONTROL_DIR}/seed{{seed}}"
 CONTROL_TABLES = {
     name: f"{RESULTS}/tables/{name}.csv"
-    for name in ("control", "control_seeds", "control_verdicts")
+    for name in ("control", "control_seeds", "control_verdicts", "control_diagnostics")
 }
+CONTROL_WW = CONTROL_ON and config["topology"]["weightwatcher"]
 CONTROL_KNOBS = [
     "p", "train_frac", "width", "heads", "mlp", "steps", "interval", "lr", "weight_decay", "beta2",
 ]  # fmt: skip
@@ -22,3 +23,19 @@ def get_control_outputs():
         return []
     figures = [f"{RESULTS}/figures/control_curves.{ext}" for ext in ("png", "pdf")]
     return [*CONTROL_TABLES.values(), *figures]
+
+
+def get_control_ww(wildcards=None):
+    """Every seed's WeightWatcher table when topology.weightwatcher is on (none otherwise)."""
+    if not CONTROL_WW:
+        return []
+    return expand(rules.control_weightwatcher.output[0], seed=CONTROL_SEEDS)
+
+
+def get_control_ww_params(wildcards):
+    """What a seed's WeightWatcher table depends on: every 2-D matrix, the steps, the package."""
+    return dict(
+        patterns=["*"],
+        steps=list(CONTROL_STEPS),
+        weightwatcher=package_version("weightwatcher"),
+    )

@@ -48,9 +48,32 @@ rule control_features:
         "../scripts/control_features.py"
 
 
+# WeightWatcher's metrics of every 2-D matrix of one seed's checkpoints (topology.weightwatcher).
+rule control_weightwatcher:
+    input:
+        rules.train_control.output.checkpoints,
+    output:
+        f"{CONTROL_RUN}/weightwatcher.parquet",
+    log:
+        f"{RESULTS}/logs/control/seed{{seed}}/weightwatcher.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/weightwatcher/control/seed{{seed}}.tsv"
+    conda:
+        "../../envs/weightwatcher.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        ww=get_control_ww_params,
+    script:
+        "../scripts/control_weightwatcher.py"
+
+
 rule control_analysis:
     input:
         tables=expand(rules.control_features.output.table, seed=CONTROL_SEEDS),
+        ww=get_control_ww(),
     output:
         **{f"{name}_csv": path for name, path in CONTROL_TABLES.items()},
         **figure_outputs(["control_curves"]),
@@ -63,5 +86,7 @@ rule control_analysis:
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        seeds=CONTROL_SEEDS,
     script:
         "../scripts/control_analysis.py"

@@ -33,6 +33,7 @@ from topotrain.jobs.confirm import (
 from topotrain.jobs.control import (
     control_analysis_job,
     control_features_job,
+    control_weightwatcher_job,
     train_control_job,
 )
 from topotrain.jobs.data import (
@@ -81,6 +82,7 @@ __all__ = [
     "train_control_job",
     "control_features_job",
     "control_analysis_job",
+    "control_weightwatcher_job",
     "confirm_features_job",
     "control_confirm_features_job",
     "hypotheses_job",

@@ -53,26 +53,60 @@ def control_frame(tables: list[str]):
     return df
 
 
-def control_analysis_job(tables: list[str], out: dict[str, str]) -> None:
-    """Every seed's features → the features table, the per-feature, per-seed and verdict tables
+def control_weightwatcher_job(checkpoints: list[str], params: dict, out: str) -> None:
+    """WeightWatcher's metrics of every 2-D matrix (``params["patterns"]``) of one control seed's
+    checkpoints: the GPT study's ``weightwatcher_job`` on the control's files."""
+    from topotrain.jobs.topology import weightwatcher_job
+
+    weightwatcher_job(checkpoints, params, out)
+
+
+def control_ww_features(paths: list[str], seeds: list[int]):
+    """The seeds' WeightWatcher tables (``weightwatcher_job``, one per seed in the order of
+    ``seeds``) as per-checkpoint ``ww_*_mean`` columns (``aggregate.ww_features``), keyed by
+    model, seed, step."""
+    from topotrain.analysis.aggregate import read_runs_tables, ww_features, ww_layer_table
+    from topotrain.analysis.control.features import MODEL
+
+    runs = [{"model": MODEL, "seed": s} for s in seeds]
+    tables = read_runs_tables(paths, runs, "WeightWatcher table", "control_weightwatcher")
+    return ww_features(ww_layer_table(tables))
+
+
+def control_analysis_job(
+    tables: list[str],
+    out: dict[str, str],
+    ww: list[str] | None = None,
+    seeds: list[int] | None = None,
+) -> None:
+    """Every seed's features (and WeightWatcher's metrics, ``ww``: one table per seed of
+    ``seeds``) → the features table, the per-feature, per-seed, verdict and diagnostics tables
     and the per-seed curves figure."""
+    from topotrain.analysis.control.diagnostics import WW, control_diagnostics
     from topotrain.analysis.control.grokking import FEATURES, feature_table, seed_table, verdicts
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves
 
     df = control_frame(tables)
-    features = [f for f in FEATURES if f in df]
-    seeds = seed_table(df, features)
-    table = feature_table(df, seeds, features)
-    csvs = {"control": table, "control_seeds": seeds, "control_verdicts": verdicts(table)}
+    if ww:
+        df = df.merge(control_ww_features(ww, seeds), on=["model", "seed", "step"], how="left")
+    features = [f for f in (*FEATURES, *WW) if f in df]
+    seeds_table = seed_table(df, features)
+    table = feature_table(df, seeds_table, features)
+    csvs = {
+        "control": table,
+        "control_seeds": seeds_table,
+        "control_verdicts": verdicts(table),
+        "control_diagnostics": control_diagnostics(df),
+    }
     writers = {
         out[f"{n}_csv"]: lambda fh, f=f: fh.write(f.to_csv(index=False).encode())
         for n, f in csvs.items()
     }
     atomic_write_all({**writers, out["features"]: lambda fh: df.to_parquet(fh, index=False)})
-    control_curves(df, seeds, out["control_curves_png"], out["control_curves_pdf"])
+    control_curves(df, seeds_table, out["control_curves_png"], out["control_curves_pdf"])
     log.info(
         "control: %d seeds, %d grokked",
         df["seed"].nunique(),
-        seeds.drop_duplicates("seed")["grokking_step"].notna().sum(),
+        seeds_table.drop_duplicates("seed")["grokking_step"].notna().sum(),
     )

@@ -120,6 +120,56 @@ def power_sentence(
     return "; ".join(parts) + "."
 
 
+def _found(row: pd.Series, alpha: float) -> bool:
+    return bool(np.isfinite(row["contrast_p"]) and row["contrast_p"] < alpha)
+
+
+def _said(row: pd.Series, alpha: float) -> str:
+    effect = (
+        f"effect {row['effect']:.2f} [{row['effect_ci_low']:.2f}, {row['effect_ci_high']:.2f}]"
+        if np.isfinite(row["effect"]) and np.isfinite(row["effect_ci_low"])
+        else "no effect interval with this few seeds"
+    )
+    found = _found(row, alpha)
+    return (
+        f"{'tracks' if found else 'does not track'} each seed's test loss between seeds "
+        f"(ρ {row['contrast_rho']:.2f}, exact p {row['contrast_p']:.2g}, {effect})"
+    )
+
+
+def monitor_sentence(table: pd.DataFrame, alpha: float = ALPHA) -> str:
+    """One sentence, with its numbers: the Fourier measure's between-seed contrast (the known
+    answer) beside WeightWatcher's α's, and whether α's survives the Fourier measure."""
+    rows = table.set_index("feature")
+    if KNOWN not in rows.index:
+        return "The control's table has no Fourier measure: nothing known to compare with."
+    known = rows.loc[KNOWN]
+    text = "In the control, Nanda et al.'s Fourier measure, the known progress measure, " + _said(
+        known, alpha
+    )
+    if "ww_alpha_mean" not in rows.index:
+        return (
+            text
+            + "; WeightWatcher's α is not in the control's tables (topology.weightwatcher is off)."
+        )
+    a = rows.loc["ww_alpha_mean"]
+    if not _found(known, alpha):
+        judged = "the test does not find the known answer here, so it cannot judge α"
+    elif _found(a, alpha):
+        judged = "as a monitor of generalisation α agrees with the known answer here"
+    else:
+        judged = "as a monitor of generalisation α misses what the known measure shows here"
+    beyond = (
+        f"beyond the Fourier measure p {a['p_fourier']:.2g}"
+        if np.isfinite(a["p_fourier"])
+        else "beyond the Fourier measure undefined"
+    )
+    return (
+        f"{text}; WeightWatcher's α (mean over the control's matrices) {_said(a, alpha)}, "
+        f"raw ρ {a['raw_rho']:.2f} within seeds; {beyond}: {judged}."
+    )
+
+
 def control_section(
     tables: dict[str, str], primary: pd.DataFrame | None, np_variance: pd.DataFrame | None
 ) -> str:
@@ -139,6 +189,12 @@ def control_section(
         pooled = np_variance[np_variance["model"] == "pooled"]
         table = to_markdown(pooled.drop(columns=["model"]))
         variance = "\n\n" + prose.render("control/np_variance", table=table)
+    diagnostics = ""
+    if tables.get("control_diagnostics_csv") and Path(tables["control_diagnostics_csv"]).exists():
+        diag = pd.read_csv(tables["control_diagnostics_csv"])
+        diagnostics = "\n\n" + prose.render(
+            "control/diagnostics", sentence=monitor_sentence(diag), table=to_markdown(diag)
+        )
     text = prose.render(
         "control/section",
         figure=figure,
@@ -149,5 +205,6 @@ def control_section(
         rules=prose.lines([f"- *{c}*: {r}" for c, r in verdicts[["claim", "rule"]].to_numpy()]),
         leads=to_markdown(leads[[c for c in LEAD_COLUMNS if c in leads]]),
         np_variance=variance,
+        diagnostics=diagnostics,
     )
     return text + "\n"

@@ -142,7 +142,13 @@ def feature_table(df: pd.DataFrame, seeds: pd.DataFrame, features: list[str]) ->
     """One row per feature: kind, the lead statistics and the contrasts (module docstring)."""
     rows = []
     for feature in features:
-        kind = "topology" if feature in TOPOLOGY else "baseline"
+        kind = (
+            "topology"
+            if feature in TOPOLOGY
+            else "weightwatcher"
+            if feature.startswith("ww_")
+            else "baseline"
+        )
         role = "primary" if feature == PRIMARY else "exploratory"
         rows.append(
             {

@@ -1,0 +1,100 @@
+"""The grokking control beside the field's weight diagnostics, where the answer is known.
+
+One row per topological feature (``grokking.TOPOLOGY``), per WeightWatcher metric of the control's
+matrices (``ww_*_mean``) and per reference (Nanda et al.'s Fourier measure, the known progress
+measure, and the weight norm), over every seed:
+- ``raw_rho``: Spearman ρ with test loss over each seed's checkpoints, averaged over seeds (what a
+  user watching one run sees, the clock included);
+- the between-seed contrast with test loss (``seed_contrast``: the clock removed): ρ, exact p
+  over all k! seed orders, and the effect β with its 95 % interval (``seed_effect``; none below
+  ``MIN_ARRANGEMENTS`` orders, i.e. with fewer than 5 seeds);
+- beyond the weight norm, the Fourier measure and the layers' weight variance: the contrast
+  partial on each (``PARTIAL``), p and whether it rejects in the plain contrast's sign.
+
+The report (``report.control.monitor_sentence``) says, with these numbers, whether WeightWatcher's α
+finds what the Fourier measure finds here. Every row is exploratory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from topotrain.analysis.control.grokking import FOURIER, NORM, TARGET, TOPOLOGY, WVAR
+from topotrain.analysis.inference.seed_contrast import (
+    PARTIAL,
+    contrast_cell,
+    model_matrices,
+    seed_permutations,
+)
+from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
+from topotrain.analysis.inference.stats import ALPHA
+from topotrain.topology.weightwatcher import METRICS as WW_METRICS
+
+WW = [f"ww_{m}_mean" for m in WW_METRICS]
+REFERENCES = [FOURIER, NORM]
+BEYOND = {"norm": NORM, "fourier": FOURIER, "wvar": WVAR}
+CONTROL_DIAGNOSTICS_COLUMNS = [
+    "feature",
+    "kind",
+    "raw_rho",
+    "contrast_rho",
+    "contrast_p",
+    "effect",
+    "effect_ci_low",
+    "effect_ci_high",
+    *[f"{c}_{name}" for name in BEYOND for c in ("p", "beats")],
+]
+
+
+def kind_of(feature: str) -> str:
+    if feature in TOPOLOGY:
+        return "topological"
+    return "weightwatcher" if feature.startswith("ww_") else "reference"
+
+
+def raw_rho(df: pd.DataFrame, feature: str, target: str = TARGET) -> float:
+    """Mean over seeds of Spearman ρ(feature, target) over the seed's checkpoints (NaN where a
+    seed's series is constant)."""
+    rhos = []
+    for _, g in df.groupby("seed", sort=True):
+        ok = g[[feature, target]].dropna()
+        if len(ok) > 2 and ok[feature].nunique() > 1 and ok[target].nunique() > 1:
+            rhos.append(stats.spearmanr(ok[feature], ok[target]).statistic)
+    return float(np.mean(rhos)) if rhos else float("nan")
+
+
+def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -> pd.DataFrame:
+    """CONTROL_DIAGNOSTICS_COLUMNS for the features of TOPOLOGY, WW and REFERENCES that ``df``
+    (the control's features, one row per seed and checkpoint) has: topological rows first, then
+    WeightWatcher's, then the references."""
+    features = [f for f in (*TOPOLOGY, *WW, *REFERENCES) if f in df]
+    conds = [c for c in BEYOND.values() if c in df]
+    mats = model_matrices(df, sorted({*features, TARGET, *conds}))
+    perms = seed_permutations(df["seed"].nunique(), seed)
+    rows = []
+    for feature in features:
+        plain, _ = contrast_cell(mats, feature, TARGET, "seed_contrast", perms)
+        cell = effect_cell(mats, feature, TARGET, "seed_contrast", perms)
+        effect = effect_interval([cell], alpha, seed)
+        row = {
+            "feature": feature,
+            "kind": kind_of(feature),
+            "raw_rho": raw_rho(df, feature),
+            "contrast_rho": plain["rho"],
+            "contrast_p": plain["p"],
+            **{k: effect[k] for k in ("effect", "effect_ci_low", "effect_ci_high")},
+        }
+        for name, cond in BEYOND.items():
+            part, _ = contrast_cell(mats, feature, TARGET, PARTIAL, perms, cond=cond)
+            p = part["p"] if cond in mats and cond != feature else np.nan
+            row[f"p_{name}"] = p
+            row[f"beats_{name}"] = bool(
+                np.isfinite(p)
+                and p < alpha
+                and np.isfinite(plain["rho"])
+                and np.sign(part["rho"]) == np.sign(plain["rho"])
+            )
+        rows.append(row)
+    return pd.DataFrame(rows, columns=CONTROL_DIAGNOSTICS_COLUMNS)
