@@ -9,7 +9,9 @@ measure, and the weight norm), over every seed:
   over all k! seed orders, and the effect β with its 95 % interval (``seed_effect``; none below
   ``MIN_ARRANGEMENTS`` orders, i.e. with fewer than 5 seeds);
 - beyond the weight norm, the Fourier measure and the layers' weight variance: the contrast
-  partial on each (``PARTIAL``), p and whether it rejects in the plain contrast's sign.
+  partial on each (``PARTIAL``): ρ, p and whether it rejects in the plain contrast's sign (a
+  partial ρ of the other sign rejects nothing: the feature's link is the other way round once
+  that column is removed).
 
 The report (``report.control.monitor_sentence``) says, with these numbers, whether WeightWatcher's α
 finds what the Fourier measure finds here. Every row is exploratory.
@@ -44,7 +46,7 @@ CONTROL_DIAGNOSTICS_COLUMNS = [
     "effect",
     "effect_ci_low",
     "effect_ci_high",
-    *[f"{c}_{name}" for name in BEYOND for c in ("p", "beats")],
+    *[f"{c}_{name}" for name in BEYOND for c in ("rho", "p", "beats")],
 ]
 
 
@@ -89,6 +91,7 @@ def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -
         for name, cond in BEYOND.items():
             part, _ = contrast_cell(mats, feature, TARGET, PARTIAL, perms, cond=cond)
             p = part["p"] if cond in mats and cond != feature else np.nan
+            row[f"rho_{name}"] = part["rho"] if np.isfinite(p) else np.nan
             row[f"p_{name}"] = p
             row[f"beats_{name}"] = bool(
                 np.isfinite(p)
