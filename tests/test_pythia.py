@@ -253,6 +253,34 @@ def test_revision_topology_matches_checkpoint_level_functions(cache):
     assert spine == records
 
 
+def test_revision_records_carry_weightwatcher_on_the_same_matrices_and_the_table_averages_them(
+    cache,
+):
+    """weightwatcher=True adds ww_* fields equal to the package's own on the matrices read
+    directly; weights_table's ww_alpha_mean is their mean over the fitted layers."""
+    from safetensors.numpy import load_file
+
+    from topotrain.analysis.pythia import weights_table
+    from topotrain.topology.weightwatcher import ww_layers
+
+    home, commits = cache
+    snapshot = snapshot_path(home, commits[1])
+    plain = revision_topology(snapshot, max_points=20, seed=4)
+    records = revision_topology(snapshot, max_points=20, seed=4, weightwatcher=True)
+    tensors = load_file(snapshot / "model.safetensors")
+    direct = {r["layer"]: r for r in ww_layers({r["layer"]: tensors[r["layer"]] for r in plain})}
+    for base, rec in zip(plain, records, strict=True):
+        assert {k: v for k, v in rec.items() if not k.startswith("ww_")} == base
+        want = direct[rec["layer"]]
+        assert rec["ww_num_evals"] == want["num_evals"] == H  # min(rows, cols)
+        assert rec["ww_fit"] == want["fit"] and rec["ww_alpha"] == pytest.approx(want["alpha"])
+    doc = {"model": "EleutherAI/pythia-tiny", "step": 7, "layers": records}
+    table = weights_table([doc]).iloc[0]
+    fitted = [r["alpha"] for r in direct.values() if np.isfinite(r["alpha"])]
+    assert table["ww_alpha_mean"] == pytest.approx(np.mean(fitted))
+    assert "ww_alpha_mean" not in weights_table([{**doc, "layers": plain}])
+
+
 @pytest.mark.parametrize(
     ("dtype", "weights"),
     [("float16", "safetensors"), ("bfloat16", "safetensors"), ("float32", "bin")],

@@ -89,6 +89,8 @@ def test_branch_writes_one_row_per_revision(pythia_run):
     assert emb.groupby("model")["wasserstein_h1"].apply(lambda w: w.isna().sum()).tolist() == [1, 1]
     weights = pd.read_csv(tables / "pythia_weights.csv")
     assert weights["step"].tolist() == STEPS and (weights["n_layers"] == 4 * 2).all()
+    assert weights["ww_alpha_mean"].notna().all()  # WeightWatcher in the revision records
+    assert (weights["ww_small_layers"] + weights["ww_skipped_layers"] <= 4 * 2).all()
     comparison = pd.read_csv(tables / "pythia_comparison.csv")
     assert {"topological", "spectral"} == set(comparison["kind"])
     corr = pd.read_csv(tables / "pythia_correlations.csv")

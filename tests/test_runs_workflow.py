@@ -98,6 +98,17 @@ def test_trainer_run_topology_is_the_per_layer_loop_on_transposed_conv1d_rows(ru
     rows = layers[layers["step"] == 80].set_index("layer")["rows"].to_dict()
     assert rows["transformer.h.0.attn.c_attn.weight"] == 3 * 16  # output neurons: q, k and v
     assert rows["transformer.h.0.mlp.c_fc.weight"] == 4 * 16
+    # WeightWatcher's fields in the same record (topology.weightwatcher), the package on the
+    # matrices read here: 16 eigenvalues each, fits it calls small
+    from topotrain.topology.weightwatcher import ww_layers
+
+    last_layers = layers[layers["step"] == 80].set_index("layer")
+    for r in ww_layers(matrices):
+        assert last_layers.loc[r["layer"], "ww_alpha"] == pytest.approx(r["alpha"], rel=1e-6)
+        assert last_layers.loc[r["layer"], "ww_fit"] == r["fit"] == "small"
+    fitted = [r["alpha"] for r in ww_layers(matrices)]
+    assert last["ww_alpha_mean"] == pytest.approx(np.mean(fitted), rel=1e-6)
+    assert last["ww_small_layers"] == 8 and last["ww_skipped_layers"] == 0
 
 
 def test_every_run_has_its_analysis_and_its_section_in_the_report(runs_study):

@@ -43,6 +43,14 @@ def package_version(name):
         return "not installed"
 
 
+def ww_param():
+    """{"weightwatcher": its version} when topology.weightwatcher is on, else {}: a run's or a
+    Pythia revision's topology job then adds WeightWatcher's fields to its record."""
+    if not config["topology"]["weightwatcher"]:
+        return {}
+    return {"weightwatcher": package_version("weightwatcher")}
+
+
 SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 with open(SCHEMA) as fh:
     CONFIG_SCHEMA = yaml.safe_load(fh)

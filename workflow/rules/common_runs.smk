@@ -95,9 +95,9 @@ def get_run_layer_options(wildcards):
 
 def get_run_topology_params(wildcards):
     """The spine's topology settings (max_points, seed, maxdim, the Rips engine) for a run's
-    checkpoints."""
+    checkpoints, and WeightWatcher's version when topology.weightwatcher is on."""
     topo = {k: config["topology"][k] for k in ("max_points", "seed", "maxdim")}
-    return {**topo, "engine": ENGINE}
+    return {**topo, "engine": ENGINE, **ww_param()}
 
 
 def get_run_checkpoint_diagrams(wildcards):

@@ -84,6 +84,7 @@ rule pythia_weight_topology:
         weights=lambda wc: {
             **{k: PYTHIA["weights"][k] for k in ("layers", "max_points", "seed")},
             "engine": ENGINE,
+            **ww_param(),
         },
     script:
         "../scripts/pythia_weight_topology.py"

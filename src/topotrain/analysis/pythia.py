@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from topotrain.analysis.aggregate import ww_features
 from topotrain.analysis.inference.stats import benjamini_hochberg, spearman_ci
 from topotrain.config import ALPHA, DEFAULTS
 from topotrain.topology.vietoris_rips import UNNAMED
@@ -43,11 +44,13 @@ def read_records(paths: list[str | Path]) -> list[dict]:
 
 
 def weights_table(docs: list[dict]) -> pd.DataFrame:
-    """One row per (model, step): NP mean/std over layers, H0/H1 totals summed over layers, and
-    the Rips engine that computed them."""
-    rows = []
+    """One row per (model, step): NP mean/std over layers, H0/H1 totals summed over layers, the
+    Rips engine that computed them, and WeightWatcher's ``ww_*_mean`` (over the layers it fitted),
+    ``ww_small_layers`` and ``ww_skipped_layers`` where the records carry its fields."""
+    rows, ww = [], []
     for doc in docs:
         layers = pd.DataFrame(doc["layers"])
+        keys = {"model": doc["model"], "seed": 0, "step": doc["step"]}
         rows.append(
             {
                 "model": doc["model"],
@@ -60,7 +63,13 @@ def weights_table(docs: list[dict]) -> pd.DataFrame:
                 "engine": doc.get("engine", UNNAMED),
             }
         )
-    return pd.DataFrame(rows).sort_values(["model", "step"]).reset_index(drop=True)
+        if "ww_fit" in layers:
+            ww.append(layers.assign(**keys))
+    table = pd.DataFrame(rows)
+    if ww:
+        means = ww_features(pd.concat(ww, ignore_index=True)).drop(columns="seed")
+        table = table.merge(means, on=["model", "step"], how="left")
+    return table.sort_values(["model", "step"]).reset_index(drop=True)
 
 
 def add_step_flags(table: pd.DataFrame, flags: dict[tuple[str, int], dict]) -> pd.DataFrame:

@@ -22,6 +22,7 @@ from topotrain.analysis.aggregate import (
     read_layer_records,
     read_series,
     series_features,
+    ww_features,
 )
 from topotrain.analysis.dynamics.phases import phase_table
 from topotrain.analysis.inference.associations import (
@@ -65,6 +66,8 @@ def run_tables(
     keys = [{"model": name, "seed": 0, "step": int(s)} for s in steps]
     layers = read_layer_records(records, keys)
     features = checkpoint_features(layers)
+    if "ww_fit" in layers:  # WeightWatcher's fields (topology.weightwatcher)
+        features = features.merge(ww_features(layers), on=["model", "seed", "step"], how="left")
     if series:
         extra = read_series([series], [{"model": name, "seed": 0}])
         features = features.merge(series_features(extra), on=["model", "seed", "step"], how="left")

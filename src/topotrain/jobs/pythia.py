@@ -14,12 +14,19 @@ def revision_topology(
 ) -> list[dict]:
     """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns: the
     spine's per-layer loop ``layers.layer_records`` (max_points, seed, maxdim, n_threads as there;
-    NaN/inf refused); errors name the revision and the layer."""
+    NaN/inf refused), with WeightWatcher's ``ww_*`` fields when ``weightwatcher=True``; errors
+    name the revision and the layer."""
     from topotrain.sources.pythia import revision_weight_matrices, snapshot_label
     from topotrain.topology.layers import layer_records
 
     options["source"] = snapshot_label(snapshot)
-    records, _ = layer_records(revision_weight_matrices(snapshot), patterns, *args, **options)
+    weightwatcher = options.pop("weightwatcher", False)
+    tensors = revision_weight_matrices(snapshot)
+    records, _ = layer_records(tensors, patterns, *args, **options)
+    if weightwatcher:
+        from topotrain.topology.weightwatcher import with_ww
+
+        records = with_ww(records, {r["layer"]: tensors[r["layer"]] for r in records})
     return records
 
 
@@ -32,7 +39,12 @@ def weight_record(revision: dict, params: dict) -> dict:
     weights_present(revision)
     engine = resolve_engine(params.get("engine", ENGINE))
     layers = revision_topology(
-        revision["snapshot"], params["layers"], params["max_points"], params["seed"], engine=engine
+        revision["snapshot"],
+        params["layers"],
+        params["max_points"],
+        params["seed"],
+        engine=engine,
+        weightwatcher=bool(params.get("weightwatcher")),
     )
     return revision_doc(revision, engine=engine, layers=layers)
 

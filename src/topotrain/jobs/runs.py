@@ -75,13 +75,19 @@ def run_checkpoint_topology(
     files: Sequence[str], layers: Mapping, label: str, params: Mapping, n_threads: int = 1
 ) -> tuple[list[dict], dict]:
     """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices
-    (``sources.runs.run_matrices``) through the spine's per-layer loop (``layer_records``)."""
+    (``sources.runs.run_matrices``) through the spine's per-layer loop (``layer_records``), with
+    WeightWatcher's ``ww_*`` fields when ``params["weightwatcher"]``."""
     from topotrain.sources.runs import run_matrices
     from topotrain.topology.layers import OPTIONS, layer_records
 
     matrices = run_matrices(files, layers, label)
     options = {k: params[k] for k in OPTIONS if k in params}
-    return layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)
+    records, diagrams = layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)
+    if params.get("weightwatcher"):
+        from topotrain.topology.weightwatcher import with_ww
+
+        records = with_ww(records, matrices)
+    return records, diagrams
 
 
 def run_weight_topology_job(

@@ -21,7 +21,10 @@ how its α came about, ``fit``:
 - ``fitted``: fitted from ≥ 20, no warning (med-21k's 24 up to xl-97k's 48: a fit, still short).
 
 Importing weightwatcher loads matplotlib, scikit-learn and powerlaw (about 2.5 s on this
-project's 2-core VM): the workflow calls it once per training, not once per checkpoint.
+project's 2-core VM): the GPT study and the control call it once per training, not once per
+checkpoint. A run's checkpoint and a Pythia revision carry it in their own topology record
+(``with_ww``): their matrices are large, so the import is a small share of the job, and a record
+kept after rotation or after the weights were given back keeps its metrics.
 """
 
 from __future__ import annotations
@@ -96,3 +99,23 @@ def analyze(state: dict):
             return weightwatcher.WeightWatcher(model=state).analyze()
         finally:
             logger.setLevel(level)
+
+
+def ww_fields(record: dict) -> dict:
+    """One ``ww_layers`` record as the per-layer ``ww_*`` fields of a topology record (the
+    columns of ``aggregate.ww_layer_table``)."""
+    return {f"ww_{k}": v for k, v in record.items() if k != "layer"}
+
+
+def with_ww(records: list[dict], matrices: Mapping[str, np.ndarray]) -> list[dict]:
+    """Topology ``records`` (each with its ``layer``) with WeightWatcher's ``ww_*`` fields of
+    their matrices (``matrices``: {layer: 2-D array}); a layer missing from ``matrices`` is an
+    error naming it."""
+    missing = [r["layer"] for r in records if r["layer"] not in matrices]
+    if missing:
+        raise ValueError(f"WeightWatcher: no matrix for layers {missing}")
+    ww = {
+        r["layer"]: ww_fields(r)
+        for r in ww_layers({r["layer"]: matrices[r["layer"]] for r in records})
+    }
+    return [{**r, **ww[r["layer"]]} for r in records]
