@@ -36,7 +36,9 @@ def report_tables():
         csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
     csv |= get_calibration()
     csv |= get_confirm_report_tables()  # the section "Confirmed on fresh seeds"
-    return {**md, **csv, "runs": [run_path(r, "REPORT.md") for r in RUN_ENTRIES]}
+    sections = [run_path(r, "REPORT.md") for r in RUN_ENTRIES]
+    sections += [group_path(g, "REPORT.md") for g in RUN_GROUPS]  # after the runs
+    return {**md, **csv, "runs": sections}
 
 
 def get_calibration():

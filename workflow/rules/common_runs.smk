@@ -164,15 +164,65 @@ def releasing(run):
     return bool(RUN_ENTRIES[run].get("hub")) and not RUN_ENTRIES[run]["keep_weights"]
 
 
-def get_run_outputs():
-    """Each run's feature table, tables, figures and REPORT.md section (and its releases)."""
-    releases = [run_path(run, "released.json") for run in RUN_ENTRIES if releasing(run)]
-    return releases + [
-        path
-        for run in RUN_ENTRIES
-        for path in (
-            run_path(run, "features.parquet"),
-            run_path(run, "REPORT.md"),
-            *[run_path(run, f"figures/{f}.png") for f in RUN_FIGURES],
+GROUPS_DIR = f"{RESULTS}/groups"
+RUN_GROUPS = {}  # group -> its runs, in config order (runs.<name>.group)
+for _run, _entry in RUN_ENTRIES.items():
+    if _entry.get("group"):
+        RUN_GROUPS.setdefault(_entry["group"], []).append(_run)
+
+
+def group_path(group, name):
+    return f"{GROUPS_DIR}/{group}/{name}"
+
+
+def get_group_inputs(wildcards):
+    """A group's member feature tables and each member's latest checkpoint inputs (what it
+    records of its training is checked across the seeds)."""
+    runs = RUN_GROUPS[wildcards.group]
+    return dict(
+        tables=[run_path(r, "features.parquet") for r in runs],
+        probes=[f for r in runs for f in checkpoint_inputs(r, max(checkpoints_of(r)))],
+    )
+
+
+def get_group_members(wildcards):
+    """{run: {seed, probes: how many of the probe inputs are its}} of a group, in config order."""
+    return {
+        run: dict(
+            seed=RUN_ENTRIES[run]["seed"],
+            probes=(
+                1
+                if RUN_ENTRIES[run].get("hub")
+                else len(LISTED[run][max(LISTED[run])].files)
+            ),
         )
+        for run in RUN_GROUPS[wildcards.group]
+    }
+
+
+def get_group_outputs():
+    """Each group's tables and REPORT.md section."""
+    return [
+        group_path(g, name)
+        for g in RUN_GROUPS
+        for name in ("tables/contrasts.csv", "REPORT.md")
     ]
+
+
+def get_run_outputs():
+    """Each run's feature table, tables, figures and REPORT.md section (and its releases), and
+    each group's."""
+    releases = [run_path(run, "released.json") for run in RUN_ENTRIES if releasing(run)]
+    return (
+        releases
+        + get_group_outputs()
+        + [
+            path
+            for run in RUN_ENTRIES
+            for path in (
+                run_path(run, "features.parquet"),
+                run_path(run, "REPORT.md"),
+                *[run_path(run, f"figures/{f}.png") for f in RUN_FIGURES],
+            )
+        ]
+    )

@@ -208,3 +208,31 @@ rule run_analysis:
         },
     script:
         "../scripts/run_analysis.py"
+
+
+# A group of runs that are seeds of one recipe (runs.<name>.group): the between-seed contrast.
+rule run_group:
+    input:
+        unpack(get_group_inputs),
+    output:
+        members_csv=f"{GROUPS_DIR}/{{group}}/tables/members.csv",
+        members_md=f"{GROUPS_DIR}/{{group}}/tables/members.md",
+        contrasts_csv=f"{GROUPS_DIR}/{{group}}/tables/contrasts.csv",
+        contrasts_md=f"{GROUPS_DIR}/{{group}}/tables/contrasts.md",
+        section=f"{GROUPS_DIR}/{{group}}/REPORT.md",
+    log:
+        f"{RESULTS}/logs/groups/{{group}}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        group=lambda wc: wc.group,
+        members=get_group_members,
+        primary=lambda wc: config["groups"].get(wc.group, {}).get("primary", []),
+        sesoi=config["analysis"]["sesoi"],
+        seed=config["analysis"]["bootstrap_seed"],
+    script:
+        "../scripts/run_group.py"

@@ -117,6 +117,7 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
             problems.append("topology.layers: empty pattern")
     for name, entry in config["runs"].items():
         problems += run_problems(name, entry, base_dir)
+    problems += group_problems(config["runs"], config.get("groups") or {})
     if control_enabled(config):
         problems += control_problems(config["control"])
     problems += confirm_problems(config)
@@ -168,6 +169,33 @@ def spine_enabled(config: dict) -> bool:
 
 def pythia_enabled(config: dict) -> bool:
     return bool(config["pythia"]["enabled"])
+
+
+def group_problems(runs: dict, groups: dict) -> list[str]:
+    """What is wrong with the groups of runs: a run in a group without a seed, a seed without a
+    group, a group of one run, groups: naming a group no run is in."""
+    problems, members = [], {}
+    for name, entry in runs.items():
+        group, seed = entry.get("group"), entry.get("seed")
+        if group and seed is None:
+            problems.append(
+                f"runs.{name}: in group {group} but no seed: give runs.{name}.seed (an integer)"
+            )
+        if seed is not None and not group:
+            problems.append(f"runs.{name}.seed: only used with group: (seeds of one recipe)")
+        if group:
+            members.setdefault(group, []).append(name)
+    for group, names in members.items():
+        if len(names) < 2:
+            problems.append(
+                f"group {group} has one run ({names[0]}): a between-seed contrast needs at least "
+                "2 seeds of one recipe (4 for p < 0.05)"
+            )
+    for group in groups:
+        if group not in members:
+            known = ", ".join(sorted(members)) or "none"
+            problems.append(f"groups.{group}: no run is in group {group} (groups: {known})")
+    return problems
 
 
 def run_problems(name: str, entry: dict, base_dir: str | Path = ".") -> list[str]:

@@ -2,7 +2,8 @@
 
 ``workflow/scripts/*.py`` unpack the ``snakemake`` object and call exactly one of these. The rules
 of ``workflow/rules/<stage>.smk`` have their jobs in ``jobs/<stage>.py`` (data, train, topology,
-aggregate, analysis, figures, confirm, control, pythia, runs; ``common`` holds their helpers).
+aggregate, analysis, figures, confirm, control, pythia, runs, groups (the runs' groups); ``common``
+holds their helpers).
 Imports inside the jobs are local so that a job loads only what it needs (the topology job must
 never import torch).
 """
@@ -44,6 +45,9 @@ from topotrain.jobs.figures import (
     report_markdown_job,
     training_figures_job,
 )
+from topotrain.jobs.groups import (
+    run_group_job,
+)
 from topotrain.jobs.pythia import (
     fetch_pythia_job,
     pythia_embedding_tables_job,
@@ -78,6 +82,7 @@ from topotrain.jobs.train import (
 )
 
 __all__ = [
+    "run_group_job",
     "run_diagram_series_job",
     "train_control_job",
     "control_features_job",
