@@ -231,15 +231,34 @@ def layer_options(entry: Mapping) -> dict:
 ADAPTER_CONFIG = "adapter_config.json"  # what PEFT saves beside a LoRA adapter's weights
 
 
-def adapter_hint(files: Sequence[str], shapes: Mapping[str, Sequence[int]]) -> str:
-    """A hint for a LoRA/PEFT adapter folder (adapter_config.json beside it, or lora_ tensors):
-    its matrices are the adapters' A and B factors, which patterns select; '' otherwise."""
+CLI_ENV = "TOPOTRAIN_CLI"  # "analyse" when `topotrain analyse` started the workflow (cli.py)
+
+
+def unknown_architecture(label: str, files: Sequence[str], shapes: Mapping[str, Sequence]) -> str:
+    """The error of a run without a config.json: the ways out as the config's keys, or as
+    `topotrain analyse`'s flags when it started the workflow (``CLI_ENV``); for a LoRA/PEFT adapter
+    folder (adapter_config.json beside it, or lora_ tensors) the patterns of its A and B factors."""
+    from os import environ
+
+    if environ.get(CLI_ENV) == "analyse":
+        way_out = (
+            "pass --config FILE (the architecture's config.json) or --layers PATTERN [PATTERN ...] "
+            "(and --transposed PATTERN for matrices stored (in, out)) to topotrain analyse"
+        )
+        lora_b, lora_a = "--layers '*lora_B.weight'", "'*lora_A.weight'"
+    else:
+        way_out = (
+            "give the run a `config:` (a config.json) or `layers:` patterns (and `transposed:` "
+            "for matrices stored (in, out))"
+        )
+        lora_b, lora_a = '`layers: ["*lora_B.weight"]`', '`"*lora_A.weight"`'
+    text = f"{label}: no config.json beside {files[0]}, so the architecture is unknown: {way_out}"
     beside = Path(files[0]).parent / ADAPTER_CONFIG
     if not beside.is_file() and not any("lora_" in name for name in shapes):
-        return ""
+        return text
     return (
-        '; this looks like a LoRA/PEFT adapter: `layers: ["*lora_B.weight"]` analyses its '
-        'up-projections (`"*lora_A.weight"` the down-projections), each stored (out, in)'
+        f"{text}; this looks like a LoRA/PEFT adapter: {lora_b} analyses its up-projections "
+        f"({lora_a} the down-projections), each stored (out, in)"
     )
 
 
@@ -268,11 +287,7 @@ def layer_map(
         }
         source = "patterns"
     else:
-        raise RunError(
-            f"{label}: no config.json beside {files[0]}, so the architecture is unknown: give the "
-            "run a `config:` (a config.json) or `layers:` patterns (and `transposed:` for "
-            "matrices stored (in, out))" + adapter_hint(files, shapes)
-        )
+        raise RunError(unknown_architecture(label, files, shapes))
     if not chosen:
         wanted = options["layers"] or "the architecture's linear maps"
         raise RunError(
