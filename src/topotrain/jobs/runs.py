@@ -171,6 +171,17 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     log.info("runs.%s: %d checkpoints, %d layer rows", name, len(table), len(layers))
 
 
+def rotation_note(params: Mapping, table) -> str | None:
+    """A local run's note on the saves rotation removed (``sources.rotation``): its folder's
+    newest trainer_state.json against the steps whose weights are on disk; None for a hub run."""
+    if not params.get("path"):
+        return None
+    from topotrain.sources.rotation import folder_rotation_note
+
+    on_disk = table.loc[~table["weights_gone"].astype(bool), "step"]
+    return folder_rotation_note(params["path"], params["glob"], on_disk, table["step"])
+
+
 def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
     """A run's associations with its logged losses, phases, figures and REPORT.md section."""
     import pandas as pd
@@ -183,6 +194,9 @@ def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) 
     assoc, summary, phases, notes = run_analysis(
         table, params["n_resamples"], params["seed"], params["threshold"], params["n_bkps"]
     )
+    if note := rotation_note(params, table):
+        log.info("runs.%s: %s", params["name"], note)
+        notes.append(note)
     _tables(out, "associations", assoc, f"runs.{params['name']}: associations with loss")
     _tables(out, "summary", summary, f"runs.{params['name']}: beyond the clock")
     _tables(out, "phases", phases, f"runs.{params['name']}: phases")
