@@ -26,7 +26,8 @@ OPTIONAL = "?"  # marks a key read with .get: a key only some configs give
 
 
 def tiny_study(workdir: Path, topology_jobs: str = "checkpoint") -> None:
-    """The tiny study with every branch on: the spine, a local run, Pythia, the control, and the
+    """The tiny study with every branch on: the spine, two local runs in a group, Pythia, the
+    control, and the
     confirmation of the spine and the control on fresh seeds; ``topology_jobs``: the spine's
     weight topology per checkpoint or per training."""
     train, valid = write_corpus(workdir, n_chars=2_000)
@@ -35,6 +36,8 @@ def tiny_study(workdir: Path, topology_jobs: str = "checkpoint") -> None:
     mine = saved_series(workdir / "mine", "gpt2")
     config["runs"] = {"mine": {"path": str(mine), "glob": "step-*"}}
     config["runs"]["mine"]["losses"] = str(mine / "losses.csv")
+    config["runs"]["mine"].update(group="pair", seed=1)  # a group of two seeds of one recipe
+    config["runs"]["mine2"] = {**config["runs"]["mine"], "seed": 2}
     config["runs"]["theirs"] = {"hub": "org/series", "revisions": ["step0", "step10"]}
     config["runs"]["theirs"]["keep_weights"] = False
     config["runs"]["branches"] = {"hub": "org/branches", "revision_pattern": r"step\d+"}
