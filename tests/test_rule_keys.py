@@ -27,9 +27,8 @@ OPTIONAL = "?"  # marks a key read with .get: a key only some configs give
 
 def tiny_study(workdir: Path, topology_jobs: str = "checkpoint") -> None:
     """The tiny study with every branch on: the spine, two local runs in a group, Pythia, the
-    control, and the
-    confirmation of the spine and the control on fresh seeds; ``topology_jobs``: the spine's
-    weight topology per checkpoint or per training."""
+    control, and the confirmation of the spine and the control on fresh seeds;
+    ``topology_jobs``: the spine's weight topology per checkpoint or per training."""
     train, valid = write_corpus(workdir, n_chars=2_000)
     config = tiny_config(train, valid)
     config["topology"]["jobs"] = topology_jobs
