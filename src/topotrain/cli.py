@@ -3,10 +3,11 @@
 - ``topotrain init [DIR]``: the default config.yaml (commented) into DIR;
 - ``topotrain run [--cores N] [SNAKEMAKE ARGS …]``: the workflow on the config where you stand
   (the schema's defaults fill in whatever it leaves out, so an overlay of just ``runs:``
-  works), failed jobs' logs printed in the terminal;
-- ``topotrain analyse PATH [PATH …] [--losses F] [--name N]``: checkpoint folders (or hub ids with
-  ``--revisions``) as ``runs:`` entries, the GPT study and Pythia off; the config it used is
-  written to ./config.yaml, so ``topotrain run`` repeats it;
+  works); a failed job is one line, ``topotrain: <cause> (log: <path>)`` (``cli_errors``);
+- ``topotrain analyse PATH [PATH …] [--name N] [--losses F …] [--group G --seed S … --primary F …]
+  [--layers P …] [--transposed P …] [--config FILE]``: checkpoint folders (or hub ids with
+  ``--revisions``) as ``runs:`` entries, every key an entry can say; the GPT study and Pythia
+  off; the config it used is written to ./config.yaml, so ``topotrain run`` repeats it;
 - ``topotrain report``: Snakemake's HTML report of the results (``results/report.html``).
 
 The workflow (Snakefile, config.yaml, workflow/, envs/, profiles/) comes from the installed wheel
@@ -16,18 +17,27 @@ The workflow (Snakefile, config.yaml, workflow/, envs/, profiles/) comes from th
 from __future__ import annotations
 
 import argparse
+import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import yaml
 
+from topotrain.cli_errors import CLI_ENV, FailureFilter
 from topotrain.config import NAME, NAME_RULE
 
 BUNDLE = Path(__file__).resolve().parent / "_workflow"  # in a built wheel
 CHECKOUT = Path(__file__).resolve().parents[2]  # src/topotrain/cli.py → the repository
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+SEED_IN_NAME = re.compile(r"seed[-_]?(\d+)", re.IGNORECASE)  # pythia-14m-seed3 → 3
+SIGNS = {"+": 1, "-": -1}  # --primary FEATURE:+ / FEATURE:- → {feature, sign}
+ANALYSE_KEYS = ("losses", "revisions", "glob", "group", "seeds", "primary")
+ANALYSE_KEYS += ("layers", "transposed", "config")  # analyse_config's keywords, as parsed
+IDLE_S = 0.5  # no output from Snakemake for this long: a failed job's block is complete
 
 
 class CliError(SystemExit):
@@ -71,16 +81,50 @@ def snakemake_command(cores: int, args: list[str], directory: str = ".") -> list
         directory,
         "--cores",
         str(cores),
-        "--show-failed-logs",
         *args,
     ]
 
 
-def run(cores: int, args: list[str], directory: str = ".") -> int:
+def run(cores: int, args: list[str], directory: str = ".", env: dict | None = None) -> int:
     """Run the workflow in ``directory``; returns Snakemake's exit status."""
     cmd = snakemake_command(cores, args, directory)
     print("running:", " ".join(cmd[2:]), flush=True)
-    return subprocess.call(cmd)
+    return filtered(cmd, directory, env)
+
+
+def filtered(cmd: list[str], directory: str = ".", env: dict | None = None) -> int:
+    """Run ``cmd`` with its stderr (Snakemake's log) through ``FailureFilter`` as it comes, its
+    stdout untouched; returns its exit status."""
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=env)
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    errors = FailureFilter(directory)
+    try:
+        relay(lines, errors)
+    except KeyboardInterrupt:  # Snakemake got it too: its last lines, then its status
+        relay(lines, errors)
+    return proc.wait()
+
+
+def relay(lines: queue.Queue, errors: FailureFilter) -> None:
+    """Print the filtered lines until the end of the output (None)."""
+    while True:
+        try:
+            line = lines.get(timeout=IDLE_S)
+        except queue.Empty:
+            line, out = "", errors.idle()
+        else:
+            out = errors.close() if line is None else errors.feed(line)
+        for text in out:
+            print(text, file=sys.stderr, flush=True)
+        if line is None:
+            return
 
 
 def run_name(path: str) -> str:
@@ -107,8 +151,77 @@ def run_entry(path: str, losses: str | None, revisions: list[str] | None, glob: 
     return entry
 
 
-def analyse_config(paths: list[str], names: list[str] | None, **entry) -> dict:
-    """The overlay ``analyse`` writes: the GPT study and Pythia off, one runs: entry per path."""
+def per_path(values: str | list[str] | None, n: int, flag: str) -> list:
+    """One value per PATH from ``flag``'s values: one for all, or one each."""
+    values = [values] if isinstance(values, str) else list(values or [])
+    if len(values) in (0, 1):
+        return (values or [None]) * n
+    if len(values) != n:
+        raise CliError(f"{n} PATHs but {len(values)} {flag} values: give one for all, or one each")
+    return values
+
+
+def architecture_keys(layers, transposed, config: str | None) -> dict:
+    """The entry keys that choose a run's matrices: ``layers``, ``transposed``, ``config``."""
+    keys = {"layers": list(layers or []), "transposed": list(transposed or [])}
+    keys = {key: value for key, value in keys.items() if value}
+    if config is not None:
+        path = Path(config)
+        if not path.exists() and "=" in config:
+            raise CliError(
+                f"--config {config}: topotrain analyse's --config is the architecture's "
+                "config.json; Snakemake's --config cannot be passed through analyse (put the "
+                "key in ./config.yaml and use topotrain run)"
+            )
+        if not path.is_file() and not (path / "config.json").is_file():
+            raise CliError(f"--config {config}: no such file (the architecture's config.json)")
+        keys["config"] = str(path.resolve())
+    return keys
+
+
+def group_seeds(names: list[str], seeds: list[int] | None) -> list[int]:
+    """Each run's seed in its group: ``seeds`` (one per PATH), else the digits after "seed" in
+    every run name."""
+    if seeds:
+        if len(seeds) != len(names):
+            raise CliError(f"{len(names)} PATHs but {len(seeds)} --seed values: give one per PATH")
+        return list(seeds)
+    found = [SEED_IN_NAME.findall(name) for name in names]
+    if not all(found):
+        lacking = [name for name, digits in zip(names, found, strict=True) if not digits]
+        raise CliError(
+            f"--group needs each run's seed: the run names {lacking} hold no seed<digits>, so "
+            f"pass --seed with one integer per PATH ({len(names)})"
+        )
+    return [int(digits[-1]) for digits in found]
+
+
+def primary_item(text: str) -> str | dict:
+    """A --primary value: FEATURE (two-sided), or FEATURE:+ / FEATURE:- (one-sided)."""
+    feature, sep, sign = text.rpartition(":")
+    if not sep:
+        return text
+    if not feature or sign not in SIGNS:
+        raise CliError(f"--primary {text}: give FEATURE (two-sided), FEATURE:+ or FEATURE:-")
+    return {"feature": feature, "sign": SIGNS[sign]}
+
+
+def analyse_config(
+    paths: list[str],
+    names: list[str] | None,
+    losses: str | list[str] | None = None,
+    revisions: list[str] | None = None,
+    glob: str | None = None,
+    *,
+    group: str | None = None,
+    seeds: list[int] | None = None,
+    primary: list[str] | None = None,
+    layers: list[str] | None = None,
+    transposed: list[str] | None = None,
+    config: str | None = None,
+) -> dict:
+    """The overlay ``analyse`` writes: the GPT study and Pythia off, one runs: entry per path
+    (every flag's key in it), and ``groups:`` when ``primary`` names the group's family."""
     names = names or [run_name(p) for p in paths]
     if len(names) != len(paths):
         raise CliError(f"{len(paths)} paths but {len(names)} --name values")
@@ -117,12 +230,28 @@ def analyse_config(paths: list[str], names: list[str] | None, **entry) -> dict:
             raise CliError(f"run name {name!r}: {NAME_RULE}")
     if len(set(names)) < len(names):
         raise CliError(f"two paths give the same run name in {names}: pass --name for each")
-    runs = {name: run_entry(path, **entry) for name, path in zip(names, paths, strict=True)}
-    return {"spine": {"enabled": False}, "pythia": {"enabled": False}, "runs": runs}
+    if group is None and (seeds or primary):
+        raise CliError(f"--{'seed' if seeds else 'primary'} needs --group NAME")
+    if group is not None and not NAME.match(group):
+        raise CliError(f"group name {group!r}: {NAME_RULE}")
+    each = per_path(losses, len(paths), "--losses")
+    shared = architecture_keys(layers, transposed, config)
+    runs = {
+        name: {**run_entry(path, loss, revisions, glob), **shared}
+        for name, path, loss in zip(names, paths, each, strict=True)
+    }
+    if group is not None:
+        for name, seed in zip(names, group_seeds(names, seeds), strict=True):
+            runs[name].update(group=group, seed=seed)
+    overlay = {"spine": {"enabled": False}, "pythia": {"enabled": False}, "runs": runs}
+    if primary:
+        overlay["groups"] = {group: {"primary": [primary_item(f) for f in primary]}}
+    return overlay
 
 
 def analyse(paths, names, cores: int, args: list[str], force: bool = False, **entry) -> int:
-    """Write ./config.yaml for ``paths`` and run the workflow on it."""
+    """Write ./config.yaml for ``paths`` and run the workflow on it; its jobs' errors name this
+    command's flags (``CLI_ENV``)."""
     config = analyse_config(paths, names, **entry)
     text = "# written by `topotrain analyse`; `topotrain run` repeats the analysis\n"
     text += yaml.safe_dump(config, sort_keys=False)
@@ -131,7 +260,7 @@ def analyse(paths, names, cores: int, args: list[str], force: bool = False, **en
         raise CliError("./config.yaml exists and differs: run in an empty folder, or --force")
     target.write_text(text)
     print(f"wrote {target.resolve()}")
-    return run(cores, args)
+    return run(cores, args, env={**os.environ, CLI_ENV: "analyse"})
 
 
 def report(args: list[str]) -> int:
@@ -142,6 +271,13 @@ def report(args: list[str]) -> int:
     return status
 
 
+ANALYSE_HELP = """Checkpoint folders (or hub ids with --revisions) as runs: entries, the GPT
+study and Pythia off; ./config.yaml gets the config it used. Options it does not know go to
+Snakemake (-n, --profile …), except Snakemake's --config: here --config is the architecture's
+config.json. Give PATHs first: --layers and the other many-valued options take every word after
+them."""
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="topotrain", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -150,14 +286,51 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--force", action="store_true", help="overwrite an existing config.yaml")
     r = sub.add_parser("run", help="run the workflow on ./config.yaml (defaults underneath)")
     r.add_argument("--cores", type=int, default=1)
-    a = sub.add_parser("analyse", aliases=["analyze"], help="analyse checkpoint folders or hub ids")
+    a = sub.add_parser(
+        "analyse",
+        aliases=["analyze"],
+        help="analyse checkpoint folders or hub ids",
+        description=ANALYSE_HELP,
+    )
     a.add_argument("paths", nargs="+", metavar="PATH")
-    a.add_argument("--losses", help="a CSV (step, loss columns) or a trainer_state.json")
     a.add_argument("--name", action="append", dest="names", help="run name (one per PATH)")
+    a.add_argument(
+        "--losses",
+        nargs="+",
+        metavar="F",
+        help="a CSV (step, loss columns) or a trainer_state.json: one for all PATHs, or one each",
+    )
     a.add_argument(
         "--glob", help="which entries of a folder are checkpoints (default checkpoint-*)"
     )
     a.add_argument("--revisions", nargs="+", help="a hub id's revisions (branches)")
+    a.add_argument("--group", help="the PATHs are seeds of one recipe: their group's name")
+    a.add_argument(
+        "--seed",
+        nargs="+",
+        type=int,
+        dest="seeds",
+        metavar="S",
+        help="with --group, each PATH's seed (default: the digits after 'seed' in each run name)",
+    )
+    a.add_argument(
+        "--primary",
+        nargs="+",
+        metavar="F",
+        help="with --group, its pre-named features: FEATURE (two-sided), FEATURE:+ or FEATURE:-",
+    )
+    a.add_argument(
+        "--layers", nargs="+", metavar="P", help="fnmatch patterns of the matrices to analyse"
+    )
+    a.add_argument(
+        "--transposed", nargs="+", metavar="P", help="patterns of matrices stored (in, out)"
+    )
+    a.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the architecture's config.json, when no checkpoint holds one (not Snakemake's "
+        "--config: that one cannot be passed through analyse; use ./config.yaml and run)",
+    )
     a.add_argument("--cores", type=int, default=1)
     a.add_argument("--force", action="store_true", help="overwrite a different ./config.yaml")
     sub.add_parser("report", help="write results/report.html (Snakemake's HTML report)")
@@ -174,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return run(args.cores, rest)
     if args.command in ("analyse", "analyze"):
-        entry = {"losses": args.losses, "revisions": args.revisions, "glob": args.glob}
+        entry = {key: getattr(args, key) for key in ANALYSE_KEYS}
         return analyse(args.paths, args.names, args.cores, rest, args.force, **entry)
     return report(rest)
 

@@ -231,14 +231,13 @@ def layer_options(entry: Mapping) -> dict:
 ADAPTER_CONFIG = "adapter_config.json"  # what PEFT saves beside a LoRA adapter's weights
 
 
-CLI_ENV = "TOPOTRAIN_CLI"  # "analyse" when `topotrain analyse` started the workflow (cli.py)
-
-
 def unknown_architecture(label: str, files: Sequence[str], shapes: Mapping[str, Sequence]) -> str:
     """The error of a run without a config.json: the ways out as the config's keys, or as
     `topotrain analyse`'s flags when it started the workflow (``CLI_ENV``); for a LoRA/PEFT adapter
     folder (adapter_config.json beside it, or lora_ tensors) the patterns of its A and B factors."""
     from os import environ
+
+    from topotrain.cli_errors import CLI_ENV
 
     if environ.get(CLI_ENV) == "analyse":
         way_out = (
