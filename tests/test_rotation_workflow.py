@@ -1,5 +1,6 @@
 """A Trainer folder whose rotation removed saves, analysed by the workflow: the run's section of
-REPORT.md and its analysis log say which; a folder without trainer_state.json says nothing."""
+REPORT.md, its analysis log and the terminal say which; a folder without trainer_state.json says
+nothing."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ def test_a_rotated_trainer_folder_gets_its_note_in_the_report_and_the_log(tmp_pa
     config["analysis"]["bootstrap_resamples"] = 100
     config["runs"] = {"rotated": {"path": "trainer"}, "plain": {"path": "neox", "glob": "step-*"}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    run_snakemake(tmp_path, "--cores", "2")
+    proc = run_snakemake(tmp_path, "--cores", "2")
+    assert f"runs.rotated: {NOTE}\n" in proc.stderr  # the terminal, at the workflow's start
+    assert "runs.plain:" not in proc.stderr
     report = (tmp_path / "results/REPORT.md").read_text()
     rotated, plain = report.split("## Run `rotated`")[1], report.split("## Run `plain`")[1]
     assert f"- note: {NOTE}\n" in rotated.split("## Run")[0]

@@ -54,6 +54,26 @@ def run_steps(run):
     return sorted(set(checkpoints_of(run)) | set(GONE[run]))
 
 
+def say_rotation():
+    """Each local Trainer run's note of the saves rotation removed (its newest
+    trainer_state.json against the checkpoints on disk), on the terminal at every parse; the
+    run's REPORT.md section says it too (run_analysis)."""
+    from topotrain.sources.rotation import folder_rotation_note
+
+    for run, entry in RUN_ENTRIES.items():
+        if run not in LISTED or entry.get("hub"):
+            continue
+        glob_ = entry.get("glob") or DEFAULT_GLOB
+        note = folder_rotation_note(
+            entry["path"], glob_, LISTED[run], sorted(set(LISTED[run]) | set(GONE[run]))
+        )
+        if note:
+            print(f"runs.{run}: {note}", file=sys.stderr)
+
+
+say_rotation()
+
+
 def checkpoint_inputs(run, step):
     """A run checkpoint's inputs: its local weight files (all shards), or the fetch record of its
     hub revision."""
