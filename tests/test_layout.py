@@ -26,6 +26,7 @@ LEVEL = {  # lower levels never import higher ones; a package may import itself
     "hub": 3,
     "io": 3,
     "logs": 3,
+    "cli_errors": 3,  # the topotrain command's reading of a failed job (and its env marker)
 }
 MAX_LINES = 400
 
@@ -84,10 +85,11 @@ ROOM_LEVEL = {  # analysis/'s rooms and modules: lower ones never import higher 
     "calibration": 1,  # simulates the verdicts' own tests, replication's rules among them
     "replication": 2,
     "runs": 2,
+    "groups": 2,  # your seeds: the GPT study's claims' test on a group of runs
     "control": 2,
     "dynamics": 3,
     "prediction": 4,
-    "pythia": 4,
+    "pythia": 3,  # its weight table averages WeightWatcher's columns as aggregate does
     "aggregate": 4,
     "inference": 5,
 }

@@ -76,3 +76,27 @@ def test_a_matrix_that_is_not_finite_is_named(layers):
     bad = dict(layers, broken=np.full((10, 10), np.nan))
     with pytest.raises(ValueError, match="layer broken"):
         ww_layers(bad)
+
+
+def test_a_record_with_a_layer_too_small_to_fit_is_json_and_averages_without_it():
+    """A LoRA-rank matrix (48 × 4: 4 eigenvalues) gets None metrics in a topology record (its JSON
+    has no NaN) and the checkpoint's ww_*_mean is the other layers'."""
+    import json
+
+    import pandas as pd
+
+    from topotrain.analysis.aggregate import ww_features
+    from topotrain.topology.weightwatcher import with_ww
+
+    rng = np.random.default_rng(3)
+    matrices = {"big": rng.normal(size=(64, 32)), "lora": rng.normal(size=(48, 4))}
+    records = with_ww([{"layer": "big", "np_total": 1.0}, {"layer": "lora"}], matrices)
+    text = json.dumps(records, allow_nan=False)  # io.write_record's rule
+    lora = json.loads(text)[1]
+    assert lora["ww_fit"] == "skipped" and lora["ww_alpha"] is None and lora["ww_num_evals"] == 4
+    table = pd.DataFrame(json.loads(text)).assign(model="m", seed=0, step=5)  # as records read
+    means = ww_features(table).iloc[0]
+    assert means["ww_alpha_mean"] == pytest.approx(records[0]["ww_alpha"])
+    assert means["ww_skipped_layers"] == 1
+    with pytest.raises(ValueError, match="no matrix for layers"):
+        with_ww([{"layer": "absent"}], matrices)

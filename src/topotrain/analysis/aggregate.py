@@ -81,7 +81,8 @@ def ww_features(ww: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint: ww_<metric>_mean over the layers WeightWatcher fitted (NaN when it fitted
     none), and how many layers were fitted from fewer than 20 eigenvalues (ww_small_layers) or
     skipped (ww_skipped_layers)."""
-    grouped = ww.groupby(["model", "seed", "step"], sort=True)
+    metrics = {f"ww_{m}": pd.to_numeric(ww[f"ww_{m}"], errors="coerce") for m in WW_METRICS}
+    grouped = ww.assign(**metrics).groupby(["model", "seed", "step"], sort=True)
     out = {f"ww_{m}_mean": grouped[f"ww_{m}"].mean() for m in WW_METRICS}
     out["ww_small_layers"] = grouped["ww_fit"].agg(lambda f: int((f == "small").sum()))
     out["ww_skipped_layers"] = grouped["ww_fit"].agg(lambda f: int((f == "skipped").sum()))

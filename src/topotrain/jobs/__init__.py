@@ -2,8 +2,7 @@
 
 ``workflow/scripts/*.py`` unpack the ``snakemake`` object and call exactly one of these. The rules
 of ``workflow/rules/<stage>.smk`` have their jobs in ``jobs/<stage>.py`` (data, train, topology,
-aggregate, analysis, figures, confirm, control, pythia, runs, groups (the runs' groups); ``common``
-holds their helpers).
+aggregate, analysis, figures, confirm, control, pythia, runs; ``common`` holds their helpers).
 Imports inside the jobs are local so that a job loads only what it needs (the topology job must
 never import torch).
 """
@@ -45,9 +44,6 @@ from topotrain.jobs.figures import (
     report_markdown_job,
     training_figures_job,
 )
-from topotrain.jobs.groups import (
-    run_group_job,
-)
 from topotrain.jobs.pythia import (
     fetch_pythia_job,
     pythia_embedding_tables_job,
@@ -65,6 +61,7 @@ from topotrain.jobs.runs import (
     run_analysis_job,
     run_diagram_series_job,
     run_features_job,
+    run_group_job,
     run_layers_job,
     run_released_job,
     run_revisions_job,

@@ -103,8 +103,13 @@ def analyze(state: dict):
 
 def ww_fields(record: dict) -> dict:
     """One ``ww_layers`` record as the per-layer ``ww_*`` fields of a topology record (the
-    columns of ``aggregate.ww_layer_table``)."""
-    return {f"ww_{k}": v for k, v in record.items() if k != "layer"}
+    columns of ``aggregate.ww_layer_table``); a metric WeightWatcher did not fit (NaN) is None,
+    as the records' JSON has no NaN."""
+    return {
+        f"ww_{k}": None if isinstance(v, float) and not np.isfinite(v) else v
+        for k, v in record.items()
+        if k != "layer"
+    }
 
 
 def with_ww(records: list[dict], matrices: Mapping[str, np.ndarray]) -> list[dict]:
