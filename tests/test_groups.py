@@ -167,3 +167,21 @@ def test_config_checks_name_a_run_without_seed_a_lone_run_and_an_unknown_group()
     assert "runs.d.seed: only used with group: (seeds of one recipe)" in problems
     assert "groups.nope: no run is in group nope (groups: g, h)" in problems
     assert size_label(14_067_712) == "14.1M" and size_label(3_200) == "3.2k"
+
+
+def test_sizes_of_one_recipe_pool_as_the_gpt_studys_models():
+    """Two sizes × 3 seeds: one model per size, the pooled null over 3!·3! = 36 arrangements; its
+    S is the mean of the two sizes' ρ (each checked on its own)."""
+    tables = {f"a{s}": run_table(s) for s in range(3)}
+    tables |= {f"b{s}": run_table(10 + s, n_params=7_000) for s in range(3)}
+    seeds = {f"a{s}": s for s in range(3)} | {f"b{s}": s for s in range(3)}
+    df, members, _ = group_frame("r", tables, seeds)
+    assert sorted(members["model"].unique()) == ["r 3.2k", "r 7.0k"]
+    pooled = group_contrasts(df).set_index(["feature", "target"]).loc[("h0_total", "train_loss")]
+    assert pooled["models"] == "r 3.2k;r 7.0k" and pooled["arrangements"] == 36
+    per_size = [
+        brute_one_sided(df[df["model"] == m], "h0_total", "train_loss", 1.0)[0]
+        for m in ("r 3.2k", "r 7.0k")
+    ]
+    assert pooled["rho_clock"] == pytest.approx(np.mean(per_size), abs=1e-12)
+    assert "r 3.2k: 3 seeds, r 7.0k: 3 seeds" in power_note(df)
