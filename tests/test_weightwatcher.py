@@ -100,3 +100,31 @@ def test_a_record_with_a_layer_too_small_to_fit_is_json_and_averages_without_it(
     assert means["ww_skipped_layers"] == 1
     with pytest.raises(ValueError, match="no matrix for layers"):
         with_ww([{"layer": "absent"}], matrices)
+
+
+def test_alpha_halves_are_the_means_over_alternate_layers():
+    """ww_alpha_half1_mean averages the 1st and 3rd layer's α, half2 the 2nd and 4th (a skipped
+    layer's missing α left out); ww_alpha_mean all four."""
+    import pandas as pd
+
+    from topotrain.analysis.aggregate import ww_features
+
+    alphas = [2.0, 3.0, 4.0, None]
+    table = pd.DataFrame(
+        {
+            "model": "m",
+            "seed": 0,
+            "step": 10,
+            "layer": ["a", "b", "c", "d"],
+            "ww_alpha": alphas,
+            "ww_fit": ["fitted", "fitted", "small", "skipped"],
+            **{f"ww_{m}": 1.0 for m in ("alpha_weighted", "log_spectral_norm", "log_norm")},
+            "ww_stable_rank": 1.0,
+        }
+    )
+    row = ww_features(table).iloc[0]
+    assert row["ww_alpha_half1_mean"] == 3.0 and row["ww_alpha_half2_mean"] == 3.0
+    assert row["ww_alpha_mean"] == 3.0 and row["ww_small_layers"] == 1
+    table.loc[1, "ww_alpha"] = 5.0
+    row = ww_features(table).iloc[0]
+    assert row["ww_alpha_half2_mean"] == 5.0 and row["ww_alpha_mean"] == pytest.approx(11 / 3)

@@ -79,13 +79,19 @@ def ww_layer_table(ww: pd.DataFrame) -> pd.DataFrame:
 
 def ww_features(ww: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint: ww_<metric>_mean over the layers WeightWatcher fitted (NaN when it fitted
-    none), and how many layers were fitted from fewer than 20 eigenvalues (ww_small_layers) or
-    skipped (ww_skipped_layers)."""
+    none), how many layers were fitted from fewer than 20 eigenvalues (ww_small_layers) or
+    skipped (ww_skipped_layers), and α's mean over the 1st, 3rd, … and over the 2nd, 4th, …
+    layer in the table's order (ww_alpha_half1_mean, ww_alpha_half2_mean: two measurements of
+    the checkpoint's α with separate fit errors, for the split-half partial on α)."""
     metrics = {f"ww_{m}": pd.to_numeric(ww[f"ww_{m}"], errors="coerce") for m in WW_METRICS}
     grouped = ww.assign(**metrics).groupby(["model", "seed", "step"], sort=True)
     out = {f"ww_{m}_mean": grouped[f"ww_{m}"].mean() for m in WW_METRICS}
     out["ww_small_layers"] = grouped["ww_fit"].agg(lambda f: int((f == "small").sum()))
     out["ww_skipped_layers"] = grouped["ww_fit"].agg(lambda f: int((f == "skipped").sum()))
+    for half in (0, 1):  # α over alternate layers: two measurements with their own fit errors
+        out[f"ww_alpha_half{half + 1}_mean"] = grouped["ww_alpha"].agg(
+            lambda a, h=half: a.iloc[h::2].mean()
+        )
     return pd.DataFrame(out).reset_index()
 
 
