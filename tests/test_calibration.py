@@ -19,7 +19,13 @@ from topotrain.analysis.calibration.effect import (
     judge_effect,
     study_effects,
 )
-from topotrain.analysis.calibration.simulator import SPREAD, effect_scenarios, true_effect
+from topotrain.analysis.calibration.simulator import (
+    ALPHA_NULLS,
+    ALPHA_SIGNALS,
+    SPREAD,
+    effect_scenarios,
+    true_effect,
+)
 from topotrain.analysis.calibration.suite import (
     CALIBRATION_COLUMNS,
     EFFECT_SCENARIOS,
@@ -119,19 +125,28 @@ def test_the_effect_the_suite_checks_is_the_slope_the_simulator_plants(name):
 
 def test_the_alpha_nulls_share_one_latent_quantity_that_a_measures_exactly_or_with_noise():
     """alpha_latent: x's and y's seed deviations correlate only through s, which a's deviations
-    are (partialling a removes it); alpha_noisy: a's deviations correlate 1/√2 with s's."""
+    are (partialling a removes it); alpha_noisy: a's deviations correlate 1/√2 with s's
+    (alpha_noisier: 1/2); a2, the other half's, measures s as a does with errors of its own."""
     rng = np.random.default_rng(3)
-    for name, reliability in (("alpha_latent", 1.0), ("alpha_noisy", 2**-0.5)):
+    for name, reliability in (
+        ("alpha_latent", 1.0),
+        ("alpha_noisy", 2**-0.5),
+        ("alpha_noisier", 0.5),
+    ):
         sim = simulate(name, rng, (400, 3))
-        dx, dy, da = (deviations(sim[c]).ravel() for c in ("x", "y", "a"))
+        dx, dy, da, da2 = (deviations(sim[c]).ravel() for c in ("x", "y", "a", "a2"))
         assert np.corrcoef(dx, dy)[0, 1] == pytest.approx(0.5, abs=0.03)  # var s / (var s + var e)
         rx, ry = (v - np.polyfit(da, v, 1)[0] * da for v in (dx, dy))
         partial = np.corrcoef(rx, ry)[0, 1]
-        # partial ρ given a: 0 when a is s; (0.5 − 0.5²) / (1 − 0.5²) = 1/3 when a = s + noise
-        assert partial == pytest.approx(0.0 if reliability == 1.0 else 1 / 3, abs=0.04)
+        # partial ρ given a (ρ_xa² = ρ_ya² = R²/2): 0 when a is s; (0.5 − R²/2) / (1 − R²/2)
+        assert partial == pytest.approx((1 - reliability**2) / (2 - reliability**2), abs=0.04)
+        # the halves' errors are independent: a and a2 correlate R² (1 when both are s)
+        assert np.corrcoef(da, da2)[0, 1] == pytest.approx(reliability**2, abs=0.03)
+    latent = simulate("alpha_latent", rng, (2, 3))
+    assert np.array_equal(latent["a"], latent["a2"])  # both halves are s exactly
     plain = simulate("random_walk", np.random.default_rng(3), (400, 3), stand_in=True)
-    da, dy = (deviations(plain[c]).ravel() for c in ("a", "y"))
-    assert abs(np.corrcoef(da, dy)[0, 1]) < 0.05
+    da, da2, dy = (deviations(plain[c]).ravel() for c in ("a", "a2", "y"))
+    assert abs(np.corrcoef(da, dy)[0, 1]) < 0.05 and abs(np.corrcoef(da, da2)[0, 1]) < 0.05
 
 
 def test_the_l2_function_null_has_no_effect_beyond_the_scale_only():
@@ -316,11 +331,15 @@ def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
         "spread_r0.1",  # the artefact rule where β ≥ Δ
         "paired_gaussian",
         "paired_heavy_tailed",
-        "alpha_latent",
-        "alpha_noisy",
+        *ALPHA_NULLS,
     }
-    alpha = one[one["scenario"].isin(["alpha_latent", "alpha_noisy"])]
-    assert set(alpha["test"]) == {"seed_contrast_alpha p (model)", "seed_contrast_alpha p (pooled)"}
+    alpha = one[one["scenario"].str.startswith("alpha")]
+    assert set(alpha["test"]) == {
+        f"{view} p ({level})"
+        for view in ("seed_contrast_alpha", "seed_contrast_alpha_split")
+        for level in ("model", "pooled")
+    }
+    assert set(alpha.loc[alpha["measures"] == "power", "scenario"]) == set(ALPHA_SIGNALS)
     effect = one[one["test"].isin(EFFECT_TESTS)]
     assert set(effect["scenario"]) == {*NULLS, *EFFECT_SCENARIOS} | {
         f"signal_r{r:g}" for r in (0.05, 0.1, 0.2, 0.4)

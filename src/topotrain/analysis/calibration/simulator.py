@@ -41,11 +41,16 @@ NULLS = (
     "opposite_sign",
 )
 SIGNALS = tuple(f"signal_r{r:g}" for r in EFFECTS)
-# Nulls of the partial contrast on α (seed_contrast_alpha) only: feature and loss share a latent
-# spectral quantity s and nothing else; "a", α's stand-in, measures s exactly (alpha_latent) or
-# with as much noise again (alpha_noisy: its deviations correlate 0.71 with s's). Partialling a
-# noisy covariate under-adjusts: the second measures by how much.
-ALPHA_NULLS = ("alpha_latent", "alpha_noisy")
+# Nulls of the partial contrasts on α (seed_contrast_alpha, _split) only: feature and loss share a
+# latent spectral quantity s and nothing else; "a" and "a2", α's stand-in on two halves of the
+# layers, measure s exactly (alpha_latent: a = a2) or each with its own noise, as much again
+# (alpha_noisy: deviations correlate 0.71 with s's, 0.5 with each other) or three times the
+# variance (alpha_noisier: 0.5 and 0.25). Partialling a noisy covariate under-adjusts: the second
+# measures by how much. alpha_signal_r<r>: alpha_noisy with x carrying a share r of y's own
+# fluctuation (beyond s).
+ALPHA_NULLS = ("alpha_latent", "alpha_noisy", "alpha_noisier")
+ALPHA_SIGNALS = ("alpha_signal_r0.2",)
+ALPHA_ERROR = {"alpha_latent": 0.0, "alpha_noisier": np.sqrt(3)}  # error sd / s's sd (else 1)
 
 
 def effect_scenarios(sesoi: float = SESOI) -> tuple[str, ...]:
@@ -80,7 +85,7 @@ def _trends(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def share(name: str, models: int = N_MODELS) -> np.ndarray | float:
     """The planted share r of scenario ``name`` (0 for the nulls); ``spread_r<r>``: per model,
     r + SPREAD[m mod N_MODELS] for ``models`` models, shaped (models, 1, 1)."""
-    if not name.startswith(("signal_r", "decay_r", "spread_r")):
+    if not name.startswith(("signal_r", "decay_r", "spread_r", "alpha_signal_r")):
         return 0.0
     r = float(name.split("_r", 1)[1])
     if name.startswith("spread"):
@@ -108,14 +113,23 @@ def true_effect(name: str, view: str) -> float | None:
 def _loss_and_rule(
     name: str, rng: np.random.Generator, full: tuple[int, ...], t: np.ndarray
 ) -> tuple:
-    """(y, l, draw_x[, a]) of one scenario: the loss, the norm, a rule drawing one feature of the
-    same runs with fresh noise, and (ALPHA_NULLS) α's stand-in."""
+    """(y, l, draw_x[, a, draw_a2]) of one scenario: the loss, the norm, a rule drawing one
+    feature of the same runs with fresh noise, and (alpha_*) α's stand-in and a rule drawing its
+    second measurement."""
     fx, fy, fl = _trends(t)
-    if name in ALPHA_NULLS:  # x and y share s only; a measures s (alpha_noisy: with noise)
+    if name.startswith("alpha"):  # x and y share s (and a share r of u) only; a measures s
         s, u, w = _ar(rng, 0.8, full), _ar(rng, 0.8, full), _ar(rng, 0.8, full) / 5
-        noisy = name == "alpha_noisy"
-        a = _alpha_trend(t) + s + (_ar(rng, 0.8, full) if noisy else 0.0)
-        return fy + s + u, fl + w, lambda: fx + s + _ar(rng, 0.8, full), a
+        err, r = ALPHA_ERROR.get(name, 1.0), share(name)
+
+        def measure() -> np.ndarray:
+            return _alpha_trend(t) + s + (err * _ar(rng, 0.8, full) if err else 0.0)
+
+        a = measure()
+
+        def draw_x() -> np.ndarray:
+            return fx + s + r * u + np.sqrt(1 - r**2) * _ar(rng, 0.8, full)
+
+        return fy + s + u, fl + w, draw_x, a, measure
     if name == "random_walk":
         y, norm = (np.cumsum(rng.normal(0, NOISE, full), axis=-1) for _ in range(2))
         return y, norm + 1, lambda: np.cumsum(rng.normal(0, NOISE, full), axis=-1)
@@ -140,16 +154,18 @@ def _loss_and_rule(
 def simulate(
     name: str, rng: np.random.Generator, shape: tuple[int, int], features: int = 1, stand_in=False
 ) -> dict[str, np.ndarray]:
-    """x, y, l, a of shape (models, seeds, checkpoints) for scenario ``name`` (NULLS, SIGNALS,
-    EFFECT_SCENARIOS, ALPHA_NULLS or any ``signal_r<r>``); ``features`` > 1 adds x_2 …
-    x_<features>, further features of the same runs (same y and l, fresh noise); "a" is α's
-    stand-in, there always, elsewhere with ``stand_in`` (drawn last: the other columns stay as they
-    were without it)."""
+    """x, y, l, a, a2 of shape (models, seeds, checkpoints) for scenario ``name`` (NULLS, SIGNALS,
+    EFFECT_SCENARIOS, ALPHA_NULLS, ALPHA_SIGNALS or any ``signal_r<r>``); ``features`` > 1 adds
+    x_2 … x_<features>, further features of the same runs (same y and l, fresh noise); "a" and
+    "a2" are α's stand-in on two halves of the layers, there always in the alpha_* scenarios,
+    elsewhere with ``stand_in`` (drawn last, a2 after a: the other columns stay as they were)."""
     full = (*shape, N_CHECKPOINTS)
     t = np.arange(N_CHECKPOINTS) * float(STEP)
     y, norm, draw_x, *latent = _loss_and_rule(name, rng, full, t)
     out = {"x": draw_x(), "y": y, "l": norm}
     out |= {f"x_{j}": draw_x() for j in range(2, features + 1)}
-    if latent:  # ALPHA_NULLS: "a" measures what x and y share
-        return out | {"a": latent[0]}
-    return out | ({"a": _alpha_trend(t) + _ar(rng, 0.8, full)} if stand_in else {})
+    if latent:  # alpha_*: "a" and "a2" measure what x and y share
+        return out | {"a": latent[0], "a2": latent[1]()}
+    if not stand_in:
+        return out
+    return out | {c: _alpha_trend(t) + _ar(rng, 0.8, full) for c in ("a", "a2")}

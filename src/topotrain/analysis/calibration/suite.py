@@ -13,6 +13,7 @@ and may not feed a verdict.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -32,6 +33,7 @@ from topotrain.analysis.calibration.effect import (
 )
 from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
     ALPHA_NULLS,
+    ALPHA_SIGNALS,
     EFFECT_SCENARIOS,
     EFFECTS,
     N_CHECKPOINTS,
@@ -50,9 +52,11 @@ from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     PARTIAL,
     SCALE,
+    SPLIT,
     contrast_cell,
     pooled_row,
     seed_permutations,
+    split_cell,
 )
 from topotrain.analysis.inference.stats import (
     ALPHA,
@@ -179,15 +183,9 @@ def _contrast_study(
     claim p per view for a claimed + sign (pooled, one-sided: ``primary.claim_views``' test), the
     sign of x's raw ρ (model 0's seeds' mean, all runs'), and with ``effects`` x's effect
     intervals from ``claim_views`` itself (which checks that its p is this one)."""
-    models = [
-        {**{f: sim[f][i, m] for f in FEATURES}, "y": sim["y"][i, m], SCALE: sim["l"][i, m]}
-        | {"a": sim["a"][i, m]}
-        for m in range(N_MODELS)
-    ]
-    out = {}
-    cells = [contrast_cell(m, "x", "y", PARTIAL, perms, cond="a") for m in models]
-    pooled = pooled_row([null for _, null in cells], PARTIAL, "two-sided", cond="a")
-    out[f"{ALPHA_VIEW} model p"], out[f"{ALPHA_VIEW} pooled p"] = cells[0][0]["p"], pooled["p"]
+    cols = (*FEATURES, "y", "a", "a2")
+    models = [{**{c: sim[c][i, m] for c in cols}, SCALE: sim["l"][i, m]} for m in range(N_MODELS)]
+    out = alpha_study(models, perms)
     for feature, view in ((f, v) for f in FEATURES for v in CONTRAST_VIEWS):
         cells = [contrast_cell(m, feature, "y", view, perms) for m in models]
         nulls = [null for _, null in cells]
@@ -205,6 +203,18 @@ def _contrast_study(
     k = sim["x"].shape[2]
     signs = {"raw sign pooled": np.sign(rho.mean()), "raw sign model": np.sign(rho[:k].mean())}
     return out | signs | {"raw all positive model": bool(np.all(rho[:k] > 0))}
+
+
+def alpha_study(models: list[dict[str, np.ndarray]], perms: np.ndarray) -> dict[str, float]:
+    """Model 0's and the pooled two-sided p of x's contrast with y partial on "a" (ALPHA_VIEW)
+    and cross-fitted on "a" and "a2", α of two halves of the layers (SPLIT), in one study."""
+    partial_a = [contrast_cell(m, "x", "y", PARTIAL, perms, cond="a") for m in models]
+    split = [split_cell(m, "x", "y", ("a", "a2"), perms) for m in models]
+    out = {}
+    for view, cells in ((ALPHA_VIEW, partial_a), (SPLIT, split)):
+        pooled = pooled_row([null for _, null in cells], PARTIAL, "two-sided", cond="a")
+        out[f"{view} model p"], out[f"{view} pooled p"] = cells[0][0]["p"], pooled["p"]
+    return out
 
 
 def _contrast_draws(
@@ -243,8 +253,8 @@ def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
             for f in FEATURES
         ]
     )
-    for level in ("model", "pooled"):
-        hits[f"{ALPHA_VIEW} p ({level})"] = d[f"{ALPHA_VIEW} {level} p"].to_numpy(float) < ALPHA
+    for view, level in itertools.product((ALPHA_VIEW, SPLIT), ("model", "pooled")):
+        hits[f"{view} p ({level})"] = d[f"{view} {level} p"].to_numpy(float) < ALPHA
     bh = np.array([benjamini_hochberg(c) for c in claims]) < ALPHA  # the family of one study
     hits["primary family BH (any rejection)"] = bh.any(axis=1)
     agree = d["raw all positive model"].to_numpy(bool)  # every seed shows the claim's sign (+)
@@ -255,10 +265,11 @@ def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
 def _judge(test: str, name: str, sesoi: float = SESOI) -> tuple[str, float, bool] | None:
     """(measures, nominal, is_null) of a (test, scenario) row, None where the row is not made
     (a null that is not the test's)."""
+    alpha = test.startswith(ALPHA_VIEW)  # SPLIT too
     if test in EFFECT_TESTS:
         return judge_effect(test, name, sesoi)
-    if is_signal(name):
-        return "power", ALPHA, False
+    if is_signal(name):  # the alpha_* signals: the α views' power only
+        return ("power", ALPHA, False) if not name.startswith("alpha") or alpha else None
     return ("false-positive rate", ALPHA, True) if _is_null_for(test, name) else None
 
 
@@ -324,7 +335,7 @@ def _task(
         return _rows(_size_draws(name, n_sim, seed), name, f"{N_MODELS} sizes")
     if k is None:
         return _rows(_run_draws(name, n_sim, n_resamples, seed), name, "1 run")
-    effects = 0 if name in ALPHA_NULLS else None  # their β is not the simulator's to fix
+    effects = 0 if name.startswith("alpha") else None  # their β is not the simulator's to fix
     return _rows(_contrast_draws(name, n_sim, k, seed, effects, sesoi), name, k, sesoi)
 
 
@@ -344,7 +355,7 @@ def calibration_table(
     (the same rows in the same order for any count)."""
     tasks = [(name, k) for name in (*NULLS, *SIGNALS) for k in (None, *seeds)]
     tasks += [(name, k) for name in effect_scenarios(sesoi) for k in seeds]
-    tasks += [(name, k) for name in ALPHA_NULLS for k in seeds]
+    tasks += [(name, k) for name in (*ALPHA_NULLS, *ALPHA_SIGNALS) for k in seeds]
     tasks += [(name, None) for name in (*PAIRED, *SIZE_NULLS)]
     work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed, sesoi=sesoi)
     results: dict[tuple, list[dict]] = {}
@@ -353,13 +364,7 @@ def calibration_table(
         futures = {task: pool.submit(work, task) for task in heavy_first} if pool else {}
         for done, task in enumerate(tasks, 1):
             results[task] = futures[task].result() if pool else work(task)
-            what = (
-                f"{task[1]} seeds, "
-                if task[1]
-                else "per-run, "
-                if task[0] in NULLS + SIGNALS
-                else ""
-            )
+            what = f"{task[1]} seeds, " if task[1] else "per-run, " * (task[0] in NULLS + SIGNALS)
             progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}{n_sim} draws)")
     rows = [row for task in tasks for row in results[task]]
     table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)

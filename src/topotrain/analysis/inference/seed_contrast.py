@@ -16,7 +16,8 @@ of the models' permutation groups, enumerated when it has at most ``EXACT_LIMIT`
 7 776 for 5 models × 3 seeds, smallest p 1/7 776), else ``MC_DRAWS`` draws with p = (1 + #)/(1 + B).
 The partial view keeps the loss's residual on the scale and permutes the feature's curves,
 regressing them on the scale again for each arrangement (so a feature's rows travel without their
-own scale); its size is measured by the calibration suite rather than exact.
+own scale); its size is measured by the calibration suite rather than exact. ``split_cell``: the
+partial on a latent measured twice (α of two halves of the layers), cross-fitted (``split_rhos``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ P_METHOD = "exact permutation of seed labels (all k! arrangements)"
 P_METHOD_MC = "Monte Carlo permutation of seed labels"
 P_METHOD_FL = "permutation of seed labels, the feature re-regressed on {cond} each time"
 PARTIAL = "seed_contrast_partial"  # a partial contrast on a conditioning column the caller names
+SPLIT = "seed_contrast_alpha_split"  # partial on a latent measured twice: α of two layer halves
+P_METHOD_SPLIT = "permutation of seed labels, the feature's residual on {} (instrumented by {})"
 
 
 def deviations(values: np.ndarray) -> np.ndarray:
@@ -264,6 +267,50 @@ def contrast_cell(
     return row, null
 
 
+def split_rhos(
+    dx: np.ndarray, dy: np.ndarray, da1: np.ndarray, da2: np.ndarray, perms: np.ndarray
+) -> np.ndarray:
+    """Cross-fitted partial r of the deviations on a latent measured twice (a1, a2, independent
+    errors), the feature's residual rows permuted by each row of ``perms`` (identity first). With
+    X, Y, A1, A2 centred and D = ΣA1·A2: e_x = X − (ΣX·A2/D)·A1, e_y = Y − (ΣY·A1/D)·A2 (loadings
+    by IV, each half instrumented by the other, so under H0, x and y sharing only the latent, e_x
+    and e_y carry independent errors); r_π = Σ_i G[π(i), i] / √(Σe_x² Σe_y²), G = e_x·e_yᵀ. NaN
+    when D is 0 or a residual is."""
+    x, y, a1, a2 = (v - v.mean() for v in (dx, dy, da1, da2))
+    d = float((a1 * a2).sum())
+    ex = x - (x * a2).sum() / d * a1 if d else np.zeros_like(x)
+    ey = y - (y * a1).sum() / d * a2 if d else np.zeros_like(y)
+    ss_x, ss_y = float((ex * ex).sum()), float((ey * ey).sum())
+    if ss_x <= RESIDUAL_TOL * (x * x).sum() or ss_y <= RESIDUAL_TOL * (y * y).sum():
+        return np.full(len(perms), np.nan)
+    return _permuted_traces(ex @ ey.T, perms) / np.sqrt(ss_x * ss_y)
+
+
+def split_cell(
+    mats: dict[str, np.ndarray], feature: str, target: str, halves: tuple[str, str], perms
+) -> tuple[dict, np.ndarray]:
+    """(rho, p, n, p_method, note, split_r) of one model's cross-fitted partial contrast of
+    (feature, target) on the two measurements ``halves`` (``split_rhos``; two-sided, exact when
+    ``perms`` are all k!) and its null; split_r: r of the halves' deviations, their agreement."""
+    k, columns = mats[target].shape[0], [feature, target, *halves]
+    exact = len(perms) == math.factorial(k)
+    row = {"rho": np.nan, "p": np.nan, "n": 0, "p_method": P_METHOD_SPLIT.format(*halves)}
+    row |= {"note": "", "split_r": np.nan}
+    missing = [c for c in columns if c not in mats]
+    cell = cell_deviations(mats, columns) if not missing else {target: np.zeros((k, 0))}
+    row["n"] = k * cell[target].shape[1]
+    why = f"no {missing[0]} column" if missing else _undefined(k, row["n"] // k, "", None, cell)
+    if why or feature in halves:
+        return row | {"note": why or f"feature is {feature}, a half: r undefined"}, np.full(
+            1, np.nan
+        )
+    null = split_rhos(*(cell[c] for c in columns), perms)
+    if not np.isfinite(null[0]):
+        return row | {"note": "nothing varies after the split-half partial: r undefined"}, null
+    row["split_r"] = float(np.corrcoef(cell[halves[0]].ravel(), cell[halves[1]].ravel())[0, 1])
+    return row | {"rho": float(null[0]), "p": permutation_p(null, "two-sided", exact)}, null
+
+
 POOLED = "pooled"  # the model name of rows pooled over models
 
 
@@ -329,7 +376,7 @@ def pooled_row(
     method = (
         f"{how} permutation of seed labels within each model, {len(keep)} models, {alternative}"
     )
-    cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
+    cond = cond if view == PARTIAL else CONTRAST_VIEWS.get(view)
     if cond:
         method += f" (the feature re-regressed on {cond} each time)"
     note = (
