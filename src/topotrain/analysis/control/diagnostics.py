@@ -8,6 +8,8 @@ measure, and the weight norm), over every seed:
 - the between-seed contrast with test loss (``seed_contrast``: the clock removed): ρ, exact p
   over all k! seed orders, and the effect β with its 95 % interval (``seed_effect``; none below
   ``MIN_ARRANGEMENTS`` orders, i.e. with fewer than 5 seeds);
+- beyond α (the split-half partial on α over alternate matrices, given where the halves agree:
+  split_r ≥ 0.5; ``inference.diagnostics``);
 - beyond the weight norm, the Fourier measure and the layers' weight variance: the contrast
   partial on each (``PARTIAL``): ρ, p and whether it rejects in the plain contrast's sign (a
   partial ρ of the other sign rejects nothing: the feature's link is the other way round once
@@ -24,11 +26,13 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.control.grokking import FOURIER, NORM, TARGET, TOPOLOGY, WVAR
+from topotrain.analysis.inference.diagnostics import HALVES, MIN_SPLIT_R
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     contrast_cell,
     model_matrices,
     seed_permutations,
+    split_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
 from topotrain.analysis.inference.stats import ALPHA
@@ -47,6 +51,10 @@ CONTROL_DIAGNOSTICS_COLUMNS = [
     "effect_ci_low",
     "effect_ci_high",
     *[f"{c}_{name}" for name in BEYOND for c in ("rho", "p", "beats")],
+    "rho_alpha",
+    "p_alpha",
+    "beats_alpha",
+    "split_r",
 ]
 
 
@@ -72,7 +80,7 @@ def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -
     (the control's features, one row per seed and checkpoint) has: topological rows first, then
     WeightWatcher's, then the references."""
     features = [f for f in (*TOPOLOGY, *WW, *REFERENCES) if f in df]
-    conds = [c for c in BEYOND.values() if c in df]
+    conds = [c for c in (*BEYOND.values(), *HALVES) if c in df]
     mats = model_matrices(df, sorted({*features, TARGET, *conds}))
     perms = seed_permutations(df["seed"].nunique(), seed)
     rows = []
@@ -99,5 +107,21 @@ def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -
                 and np.isfinite(plain["rho"])
                 and np.sign(part["rho"]) == np.sign(plain["rho"])
             )
+        row |= _beyond_alpha(mats, feature, perms, plain["rho"], alpha)
         rows.append(row)
     return pd.DataFrame(rows, columns=CONTROL_DIAGNOSTICS_COLUMNS)
+
+
+def _beyond_alpha(mats: dict, feature: str, perms, plain_rho: float, alpha: float) -> dict:
+    """The split-half partial on α's halves (``inference.diagnostics``' beyond α), given where
+    the halves agree (split_r ≥ MIN_SPLIT_R)."""
+    out = {"rho_alpha": np.nan, "p_alpha": np.nan, "beats_alpha": False, "split_r": np.nan}
+    if not all(h in mats for h in HALVES):
+        return out
+    cell, _ = split_cell(mats, feature, TARGET, HALVES, perms)
+    out["split_r"] = cell["split_r"]
+    if not (np.isfinite(cell["split_r"]) and cell["split_r"] >= MIN_SPLIT_R):
+        return out
+    p = cell["p"]
+    beats = bool(np.isfinite(p) and p < alpha and np.sign(cell["rho"]) == np.sign(plain_rho))
+    return out | {"rho_alpha": cell["rho"], "p_alpha": p, "beats_alpha": beats}
