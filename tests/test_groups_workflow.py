@@ -120,6 +120,7 @@ def test_four_real_seeds_analysed_with_the_cli_get_the_between_seed_rows_and_ver
     assert "p < 0.05 is possible (smallest one-sided p 1/24, two-sided 2/24)" in report
     assert "where recorded: model_config, numerics" in report
     assert "### The pre-named family (`groups.recipe.primary`)" in report
+    assert "| no interval (under 40 seed orders) |" in report  # 4 seeds: 24 orders
 
 
 def test_seeds_trained_differently_stop_naming_the_runs_and_what_differs(seed_runs, tmp_path):

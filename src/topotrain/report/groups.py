@@ -31,7 +31,7 @@ def _effect(row: pd.Series, view: str) -> str:
     e = row[f"effect_{view}"]
     low, high = row[f"effect_{view}_ci_low"], row[f"effect_{view}_ci_high"]
     if not np.isfinite(e):
-        return "–"
+        return "no interval (under 40 seed orders)"
     return f"{e:.2f} [{low:.2f}, {high:.2f}]" if np.isfinite(low) else f"{e:.2f} (no interval)"
 
 
