@@ -19,6 +19,7 @@ and the verdict words of ``verdicts.decide_claim`` at Δ (``analysis.sesoi``): t
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 
@@ -175,8 +176,6 @@ def check_recorded(group: str, recorded: Mapping[str, Mapping], sizes: Mapping[s
 
 
 def _canonical(value) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True, default=str)
 
 

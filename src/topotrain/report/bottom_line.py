@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.report import prose
-from topotrain.report.markdown import format_cell, to_markdown
+from topotrain.report.markdown import format_cell, interval_text, to_markdown
 from topotrain.report.null_rates import null_rate
 
 QUESTIONS = {  # question -> the rule ids that answer it
@@ -76,10 +76,7 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
 def effect_phrase(name: str, row) -> str:
     """'TP0 effect 0.02 [−0.04, 0.08] at Δ = 0.1: artefact (at Δ/2: …, at 2Δ: …)': the weaker
     view's effect and its equal-tailed 95 % interval, and the claim's verdicts by the rule."""
-    interval = f"{format_cell(row.effect)} (no interval)"  # analysis.inference.seed_effect's
-    if np.isfinite(row.effect_ci_low):  # effect_text with the report's cells (report/ reads tables)
-        ends = f"{format_cell(row.effect_ci_low)}, {format_cell(row.effect_ci_high)}"
-        interval = f"{format_cell(row.effect)} [{ends}]"
+    interval = interval_text(row.effect, row.effect_ci_low, row.effect_ci_high)
     return (
         f"{name} effect {interval} at Δ = {format_cell(row.sesoi)}: {row.verdict} (at Δ/2: "
         f"{row.verdict_half_sesoi}, at 2Δ: {row.verdict_double_sesoi})"

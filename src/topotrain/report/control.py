@@ -9,7 +9,7 @@ import pandas as pd
 
 from topotrain.config import ALPHA
 from topotrain.report import prose
-from topotrain.report.markdown import to_markdown
+from topotrain.report.markdown import interval_text, to_markdown
 from topotrain.report.plots import plt, save_figure
 
 CURVES = {  # column -> legend label, each scaled to [0, 1] per seed
@@ -125,9 +125,10 @@ def _found(row: pd.Series, alpha: float) -> bool:
 
 
 def _said(row: pd.Series, alpha: float) -> str:
+    ends = (row["effect"], row["effect_ci_low"], row["effect_ci_high"])
     effect = (
-        f"effect {row['effect']:.2f} [{row['effect_ci_low']:.2f}, {row['effect_ci_high']:.2f}]"
-        if np.isfinite(row["effect"]) and np.isfinite(row["effect_ci_low"])
+        f"effect {interval_text(*ends, lambda v: f'{v:.2f}')}"
+        if np.isfinite(ends[0]) and np.isfinite(ends[1])
         else "no effect interval with this few seeds"
     )
     found = _found(row, alpha)
@@ -190,7 +191,7 @@ def control_section(
         table = to_markdown(pooled.drop(columns=["model"]))
         variance = "\n\n" + prose.render("control/np_variance", table=table)
     diagnostics = ""
-    if tables.get("control_diagnostics_csv") and Path(tables["control_diagnostics_csv"]).exists():
+    if tables.get("control_diagnostics_csv"):  # written by control_analysis beside the others
         diag = pd.read_csv(tables["control_diagnostics_csv"])
         diagnostics = "\n\n" + prose.render(
             "control/diagnostics", sentence=monitor_sentence(diag), table=to_markdown(diag)

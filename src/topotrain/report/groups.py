@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.report import prose
-from topotrain.report.markdown import to_markdown
+from topotrain.report.markdown import interval_text, to_markdown
 
 FAMILY_COLUMNS = [
     "feature",
@@ -32,7 +32,7 @@ def _effect(row: pd.Series, view: str) -> str:
     low, high = row[f"effect_{view}_ci_low"], row[f"effect_{view}_ci_high"]
     if not np.isfinite(e):
         return "no interval (under 40 seed orders)"
-    return f"{e:.2f} [{low:.2f}, {high:.2f}]" if np.isfinite(low) else f"{e:.2f} (no interval)"
+    return interval_text(e, low, high, lambda v: f"{v:.2f}")
 
 
 def _shown(rows: pd.DataFrame) -> pd.DataFrame:

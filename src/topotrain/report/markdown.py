@@ -26,6 +26,15 @@ def format_cell(value, digits: int = 4) -> str:
     return str(value).replace("|", "\\|")
 
 
+def interval_text(effect, low, high, fmt=format_cell) -> str:
+    """'0.12 [0.03, 0.21]': an effect and its 95 % interval, each number by ``fmt``; '0.12 (no
+    interval)' where the interval is missing (the report's ``seed_effect.effect_text``: report/
+    reads tables, it does not import the analysis)."""
+    if not math.isfinite(float(low)):
+        return f"{fmt(effect)} (no interval)"
+    return f"{fmt(effect)} [{fmt(low)}, {fmt(high)}]"
+
+
 def to_markdown(df: pd.DataFrame, digits: int = 4) -> str:
     """A GitHub-flavoured Markdown table of ``df`` (no index)."""
     header = "| " + " | ".join(map(str, df.columns)) + " |"

@@ -211,8 +211,8 @@ def alpha_study(models: list[dict[str, np.ndarray]], perms: np.ndarray) -> dict[
     partial_a = [contrast_cell(m, "x", "y", PARTIAL, perms, cond="a") for m in models]
     split = [split_cell(m, "x", "y", ("a", "a2"), perms) for m in models]
     out = {}
-    for view, cells in ((ALPHA_VIEW, partial_a), (SPLIT, split)):
-        pooled = pooled_row([null for _, null in cells], PARTIAL, "two-sided", cond="a")
+    for view, pooled_as, cells in ((ALPHA_VIEW, PARTIAL, partial_a), (SPLIT, SPLIT, split)):
+        pooled = pooled_row([null for _, null in cells], pooled_as, "two-sided", cond="a")
         out[f"{view} model p"], out[f"{view} pooled p"] = cells[0][0]["p"], pooled["p"]
     return out
 

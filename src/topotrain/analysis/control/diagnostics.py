@@ -26,7 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.control.grokking import FOURIER, NORM, TARGET, TOPOLOGY, WVAR
-from topotrain.analysis.inference.diagnostics import HALVES, MIN_SPLIT_R
+from topotrain.analysis.inference.diagnostics import HALVES, halves_agree, rejects_in_sign
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     contrast_cell,
@@ -101,12 +101,7 @@ def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -
             p = part["p"] if cond in mats and cond != feature else np.nan
             row[f"rho_{name}"] = part["rho"] if np.isfinite(p) else np.nan
             row[f"p_{name}"] = p
-            row[f"beats_{name}"] = bool(
-                np.isfinite(p)
-                and p < alpha
-                and np.isfinite(plain["rho"])
-                and np.sign(part["rho"]) == np.sign(plain["rho"])
-            )
+            row[f"beats_{name}"] = rejects_in_sign(p, part["rho"], plain["rho"], alpha)
         row |= _beyond_alpha(mats, feature, perms, plain["rho"], alpha)
         rows.append(row)
     return pd.DataFrame(rows, columns=CONTROL_DIAGNOSTICS_COLUMNS)
@@ -114,14 +109,13 @@ def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -
 
 def _beyond_alpha(mats: dict, feature: str, perms, plain_rho: float, alpha: float) -> dict:
     """The split-half partial on α's halves (``inference.diagnostics``' beyond α), given where
-    the halves agree (split_r ≥ MIN_SPLIT_R)."""
+    the halves agree (``halves_agree``)."""
     out = {"rho_alpha": np.nan, "p_alpha": np.nan, "beats_alpha": False, "split_r": np.nan}
     if not all(h in mats for h in HALVES):
         return out
     cell, _ = split_cell(mats, feature, TARGET, HALVES, perms)
     out["split_r"] = cell["split_r"]
-    if not (np.isfinite(cell["split_r"]) and cell["split_r"] >= MIN_SPLIT_R):
+    if not halves_agree(cell["split_r"]):
         return out
-    p = cell["p"]
-    beats = bool(np.isfinite(p) and p < alpha and np.sign(cell["rho"]) == np.sign(plain_rho))
-    return out | {"rho_alpha": cell["rho"], "p_alpha": p, "beats_alpha": beats}
+    beats = rejects_in_sign(cell["p"], cell["rho"], plain_rho, alpha)
+    return out | {"rho_alpha": cell["rho"], "p_alpha": cell["p"], "beats_alpha": beats}
