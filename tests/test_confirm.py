@@ -154,14 +154,53 @@ def test_confirmation_is_one_sided_in_the_frozen_sign_over_every_seed_order():
     assert (conf["seeds"] == "5;6;7;8;9").all() and (conf["discovery_seeds"] == "0;1;2;3;4").all()
 
 
-def test_an_effect_of_the_other_sign_on_fresh_seeds_is_an_artefact():
+def test_an_effect_significant_in_the_other_sign_on_fresh_seeds_is_reversed():
+    """The frozen discovery's sign flipped on the fresh seeds: every view's one-sided p in the
+    other sign (brute force over every seed order) is below α with every ρ of that sign, BH over
+    the family: "reversed" at every Δ, not "artefact" (its interval lies below Δ, below 0)."""
     discovery = control_table(range(5))
     fresh = control_table(range(5, 10), rng_seed=1)
     fresh["emb_h0_total"] = 2 * fresh["test_loss"].mean() - fresh["emb_h0_total"]  # sign flipped
     conf = confirmation_table(hypotheses_table(discovery, CONTROL), fresh, CONTROL, sesoi=0.1)
     row = conf.set_index("feature").loc["emb_h0_total"]
-    assert row["effect_clock_ci_high"] < 0 < 0.1  # shown below Δ in the clock's view
-    assert row["p"] > 0.5 and row["verdict"] == "artefact"
+    reversed_p = [
+        brute_one_sided(fresh, "emb_h0_total", "test_loss", cond, -1.0)
+        for cond in (None, "weight_l2", "fourier_top5")
+    ]
+    assert row["p_reversed"] == pytest.approx(max(reversed_p), abs=1e-12)
+    assert row["p_reversed"] == pytest.approx(1 / 120)  # 5 seeds: the smallest one-sided p
+    assert row["p_bh_reversed"] == pytest.approx(row["p_reversed"])  # a family of one
+    assert (row[["rho_clock", "rho_norm", "rho_fourier"]].astype(float) < -0.5).all()
+    assert row["effect_clock_ci_high"] < 0 < 0.1 and row["p"] > 0.5 and not row["rejected"]
+    assert row["verdict"] == row["verdict_half_sesoi"] == row["verdict_double_sesoi"]
+    assert row["verdict"] == "reversed"
+
+
+def test_the_report_says_a_reversed_hypothesis_and_its_p_in_the_other_sign(tmp_path):
+    discovery = control_table(range(5))
+    fresh = control_table(range(5, 10), rng_seed=1)
+    fresh["emb_h0_total"] = 2 * fresh["test_loss"].mean() - fresh["emb_h0_total"]  # sign flipped
+    conf = confirmation_table(hypotheses_table(discovery, CONTROL), fresh, CONTROL, sesoi=0.1)
+    conf.to_csv(tmp_path / "c.csv", index=False)
+    [(_, _, body)] = confirm_sections({"control_confirmation_csv": tmp_path / "c.csv"})
+    assert "tested on seeds 5–9 at Δ = 0.1: 1 reversed." in body
+    assert "*reversed*: significant on the fresh seeds in the sign opposite to the frozen" in body
+    head = next(x for x in body.splitlines() if x.startswith("| feature"))
+    line = next(x for x in body.splitlines() if x.startswith("| emb_h0_total"))
+    cells = dict(zip(head.split("|"), line.split("|"), strict=True))
+    assert float(cells[" p_bh, other sign "]) == pytest.approx(1 / 120, rel=1e-3)
+    assert cells[" verdict "].strip() == "reversed"
+
+
+def test_an_effect_shown_small_but_not_of_the_other_sign_is_an_artefact():
+    """Nothing planted on the fresh seeds: the hit neither holds nor reverses (p ≥ α in both
+    signs); at Δ = 1 its interval's upper end lies below Δ: "artefact"."""
+    discovery = control_table(range(5))
+    fresh = control_table(range(5, 10), r=0.0, rng_seed=1)
+    conf = confirmation_table(hypotheses_table(discovery, CONTROL), fresh, CONTROL, sesoi=1.0)
+    row = conf.set_index("feature").loc["emb_h0_total"]
+    assert row["p_bh"] >= 0.05 and row["p_bh_reversed"] >= 0.05
+    assert row["effect_clock_ci_high"] < 1.0 and row["verdict"] == "artefact"
 
 
 def test_no_hit_leaves_the_header_and_an_empty_family():

@@ -20,6 +20,7 @@ from topotrain.analysis.groups import (
     size_label,
 )
 from topotrain.config.checks import group_problems
+from topotrain.report.groups import group_section
 
 
 def run_table(
@@ -185,3 +186,49 @@ def test_sizes_of_one_recipe_pool_as_the_gpt_studys_models():
     ]
     assert pooled["rho_clock"] == pytest.approx(np.mean(per_size), abs=1e-12)
     assert "r 3.2k: 3 seeds, r 7.0k: 3 seeds" in power_note(df)
+
+
+def opposite_table(seed: int, steps=range(0, 100, 10)) -> pd.DataFrame:
+    """One run where h0_total follows the L2 norm up and the loss down (2·norm − loss): between
+    seeds it rises with the loss beyond the clock (the norm's own wiggles carry the loss's) and
+    falls with it beyond the norm; np_mean follows the loss in both views."""
+    rng = np.random.default_rng(200 + seed)
+    steps = np.asarray(list(steps))
+    trend = np.exp(-steps / 40)
+    u, e, n, m = rng.normal(size=(4, steps.size))
+    loss = 3 * trend + 0.1 * u
+    norm = 10 - 3 * trend + 0.1 * (u + 0.3 * e)
+    return pd.DataFrame(
+        {"model": f"run{seed}", "seed": 0, "n_params": 3200, "step": steps}
+        | {"train_loss": loss, "l2_norm_mean": norm, "np_mean": loss + 0.02 * m}
+        | {"h0_total": 2 * (norm - 10) - loss + 0.005 * n}
+    )
+
+
+def test_a_two_sided_claim_whose_views_disagree_in_sign_is_not_rejected():
+    """The issue's case: clock ρ > 0 and scale ρ < 0, both two-sided p small (here 2/5! each):
+    no one sign tracks the loss in both views, so the claim's p is 1 and it is not rejected; a
+    feature of one sign in both views keeps p = the larger view's p and its verdict."""
+    tables = {f"r{s}": opposite_table(s) for s in range(5)}
+    df, members, _ = group_frame("g", tables, {f"r{s}": s for s in range(5)})
+    table = group_contrasts(df, ["h0_total", "np_mean"], sesoi=0.1)
+    row = table.set_index("feature").loc["h0_total"]
+    one_sided = [brute_one_sided(df, "h0_total", "train_loss", s) for s in (1.0, -1.0)]
+    assert row["rho_clock"] == pytest.approx(one_sided[0][0], abs=1e-12)
+    assert row["p_clock"] == pytest.approx(min(1.0, 2 * min(one_sided[0][1], one_sided[1][1])))
+    assert row["rho_clock"] > 0.5 and row["rho_scale"] < -0.9
+    assert row["p_clock"] == pytest.approx(2 / 120) and row["p_scale"] == pytest.approx(2 / 120)
+    assert row["p"] == 1.0 and row["p_bh"] == 1.0 and "views disagree in sign" in row["note"]
+    assert row["verdict"] == "inconclusive"  # intervals ±0.5 to ±1.1: not shown small either
+    same = table.set_index("feature").loc["np_mean"]
+    assert same["rho_clock"] > 0 and same["rho_scale"] > 0
+    assert same["p"] == max(same["p_clock"], same["p_scale"]) == pytest.approx(2 / 120)
+    assert same["p_bh"] == pytest.approx(2 * same["p"])  # BH over the two claims, p's 1/60, 1
+    assert same["verdict"] == "tracks the loss beyond clock and scale"
+    explore = group_contrasts(df, sesoi=0.1)  # unnamed: exploratory, the report counts np_mean
+    assert explore.set_index("feature").loc["h0_total", "p"] == 1.0
+    text = group_section("g", members, explore, [], "", [], [])
+    assert (
+        "1 of 2 exploratory rows have p < 0.05 beyond both the clock and the scale in one sign"
+        in text
+    )

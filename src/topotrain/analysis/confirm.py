@@ -15,6 +15,9 @@ sign; p = the largest over the views (intersection–union: every view must hold
 Benjamini–Hochberg over the family; every view's effect [95 % interval]; the verdict of
 ``decide_claim`` at Δ (and Δ/2, 2Δ) from the upper ends of the clock's and the scale's (the
 control: the norm's) intervals; beside it the discovery effect of the view whose p is the row's.
+The same test in the other sign (``p_reversed``, BH over the family as ``p_bh_reversed``) reads
+REVERSED when it holds: the frozen direction is refuted, not merely shown small. Both directions
+decide by ``signs.holds_in_one_sign`` (every view p < α, every ρ of the one sign).
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from topotrain.analysis.control import grokking
 from topotrain.analysis.inference import associations
 from topotrain.analysis.inference.primary import EFFECT, claim_views
 from topotrain.analysis.inference.seed_contrast import SCALE, model_matrices, seed_permutations
+from topotrain.analysis.inference.signs import holds_in_one_sign
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
 from topotrain.analysis.inference.verdicts import decide_claim
+
+REVERSED = "reversed"  # significant on the fresh seeds in the sign opposite to the frozen one
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,11 @@ def design(df: pd.DataFrame, columns: Sequence[str], seed: int = 0) -> Design:
 
 
 def is_hit(row: dict, views: Sequence[str], alpha: float = ALPHA) -> bool:
-    """Every view's two-sided p < alpha and every view's ρ of one sign (NaN: no hit)."""
-    p = np.array([row[f"p_{v}"] for v in views], float)
-    rho = np.array([row[f"rho_{v}"] for v in views], float)
-    return bool((p < alpha).all() and ((rho > 0).all() or (rho < 0).all()))
+    """Every view's two-sided p < alpha and every view's ρ of one sign (``holds_in_one_sign``;
+    NaN: no hit)."""
+    return holds_in_one_sign(
+        [row[f"p_{v}"] for v in views], [row[f"rho_{v}"] for v in views], alpha
+    )
 
 
 def discovery_screen(
@@ -191,7 +198,7 @@ def hypotheses_table(
 
 
 SUMMARY = ["view", "discovery_effect", "discovery_effect_ci_low", "discovery_effect_ci_high"]
-SUMMARY += [*EFFECT, "p", "p_bh", "rejected", "sesoi", "verdict"]
+SUMMARY += [*EFFECT, "p", "p_bh", "rejected", "p_reversed", "p_bh_reversed", "sesoi", "verdict"]
 SUMMARY += ["verdict_half_sesoi", "verdict_double_sesoi"]
 PROVENANCE = ["discovery_seeds", "discovery_table_sha256", "hypotheses_sha256"]
 
@@ -230,10 +237,16 @@ def confirmation_table(
     rows = [_confirm_row(h, branch, side, df, seed) for _, h in hypotheses.iterrows()]
     out = pd.DataFrame(rows, columns=confirmation_columns(branch))
     out["p_bh"] = benjamini_hochberg(out["p"].to_numpy(float))
-    out["rejected"] = out["p_bh"] < alpha
+    out["p_bh_reversed"] = benjamini_hochberg(out["p_reversed"].to_numpy(float))
+    held, back = (np.array([_one_sign(r, branch, alpha, d) for r in rows], bool) for d in (1, -1))
+    out["rejected"] = (out["p_bh"].to_numpy(float) < alpha) & held
+    reversed_ = (out["p_bh_reversed"].to_numpy(float) < alpha) & back
     out["sesoi"] = sesoi
     for column, delta in zip(SUMMARY[-3:], (sesoi, sesoi / 2, 2 * sesoi), strict=True):
-        out[column] = [_verdict(row, branch, delta) for _, row in out.iterrows()]
+        out[column] = [
+            REVERSED if rev else _verdict(row, branch, delta)
+            for rev, (_, row) in zip(reversed_, out.iterrows(), strict=True)
+        ]
     out["seeds"] = ";".join(map(str, side.seeds))
     out["models"] = ";".join(side.models)
     out["hypotheses_sha256"] = hypotheses_sha256
@@ -241,7 +254,8 @@ def confirmation_table(
 
 
 def _confirm_row(h: pd.Series, branch: Branch, side: Design, df: pd.DataFrame, seed: int):
-    """One hypothesis on the confirmation side: every view one-sided in its frozen sign."""
+    """One hypothesis on the confirmation side: every view one-sided in its frozen sign, and
+    (p_reversed, p_rev_<view>) in the other sign."""
     base = {c: h[c] for c in HEAD} | {"discovery_seeds": h["seeds"]}
     base["discovery_table_sha256"] = h["discovery_table_sha256"]
     missing = [c for c in (h["feature"], h["target"]) if c not in df]
@@ -254,8 +268,25 @@ def _confirm_row(h: pd.Series, branch: Branch, side: Design, df: pd.DataFrame, s
     effects = {c: res[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
     found = {f"discovery_{c}": h[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
     note = "; ".join(filter(None, [res.pop("note"), left_out(branch, h["feature"])]))
-    p = float(np.max(ps)) if np.isfinite(ps).all() else np.nan
-    return base | res | effects | found | {"view": view, "p": p, "note": note}
+    other = side.test(h["feature"], h["target"], views, -h["sign"], "greater", seed)
+    back = {f"p_rev_{v}": other[f"p_{v}"] for v in views}
+    summary = {"view": view, "p": _largest(ps), "p_reversed": _largest(list(back.values()))}
+    return base | res | effects | found | back | summary | {"note": note}
+
+
+def _largest(ps: list[float]) -> float:
+    """The intersection–union p: the largest of the views', NaN when one is undefined."""
+    return float(np.max(ps)) if np.isfinite(ps).all() else np.nan
+
+
+def _one_sign(row: dict, branch: Branch, alpha: float, direction: int) -> bool:
+    """``holds_in_one_sign`` over a ``_confirm_row``'s views in the frozen sign (direction +1:
+    its one-sided p's) or the other (−1: p_rev_), ρ being in the frozen sign; False when the
+    cell could not be measured. With BH p < alpha: the row's rejection, or its reversal."""
+    views = feature_views(branch, row["feature"])
+    ps = [row.get(f"p_{v}" if direction > 0 else f"p_rev_{v}", np.nan) for v in views]
+    rhos = [row.get(f"rho_{v}", np.nan) for v in views]
+    return holds_in_one_sign(ps, rhos, alpha, sign=direction)
 
 
 def _verdict(row: pd.Series, branch: Branch, delta: float) -> str:

@@ -11,10 +11,12 @@ model config, the Trainer's batch size and length; a mismatch names the runs and
 (``seed_contrast``) and beyond the scale (partial on ``l2_norm_mean``), its effect β with a 95 %
 interval (``primary.claim_views``, the GPT study's claims' own code). The features named under
 ``groups.<name>.primary`` are the group's family: one-sided in a given sign, else two-sided; a
-claim's p is the larger of the two views' (both must hold), Benjamini–Hochberg over the family,
-and the verdict words of ``verdicts.decide_claim`` at Δ (``analysis.sesoi``): the effect is
-"shown small" when the interval's end in the claimed direction (both ends, two-sided) lies within
-Δ of 0 in either view. Every other feature is exploratory: its p and interval, no verdict.
+claim's p is the larger of the two views' (both must hold) when their ρ are of one sign, the
+claimed one when given, else 1 (``claim_p``: the sign rule of ``signs.holds_in_one_sign``),
+Benjamini–Hochberg over the family, and the verdict words of ``verdicts.decide_claim`` at Δ
+(``analysis.sesoi``): the effect is "shown small" when the interval's end in the claimed
+direction (both ends, two-sided) lies within Δ of 0 in either view. Every other feature is
+exploratory: its p and interval, no verdict.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pandas as pd
 from topotrain.analysis.inference.associations import feature_kinds
 from topotrain.analysis.inference.primary import CONDITIONS, EFFECT, claim_views
 from topotrain.analysis.inference.seed_contrast import SCALE, model_matrices, seed_permutations
+from topotrain.analysis.inference.signs import common_sign, holds_in_one_sign
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
 from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
@@ -246,7 +249,12 @@ def group_contrasts(
                 }
             )
     out = pd.DataFrame(rows).reindex(columns=CONTRAST_COLUMNS)
-    out["p"] = out[["p_clock", "p_scale"]].max(axis=1, skipna=False)
+    claims = [claim_p(row) for _, row in out.iterrows()]
+    out["p"] = [p for p, _ in claims]
+    notes = out["note"].fillna("")
+    out["note"] = [
+        "; ".join(filter(None, [n, why])) for n, (_, why) in zip(notes, claims, strict=True)
+    ]
     family = out["role"] == "primary"
     out["p_bh"] = np.nan
     if family.any():
@@ -258,16 +266,40 @@ def group_contrasts(
     return out
 
 
+def _claimed(row: pd.Series) -> float | None:
+    """The sign the row's ρ must have: +1 one-sided (ρ is in the claimed sign), None two-sided."""
+    return None if row["sign"] == "two-sided" else 1.0
+
+
+def claim_p(row: pd.Series) -> tuple[float, str]:
+    """(p, note) of one row's claim: the larger of the clock's and the scale's p
+    (intersection–union) when their ρ are of one sign (the claimed one, one-sided); 1 when both
+    ρ are defined and not: a feature that rises with the loss in one view and falls in the other
+    tracks it in no one sign, and in either sign one view's one-sided p is then about ½ or more,
+    so the claim's two-sided p, 2·min(p₊, p₋) over the two signs, is about 1. NaN: undefined."""
+    ps = [row[f"p_{v}"] for v in CONDITIONS]
+    rhos = np.array([row[f"rho_{v}"] for v in CONDITIONS], float)
+    p = float(max(ps)) if np.isfinite(ps).all() else np.nan
+    if not np.isfinite(p) or not np.isfinite(rhos).all() or common_sign(rhos, _claimed(row)):
+        return p, ""
+    shown = ", ".join(f"{v} {r:+.2f}" for v, r in zip(CONDITIONS, rhos, strict=True))
+    what = "views disagree in sign" if _claimed(row) is None else "a view's ρ is against the sign"
+    return 1.0, f"{what} (ρ {shown}): p = 1, no claim of one sign holds"
+
+
 def _verdict(row: pd.Series, sesoi: float, alpha: float) -> str:
-    """decide_claim's words: rejected when p_bh < alpha (both views); shown small when, in either
-    view, the interval's end in the claimed direction (the farther end, two-sided) is within Δ."""
+    """decide_claim's words: rejected when p_bh < alpha and both views hold in one sign
+    (``holds_in_one_sign``); shown small when, in either view, the interval's end in the claimed
+    direction (the farther end, two-sided) is within Δ."""
     if pd.isna(row["p"]):
         return "not evaluated"
     ends = []
     for view in CONDITIONS:
         low, high = row[f"effect_{view}_ci_low"], row[f"effect_{view}_ci_high"]
         ends.append(high if row["sign"] != "two-sided" else max(abs(low), abs(high)))
-    return WORDS.get(decide_claim(bool(row["p_bh"] < alpha), ends, sesoi), "inconclusive")
+    ps, rhos = [row[f"p_{v}"] for v in CONDITIONS], [row[f"rho_{v}"] for v in CONDITIONS]
+    held = holds_in_one_sign(ps, rhos, alpha, _claimed(row))
+    return WORDS.get(decide_claim(bool(row["p_bh"] < alpha) and held, ends, sesoi), "inconclusive")
 
 
 def power_note(df: pd.DataFrame) -> str:

@@ -12,6 +12,7 @@ from topotrain.report.markdown import Body, format_cell, to_markdown
 HEADING, TEXT = prose.section("confirmed")  # templates/sections/confirmed.md
 BRANCHES = {"control": "Positive control (grokking)", "spine": "GPT study"}
 NOTHING = prose.render("confirm/nothing")
+REVERSED = "reversed"  # analysis.confirm's verdict for a hypothesis refuted in the other sign
 
 
 def seed_list(text) -> str:
@@ -34,7 +35,7 @@ def with_interval(effect: float, low: float, high: float) -> str:
 
 def confirmation_view(conf: pd.DataFrame) -> pd.DataFrame:
     """The report's columns of a confirmation table: discovery and confirmation effects side by
-    side, p, p_bh and the verdicts at Δ, Δ/2, 2Δ."""
+    side, p, p_bh, p_bh of the same test in the other sign and the verdicts at Δ, Δ/2, 2Δ."""
     found = ["discovery_effect", "discovery_effect_ci_low", "discovery_effect_ci_high"]
     again = ["effect", "effect_ci_low", "effect_ci_high"]
     out = conf[["feature", "target", "sign", "source", "view"]].copy()
@@ -42,6 +43,7 @@ def confirmation_view(conf: pd.DataFrame) -> pd.DataFrame:
     out["discovery effect [95 %]"] = [with_interval(*r) for r in conf[found].to_numpy(float)]
     out["confirmation effect [95 %]"] = [with_interval(*r) for r in conf[again].to_numpy(float)]
     out["p"], out["p_bh"] = conf["p"].astype(float), conf["p_bh"].astype(float)
+    out["p_bh, other sign"] = conf["p_bh_reversed"].astype(float)
     out["verdict"] = conf["verdict"]
     out["at Δ/2"], out["at 2Δ"] = conf["verdict_half_sesoi"], conf["verdict_double_sesoi"]
     return out
@@ -63,6 +65,8 @@ def branch_body(conf: pd.DataFrame) -> str:
         f"(discovery table sha256 `{sha[:16]}…`), tested on seeds {seed_list(first['seeds'])} "
         f"at Δ = {format_cell(float(first['sesoi']))}: {verdicts}."
     )
+    if (conf["verdict"] == REVERSED).any():
+        head += "\n\n" + prose.render("confirm/reversed")
     return "\n".join([head, "", to_markdown(confirmation_view(conf), digits=3)])
 
 

@@ -64,7 +64,7 @@ def group_section(
     else:
         family_text = prose.render("groups/no_family", group=group)
     explore = contrasts[contrasts["role"] == "exploratory"]
-    both = explore[(explore["p_clock"] < ALPHA_SHOWN) & (explore["p_scale"] < ALPHA_SHOWN)]
+    both = explore[explore["p"] < ALPHA_SHOWN]  # p < α in both views, of one sign (claim_p)
     if len(both):
         exploratory = to_markdown(_shown(both).drop(columns=["p_bh", "verdict"]))
     else:

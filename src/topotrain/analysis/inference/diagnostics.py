@@ -33,6 +33,7 @@ from topotrain.analysis.inference.seed_contrast import (
     split_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_text
+from topotrain.analysis.inference.signs import holds_in_one_sign
 from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
@@ -175,9 +176,9 @@ def halves_agree(split_r: float) -> bool:
 
 def rejects_in_sign(p: float, rho: float, reference: float, alpha: float) -> bool:
     """A contrast's "beats": p < alpha with ρ of the reference's sign (the raw ρ, or the plain
-    contrast's); False where p or the reference is undefined or the reference is 0."""
-    sign = np.sign(reference) if np.isfinite(reference) else 0.0
-    return bool(np.isfinite(p) and p < alpha and sign != 0 and np.sign(rho) == sign)
+    contrast's): ``holds_in_one_sign`` of the one view in that sign; False where p or the
+    reference is undefined or the reference is 0."""
+    return holds_in_one_sign([p], [rho], alpha, sign=reference)
 
 
 def _split_r(partials: pd.DataFrame | None, feature: str) -> float:
