@@ -21,6 +21,7 @@ from topotrain.analysis.inference.associations import (
     view_association,
 )
 from topotrain.analysis.inference.rank_stats import detrended_spearman, partial_spearman
+from topotrain.analysis.inference.seed_contrast import CONTRAST_VIEWS
 from topotrain.analysis.inference.stats import FEATURES, benjamini_hochberg
 
 
@@ -185,7 +186,7 @@ def test_table_has_a_row_per_run_feature_target_view_with_the_documented_columns
     assert table["ci_method"].str.contains("not valid").eq(table["view"] == "raw").all()
     run = table["view"].isin(RUN_VIEWS[1:])
     assert table.loc[run, "p_method"].str.contains("circular-shift").all()
-    contrast = table[table["view"].str.startswith("seed_contrast")]
+    contrast = table[table["view"].isin(CONTRAST_VIEWS)]
     assert contrast["p_method"].str.contains("permutation of seed labels").all()
     assert contrast["seed"].isna().all() and set(table["family"]) == {"exploratory"}
 
@@ -309,7 +310,7 @@ def test_runs_spread_over_processes_give_the_same_table(table):
 def test_between_seed_rows_carry_an_effect_whose_interval_matches_their_p(table):
     """Every contrast row with an interval (5 seeds: 120 arrangements per model) excludes 0
     exactly when its two-sided p < 0.05; run rows carry no effect."""
-    contrast = table[table["view"].str.startswith("seed_contrast")]
+    contrast = table[table["view"].isin(CONTRAST_VIEWS)]
     assert table.loc[~table.index.isin(contrast.index), "effect"].isna().all()
     rows = contrast[np.isfinite(contrast["effect_ci_low"])]
     assert len(rows) > 20 and set(rows["model"]) == {"a", "b", "pooled"}
@@ -405,13 +406,16 @@ def test_beyond_alpha_is_the_split_half_partial_and_given_only_where_the_halves_
     the split-half partial (each model exactly split_cell's, pooled) finds nothing beyond α
     while partialling one half out leaves s in both; np_mean (the loss itself, with its own part
     u beyond s) is beyond α; halves that do not agree (independent noise) give no p, noted."""
-    from topotrain.analysis.inference.diagnostics import HALVES, partial_contrasts
-    from topotrain.analysis.inference.seed_contrast import (
+    from topotrain.analysis.inference.diagnostics import (
+        HALVES,
         SPLIT,
+        partial_contrasts,
+        split_cell,
+    )
+    from topotrain.analysis.inference.seed_contrast import (
         model_matrices,
         pooled_row,
         seed_permutations,
-        split_cell,
     )
 
     rng = np.random.default_rng(21)

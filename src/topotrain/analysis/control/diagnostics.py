@@ -26,13 +26,17 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.control.grokking import FOURIER, NORM, TARGET, TOPOLOGY, WVAR
-from topotrain.analysis.inference.diagnostics import HALVES, halves_agree, rejects_in_sign
+from topotrain.analysis.inference.diagnostics import (
+    HALVES,
+    halves_agree,
+    rejects_in_sign,
+    split_cell,
+)
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     contrast_cell,
     model_matrices,
     seed_permutations,
-    split_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
 from topotrain.analysis.inference.stats import ALPHA

@@ -20,17 +20,22 @@ half the other was not), calibrated on ``alpha_latent`` and ``alpha_noisy`` when
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     POOLED,
-    SPLIT,
+    RESIDUAL_TOL,
+    _permuted_traces,
+    _undefined,
+    cell_deviations,
     contrast_cell,
     model_inputs,
+    permutation_p,
     pooled_row,
-    split_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_text
 from topotrain.analysis.inference.signs import holds_in_one_sign
@@ -51,6 +56,8 @@ WORDS = {  # decide_claim's verdicts as words for one exploratory feature
 VIEWS = {"clock": "seed_contrast", "scale": "seed_contrast_l2"}
 BEYOND = {"wvar": "np_wvar_mean", "grad": "grad_norm"}  # partial contrasts: name -> column
 HALVES = ("ww_alpha_half1_mean", "ww_alpha_half2_mean")  # α over alternate layers
+SPLIT = "seed_contrast_alpha_split"  # partial on a latent measured twice: α of two layer halves
+P_METHOD_SPLIT = "permutation of seed labels, the feature's residual on {} (instrumented by {})"
 MIN_SPLIT_R = 0.5  # the halves' agreement below which the split-half partial is not calibrated
 DIAGNOSTICS_COLUMNS = [
     "feature",
@@ -67,6 +74,50 @@ DIAGNOSTICS_COLUMNS = [
     "split_r",
     "verdict",
 ]
+
+
+def split_rhos(
+    dx: np.ndarray, dy: np.ndarray, da1: np.ndarray, da2: np.ndarray, perms: np.ndarray
+) -> np.ndarray:
+    """Cross-fitted partial r of the deviations on a latent measured twice (a1, a2, independent
+    errors), the feature's residual rows permuted by each row of ``perms`` (identity first). With
+    X, Y, A1, A2 centred and D = ΣA1·A2: e_x = X − (ΣX·A2/D)·A1, e_y = Y − (ΣY·A1/D)·A2 (loadings
+    by IV, each half instrumented by the other, so under H0, x and y sharing only the latent, e_x
+    and e_y carry independent errors); r_π = Σ_i G[π(i), i] / √(Σe_x² Σe_y²), G = e_x·e_yᵀ. NaN
+    when D is 0 or a residual is."""
+    x, y, a1, a2 = (v - v.mean() for v in (dx, dy, da1, da2))
+    d = float((a1 * a2).sum())
+    ex = x - (x * a2).sum() / d * a1 if d else np.zeros_like(x)
+    ey = y - (y * a1).sum() / d * a2 if d else np.zeros_like(y)
+    ss_x, ss_y = float((ex * ex).sum()), float((ey * ey).sum())
+    if ss_x <= RESIDUAL_TOL * (x * x).sum() or ss_y <= RESIDUAL_TOL * (y * y).sum():
+        return np.full(len(perms), np.nan)
+    return _permuted_traces(ex @ ey.T, perms) / np.sqrt(ss_x * ss_y)
+
+
+def split_cell(
+    mats: dict[str, np.ndarray], feature: str, target: str, halves: tuple[str, str], perms
+) -> tuple[dict, np.ndarray]:
+    """(rho, p, n, p_method, note, split_r) of one model's cross-fitted partial contrast of
+    (feature, target) on the two measurements ``halves`` (``split_rhos``; two-sided, exact when
+    ``perms`` are all k!) and its null; split_r: r of the halves' deviations, their agreement."""
+    k, columns = mats[target].shape[0], [feature, target, *halves]
+    exact = len(perms) == math.factorial(k)
+    row = {"rho": np.nan, "p": np.nan, "n": 0, "p_method": P_METHOD_SPLIT.format(*halves)}
+    row |= {"note": "", "split_r": np.nan}
+    missing = [c for c in columns if c not in mats]
+    cell = cell_deviations(mats, columns) if not missing else {target: np.zeros((k, 0))}
+    row["n"] = k * cell[target].shape[1]
+    why = f"no {missing[0]} column" if missing else _undefined(k, row["n"] // k, "", None, cell)
+    if why or feature in halves:
+        return row | {"note": why or f"feature is {feature}, a half: r undefined"}, np.full(
+            1, np.nan
+        )
+    null = split_rhos(*(cell[c] for c in columns), perms)
+    if not np.isfinite(null[0]):
+        return row | {"note": "nothing varies after the split-half partial: r undefined"}, null
+    row["split_r"] = float(np.corrcoef(cell[halves[0]].ravel(), cell[halves[1]].ravel())[0, 1])
+    return row | {"rho": float(null[0]), "p": permutation_p(null, "two-sided", exact)}, null
 
 
 def partial_contrasts(

@@ -16,8 +16,15 @@ of the models' permutation groups, enumerated when it has at most ``EXACT_LIMIT`
 7 776 for 5 models × 3 seeds, smallest p 1/7 776), else ``MC_DRAWS`` draws with p = (1 + #)/(1 + B).
 The partial view keeps the loss's residual on the scale and permutes the feature's curves,
 regressing them on the scale again for each arrangement (so a feature's rows travel without their
-own scale); its size is measured by the calibration suite rather than exact. ``split_cell``: the
-partial on a latent measured twice (α of two halves of the layers), cross-fitted (``split_rhos``).
+own scale); its size is measured by the calibration suite rather than exact.
+
+Two questions, two views of the same cells. The level view (``seed_contrast``, ``_l2``) asks
+whether a seed that is *ahead* in the loss is also ahead in the feature; a seed's persistent
+offset makes its 51 checkpoints one or two independent looks. The co-movement view
+(``seed_comove``, ``_l2``) asks whether a seed's feature *moves* with its loss from one checkpoint
+to the next: each variable's deviations are differenced along the steps and scaled per step
+(``comovement``) before the same statistic and the same exact permutation; a constant per-seed
+offset leaves nothing in it. The scale is transformed the same way before it is partialled.
 """
 
 from __future__ import annotations
@@ -33,13 +40,19 @@ EXACT_SEEDS = 8  # all k! permutations up to this many seeds (40 320)
 EXACT_LIMIT = 2_000_000  # pooled null enumerated up to this many arrangements
 MC_DRAWS = 9_999  # Monte Carlo draws beyond those limits
 SCALE = "l2_norm_mean"
-CONTRAST_VIEWS = {"seed_contrast": None, "seed_contrast_l2": SCALE}  # view -> conditioning
+# view -> conditioning column: where each seed is (levels), and how it moves (co-movement)
+CONTRAST_VIEWS = {
+    "seed_contrast": None,
+    "seed_contrast_l2": SCALE,
+    "seed_comove": None,
+    "seed_comove_l2": SCALE,
+}
 P_METHOD = "exact permutation of seed labels (all k! arrangements)"
 P_METHOD_MC = "Monte Carlo permutation of seed labels"
 P_METHOD_FL = "permutation of seed labels, the feature re-regressed on {cond} each time"
 PARTIAL = "seed_contrast_partial"  # a partial contrast on a conditioning column the caller names
-SPLIT = "seed_contrast_alpha_split"  # partial on a latent measured twice: α of two layer halves
-P_METHOD_SPLIT = "permutation of seed labels, the feature's residual on {} (instrumented by {})"
+PARTIAL_CO = "seed_comove_partial"  # the co-movement view's partial on a column the caller names
+COMOVE = frozenset({"seed_comove", "seed_comove_l2", PARTIAL_CO})  # views on co-movement
 
 
 def deviations(values: np.ndarray) -> np.ndarray:
@@ -49,6 +62,29 @@ def deviations(values: np.ndarray) -> np.ndarray:
     d = values - values.mean(axis=0, keepdims=True)
     tol = 1e-12 * np.abs(values).max(axis=0, keepdims=True)
     return np.where(np.abs(d) <= tol, 0.0, d)
+
+
+def comovement(values: np.ndarray) -> np.ndarray:
+    """(k, n − 1) co-movement of k seeds' values at n shared checkpoints: their seed deviations
+    (``deviations``) differenced along the steps, e_{s,t} = d_{s,t} − d_{s,t−1}, each step's
+    column divided by its across-seed RMS √(mean_s e²_{s,t}) (0 where nothing moves beyond
+    rounding, 1e-12 of the two steps' largest |value|). Every step
+    is a function of the column's rows that commutes with permuting seeds, so the seed
+    permutation test stays exact; the RMS keeps the warm-up's large moves from owning the ranks."""
+    d = deviations(values)
+    e = d[:, 1:] - d[:, :-1]
+    top = np.abs(values).max(axis=0)
+    e = np.where(np.abs(e) <= 1e-12 * np.maximum(top[1:], top[:-1]), 0.0, e)  # rounding: none
+    rms = np.sqrt((e * e).mean(axis=0, keepdims=True))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(rms > 0, e / rms, 0.0)
+
+
+def lag1(d: np.ndarray) -> float:
+    """Lag-1 autocorrelation of (k, n) deviations pooled over seeds: Σ d_t·d_{t−1} / Σ d_t²
+    (NaN when nothing varies): the persistence a view's transformed deviations keep."""
+    den = float((d * d).sum())
+    return float((d[:, 1:] * d[:, :-1]).sum() / den) if den else float("nan")
 
 
 def seed_permutations(k: int, seed: int = 0) -> np.ndarray:
@@ -185,11 +221,15 @@ def model_matrices(rows: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarr
     return mats
 
 
-def cell_deviations(mats: dict[str, np.ndarray], columns: list[str]) -> dict[str, np.ndarray]:
+def cell_deviations(
+    mats: dict[str, np.ndarray], columns: list[str], comove: bool = False
+) -> dict[str, np.ndarray]:
     """column → (k, n) seed deviations of ``columns`` over the n checkpoints where every seed has
-    all of them (one missing column elsewhere in ``mats`` leaves this cell alone)."""
+    all of them (one missing column elsewhere in ``mats`` leaves this cell alone); with
+    ``comove`` their ``comovement`` over those checkpoints instead, (k, n − 1)."""
     ok = np.logical_and.reduce([np.isfinite(mats[c]).all(axis=0) for c in columns])
-    return {c: deviations(mats[c][:, ok]) for c in columns}
+    transform = comovement if comove else deviations
+    return {c: transform(mats[c][:, ok]) for c in columns}
 
 
 def view_cell(
@@ -198,11 +238,11 @@ def view_cell(
     """The conditioning column of ``view`` (CONTRAST_VIEWS; ``PARTIAL`` takes ``cond``) and the
     cell's seed deviations (``cell_deviations`` of feature, target and it), None where one of
     them is not in ``mats``: the set-up the contrast's p and its effect share."""
-    cond = cond if view == PARTIAL else CONTRAST_VIEWS[view]
+    cond = cond if view in (PARTIAL, PARTIAL_CO) else CONTRAST_VIEWS[view]
     columns = list(dict.fromkeys([feature, target, *([cond] if cond else [])]))
     if any(c not in mats for c in columns):
         return cond, None
-    return cond, cell_deviations(mats, columns)
+    return cond, cell_deviations(mats, columns, view in COMOVE)
 
 
 def model_inputs(
@@ -265,50 +305,6 @@ def contrast_cell(
     if exact and 2 / len(perms) >= 0.05:
         row["note"] = f"{k} seeds: smallest attainable two-sided p = 2/{len(perms)}"
     return row, null
-
-
-def split_rhos(
-    dx: np.ndarray, dy: np.ndarray, da1: np.ndarray, da2: np.ndarray, perms: np.ndarray
-) -> np.ndarray:
-    """Cross-fitted partial r of the deviations on a latent measured twice (a1, a2, independent
-    errors), the feature's residual rows permuted by each row of ``perms`` (identity first). With
-    X, Y, A1, A2 centred and D = ΣA1·A2: e_x = X − (ΣX·A2/D)·A1, e_y = Y − (ΣY·A1/D)·A2 (loadings
-    by IV, each half instrumented by the other, so under H0, x and y sharing only the latent, e_x
-    and e_y carry independent errors); r_π = Σ_i G[π(i), i] / √(Σe_x² Σe_y²), G = e_x·e_yᵀ. NaN
-    when D is 0 or a residual is."""
-    x, y, a1, a2 = (v - v.mean() for v in (dx, dy, da1, da2))
-    d = float((a1 * a2).sum())
-    ex = x - (x * a2).sum() / d * a1 if d else np.zeros_like(x)
-    ey = y - (y * a1).sum() / d * a2 if d else np.zeros_like(y)
-    ss_x, ss_y = float((ex * ex).sum()), float((ey * ey).sum())
-    if ss_x <= RESIDUAL_TOL * (x * x).sum() or ss_y <= RESIDUAL_TOL * (y * y).sum():
-        return np.full(len(perms), np.nan)
-    return _permuted_traces(ex @ ey.T, perms) / np.sqrt(ss_x * ss_y)
-
-
-def split_cell(
-    mats: dict[str, np.ndarray], feature: str, target: str, halves: tuple[str, str], perms
-) -> tuple[dict, np.ndarray]:
-    """(rho, p, n, p_method, note, split_r) of one model's cross-fitted partial contrast of
-    (feature, target) on the two measurements ``halves`` (``split_rhos``; two-sided, exact when
-    ``perms`` are all k!) and its null; split_r: r of the halves' deviations, their agreement."""
-    k, columns = mats[target].shape[0], [feature, target, *halves]
-    exact = len(perms) == math.factorial(k)
-    row = {"rho": np.nan, "p": np.nan, "n": 0, "p_method": P_METHOD_SPLIT.format(*halves)}
-    row |= {"note": "", "split_r": np.nan}
-    missing = [c for c in columns if c not in mats]
-    cell = cell_deviations(mats, columns) if not missing else {target: np.zeros((k, 0))}
-    row["n"] = k * cell[target].shape[1]
-    why = f"no {missing[0]} column" if missing else _undefined(k, row["n"] // k, "", None, cell)
-    if why or feature in halves:
-        return row | {"note": why or f"feature is {feature}, a half: r undefined"}, np.full(
-            1, np.nan
-        )
-    null = split_rhos(*(cell[c] for c in columns), perms)
-    if not np.isfinite(null[0]):
-        return row | {"note": "nothing varies after the split-half partial: r undefined"}, null
-    row["split_r"] = float(np.corrcoef(cell[halves[0]].ravel(), cell[halves[1]].ravel())[0, 1])
-    return row | {"rho": float(null[0]), "p": permutation_p(null, "two-sided", exact)}, null
 
 
 POOLED = "pooled"  # the model name of rows pooled over models
@@ -376,7 +372,9 @@ def pooled_row(
     method = (
         f"{how} permutation of seed labels within each model, {len(keep)} models, {alternative}"
     )
-    cond = cond if view == PARTIAL else CONTRAST_VIEWS.get(view)
+    cond = cond if view in (PARTIAL, PARTIAL_CO) else CONTRAST_VIEWS.get(view)
+    if view in COMOVE:
+        method += ", on the seeds' co-movement (differenced deviations, RMS-scaled per step)"
     if cond:
         method += f" (the feature re-regressed on {cond} each time)"
     note = (

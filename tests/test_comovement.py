@@ -1,0 +1,128 @@
+"""The co-movement view (``seed_contrast.comovement``): the seeds' deviations differenced along
+the steps and scaled per step, under the same exact seed permutation as the level view."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from topotrain.analysis.inference.seed_contrast import (
+    CONTRAST_VIEWS,
+    SCALE,
+    comovement,
+    contrast_cell,
+    contrast_table,
+    lag1,
+    model_matrices,
+    permutation_rhos,
+    seed_permutations,
+    view_cell,
+)
+
+
+def _brute_comovement(values: np.ndarray) -> np.ndarray:
+    """comovement by loops: deviation, difference, division by the step's RMS."""
+    k, n = values.shape
+    out = np.zeros((k, n - 1))
+    for t in range(1, n):
+        e = [
+            (values[s, t] - values[:, t].mean()) - (values[s, t - 1] - values[:, t - 1].mean())
+            for s in range(k)
+        ]
+        rms = np.sqrt(np.mean(np.square(e)))
+        out[:, t - 1] = np.array(e) / rms if rms > 0 else 0.0
+    return out
+
+
+def test_comovement_matches_a_loop_over_seeds_and_steps():
+    x = np.random.default_rng(0).normal(size=(4, 9)).cumsum(axis=1)
+    assert np.allclose(comovement(x), _brute_comovement(x))
+    # every step's column has unit RMS over seeds and sums to 0 across them
+    assert np.allclose(np.sqrt((comovement(x) ** 2).mean(axis=0)), 1.0)
+    assert np.allclose(comovement(x).sum(axis=0), 0.0)
+
+
+def test_a_per_seed_offset_and_a_shared_curve_leave_no_comovement():
+    """x_{s,t} = f(t) + c_s: the level view sees c_s at every step, co-movement sees nothing."""
+    t = np.linspace(0, 1, 20)
+    x = np.exp(-5 * t)[None, :] + np.array([[0.3], [-0.1], [0.7]])
+    assert np.array_equal(comovement(x), np.zeros((3, 19)))
+
+
+def test_transform_commutes_with_permuting_seeds_so_the_test_stays_exact():
+    """T(g(πX), h(Y)) = T(π·g(X), h(Y)) for every π: the statistic of the permuted raw rows is
+    the null's entry at π, for the plain and the partial co-movement view."""
+    rng = np.random.default_rng(1)
+    k, n = 4, 12
+    raw = {c: rng.normal(size=(k, n)).cumsum(axis=1) for c in ("x", "y", SCALE)}
+    perms = seed_permutations(k)
+    for cond in (None, SCALE):
+        view = "seed_comove_l2" if cond else "seed_comove"
+        _, cell = view_cell(raw, "x", "y", view)
+        null = permutation_rhos(cell["x"], cell["y"], perms, cell[cond] if cond else None)
+        for i, perm in enumerate(perms):
+            moved = dict(raw, x=raw["x"][perm])
+            _, cell_pi = view_cell(moved, "x", "y", view)
+            direct = permutation_rhos(
+                cell_pi["x"], cell_pi["y"], perms[:1], cell_pi[cond] if cond else None
+            )[0]
+            assert np.isclose(direct, null[i], atol=1e-12), (view, perm)
+
+
+def test_comovement_views_find_shared_innovations_the_offsets_hide():
+    """Feature and loss share each step's innovation; each seed also has a large constant offset
+    of opposite sign in the two: the level view's ρ is negative, co-movement's positive and
+    exact-p significant."""
+    rng = np.random.default_rng(2)
+    k, n = 5, 40
+    u = rng.normal(size=(k, n)).cumsum(axis=1)
+    off = np.linspace(-5, 5, k)[:, None]
+    x = u + off + 0.3 * rng.normal(size=(k, n))
+    y = u - off + 0.3 * rng.normal(size=(k, n))
+    mats = {"x": x, "y": y}
+    perms = seed_permutations(k)
+    level, _ = contrast_cell(mats, "x", "y", "seed_contrast", perms)
+    co, _ = contrast_cell(mats, "x", "y", "seed_comove", perms)
+    assert level["rho"] < 0
+    assert co["rho"] > 0.5 and co["p"] == 2 / len(perms)  # the identity alone at the top
+    assert co["n"] == k * (n - 1)
+
+
+def test_lag1_is_the_pooled_lag_one_autocorrelation():
+    d = np.array([[1.0, 2.0, -1.0], [-1.0, -2.0, 1.0]])
+    assert np.isclose(lag1(d), (1 * 2 + 2 * -1 + -1 * -2 + -2 * 1) / 12)
+    # an AR(1) at φ: the level deviations keep φ, their co-movement far less
+    rng = np.random.default_rng(3)
+    e = rng.normal(size=(6, 4000))
+    ar = np.zeros_like(e)
+    for t in range(1, e.shape[1]):
+        ar[:, t] = 0.95 * ar[:, t - 1] + e[:, t]
+    assert abs(lag1(ar - ar.mean(axis=0)) - 0.95) < 0.02
+    assert abs(lag1(comovement(ar))) < 0.05
+
+
+def test_contrast_table_has_the_comovement_views_per_model_and_pooled():
+    rng = np.random.default_rng(4)
+    rows = []
+    for model, seed, step in itertools.product(("a", "b"), range(3), range(6)):
+        rows.append(
+            {
+                "model": model,
+                "n_params": 10 if model == "a" else 20,
+                "seed": seed,
+                "step": step,
+                "f": rng.normal(),
+                "val_loss": rng.normal(),
+                SCALE: rng.normal(),
+            }
+        )
+    df = pd.DataFrame(rows)
+    table = contrast_table(df, [("f", "topological")], ["val_loss"])
+    assert set(table["view"]) == set(CONTRAST_VIEWS)
+    co = table[table["view"] == "seed_comove"]
+    assert list(co["model"]) == ["a", "b", "pooled"]
+    assert (co.loc[co["model"] != "pooled", "n"] == 3 * 5).all()
+    assert co["p_method"].iloc[-1].endswith("RMS-scaled per step)")
+    mats = model_matrices(df[df["model"] == "a"], ["f", "val_loss"])
+    direct, _ = contrast_cell(mats, "f", "val_loss", "seed_comove", seed_permutations(3))
+    assert np.isclose(co["rho"].iloc[0], direct["rho"])
