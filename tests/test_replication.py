@@ -60,13 +60,19 @@ def raw(feature: str, cells: dict[str, list[tuple[float, float]]]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def primary(upper: float = 0.5, **p: float) -> pd.DataFrame:
-    """A primary-family table: feature -> its claim p (clock and scale alike; p_bh = p here) and
-    the upper end of its effect interval (``upper``, both views) against Δ = 0.1."""
+NP_MODELS = "tiny-3k;med-21k;large-46k;xl-97k"  # where Table 3's p < 0.05
+
+
+def primary(upper: float = 0.5, held: str = "4/4", **p: float) -> pd.DataFrame:
+    """A primary-family table: feature -> its claim p (clock and scale alike; p_bh = p here),
+    the upper end of its effect interval (``upper``, both views) against Δ = 0.1, and the
+    claimed models whose effect has its sign (``held`` of 4, NP's models); the test rejects
+    only with every sign."""
     rows = []
     for f, v in p.items():
-        rejected = None if np.isnan(v) else v < 0.05
+        rejected = None if np.isnan(v) else v < 0.05 and held == "4/4"
         row = {"feature": f, "p_clock": v, "p_scale": v, "p": v, "p_bh": v, "note": ""}
+        row |= {"models": NP_MODELS, "signs_held": held}
         row |= {"arrangements": 7776, "rejected": bool(rejected), "sesoi": 0.1}
         row |= {"effect": upper / 2, "effect_ci_low": 0.0, "effect_ci_high": upper}
         row |= {"effect_clock_ci_high": upper, "effect_scale_ci_high": upper}
@@ -212,25 +218,29 @@ def test_strengthening_that_the_clock_shows_as_strongly_is_an_artefact():
     assert strengthening(rising, clock=[0.5, 0.8, 0.99]) == ARTEFACT  # the clock rises too
 
 
-def test_np_reversal_counts_models_with_the_claimed_sign(paper):
+def test_np_reversal_counts_models_whose_effect_has_the_claimed_sign(paper):
+    """T3 relays the primary family's decision and counts signs_held; the raw ρ of each seed,
+    which the clock drives, does not decide (a wrong raw sign at xl-97k changes nothing)."""
     claim = "ρ(NP, train loss) sign reversal with size"
-    signs = {"tiny-3k": -0.5, "med-21k": 0.6, "large-46k": 0.6, "xl-97k": 0.5}
-    cells = {m: [(r, 1e-4)] for m, r in signs.items()}
 
-    def judged(cells, p=1e-4, upper=0.5):
-        tables = {"associations": raw("np_mean", cells), "primary": primary(upper, np_mean=p)}
-        return replication_table(paper, tables)
+    def judged(p=1e-4, upper=0.5, held="4/4", raw_xl=0.5):
+        signs = {"tiny-3k": -0.5, "med-21k": 0.6, "large-46k": 0.6, "xl-97k": raw_xl}
+        cells = {m: [(r, 1e-4)] for m, r in signs.items()}
+        tables = {"associations": raw("np_mean", cells), "primary": primary(upper, held, np_mean=p)}
+        table = replication_table(paper, tables)
+        return table.loc[table["claim"] == claim, ["verdict", "paper", "ours"]].iloc[0].tolist()
 
-    table = judged(cells)
-    assert verdict(table, claim) == REPRODUCED
-    assert table.loc[table["claim"] == claim, ["paper", "ours"]].values.tolist() == [[4.0, 4.0]]
-    assert verdict(judged(cells, p=0.5), claim) == INCONCLUSIVE  # not beyond the clock
-    assert verdict(judged(cells, p=0.5, upper=0.02), claim) == ARTEFACT  # shown below Δ
-    assert verdict(judged(cells, p=np.nan), claim) == INCONCLUSIVE  # cannot be measured
-    cells["xl-97k"] = [(-0.5, 0.4)]  # the wrong sign at xl
-    assert verdict(judged(cells), claim) == NOT_REPRODUCED
-    del cells["tiny-3k"]
-    assert verdict(judged(cells), claim) == NOT_EVALUATED
+    assert judged() == [REPRODUCED, 4.0, 4.0]
+    assert judged(raw_xl=-0.5) == [REPRODUCED, 4.0, 4.0]  # the raw ρ does not decide
+    assert judged(held="3/4") == [INCONCLUSIVE, 4.0, 3.0]  # a model's effect has the other sign
+    assert judged(p=0.5)[0] == INCONCLUSIVE  # not beyond the clock
+    assert judged(p=0.5, upper=0.02)[0] == ARTEFACT  # shown below Δ
+    assert judged(p=np.nan)[:2] == [INCONCLUSIVE, 4.0] and np.isnan(judged(p=np.nan)[2])
+    fewer = primary(np_mean=1e-4).assign(models="med-21k;large-46k;xl-97k")  # no tiny-3k
+    rows = replication_table(paper, {"primary": fewer})
+    assert verdict(rows, claim) == NOT_EVALUATED
+    assert "not in the feature table: tiny-3k" in rows.set_index("claim").loc[claim, "note"]
+    assert verdict(replication_table(paper, {}), claim) == NOT_EVALUATED
 
 
 def contrast(feature: str, model: str, p: float) -> pd.DataFrame:

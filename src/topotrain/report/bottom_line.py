@@ -60,10 +60,12 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
             parts.append(f"{name}: cannot be measured")
             continue
         verdict = "rejects the null" if row.p_bh < alpha else "does not reject it"
+        held = getattr(row, "signs_held", None)
+        signs = f", effect signs held in {held} models" if isinstance(held, str) else ""
         parts.append(
             f"{name} p_clock = {format_cell(row.p_clock)}, p_scale = "
-            f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict}); "
-            + effect_phrase(name, row)
+            f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict}{signs}); "
+            + effect_phrase(name, row, alpha)
         )
     smallest = int(primary["arrangements"].max()) if primary["arrangements"].notna().any() else 0
     floor = f"; smallest attainable p = 1/{smallest:,}" if smallest else ""
@@ -73,12 +75,21 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
     )
 
 
-def effect_phrase(name: str, row) -> str:
-    """'TP0 effect 0.02 [−0.04, 0.08] at Δ = 0.1: artefact (at Δ/2: …, at 2Δ: …)': the weaker
-    view's effect and its equal-tailed 95 % interval, and the claim's verdicts by the rule."""
-    interval = interval_text(row.effect, row.effect_ci_low, row.effect_ci_high)
+def effect_phrase(name: str, row, alpha: float) -> str:
+    """'NP effect 0.31 (≥ 0.2, one-sided 95 % bound) at Δ = 0.1: reproduced (at Δ/2: …, at 2Δ:
+    …)': the weaker view's effect with the bound that matches its one-sided test at ``alpha``
+    (an infinite end: '≥ low' or '≤ high'; two finite ends: the interval), and the claim's
+    verdicts by the rule."""
+    low, high = float(row.effect_ci_low), float(row.effect_ci_high)
+    level = f"one-sided {100 * (1 - alpha):g} % bound"
+    if np.isfinite(low) and np.isposinf(high):
+        shown = f"{format_cell(row.effect)} (≥ {format_cell(low)}, {level})"
+    elif np.isneginf(low) and np.isfinite(high):
+        shown = f"{format_cell(row.effect)} (≤ {format_cell(high)}, {level})"
+    else:
+        shown = interval_text(row.effect, low, high)
     return (
-        f"{name} effect {interval} at Δ = {format_cell(row.sesoi)}: {row.verdict} (at Δ/2: "
+        f"{name} effect {shown} at Δ = {format_cell(row.sesoi)}: {row.verdict} (at Δ/2: "
         f"{row.verdict_half_sesoi}, at 2Δ: {row.verdict_double_sesoi})"
     )
 

@@ -64,10 +64,14 @@ def rank_rho(values: pd.Series) -> float:
 def decide_claim(rejected: bool | None, uppers: list[float], delta: float) -> str:
     """A claim's verdict at the smallest effect of interest Δ (``analysis.sesoi``): reproduced
     when the primary test rejects ("reproduced, below Δ" when the effect is also shown small);
-    artefact when it is shown small: in the clock's or the scale's view the upper end of the
-    equal-tailed 95 % interval (a one-sided bound at 1 − α/2: an equivalence test against
-    H0: β ≥ Δ, Bonferroni over the two views) lies below Δ; inconclusive otherwise, and when the
-    test cannot be measured (``rejected`` None)."""
+    artefact when it is shown small: in the clock's or the scale's view the upper bound
+    ``uppers`` lies below Δ (an equivalence test against H0: β ≥ Δ per view); inconclusive
+    otherwise, and when the test cannot be measured (``rejected`` None). The bounds set the
+    error rate: the primary family passes family-wise ones (``primary.FAMILY_TESTS``,
+    Bonferroni over 3 claims × 2 views: each one-sided at 1 − α/6, the upper end of
+    ``seed_effect.effect_interval`` at level α/3), so a false "artefact" anywhere in the
+    family has probability ≤ α; a caller passing the equal-tailed 95 % interval's upper ends
+    (one-sided 1 − α/2, Bonferroni over the two views) controls it per claim."""
     if rejected is None:
         return INCONCLUSIVE
     small = any(np.isfinite(u) and u < delta for u in np.asarray(uppers, float))

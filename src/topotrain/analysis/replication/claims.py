@@ -105,22 +105,43 @@ def seed_evidence(cells: pd.DataFrame, sign: float) -> dict:
     }
 
 
+def _primary_row(primary: pd.DataFrame | None, feature: str) -> pd.Series | None:
+    """The feature's row of the primary family, None when it has none."""
+    if primary is None or feature not in set(primary["feature"]):
+        return None
+    return primary.set_index("feature").loc[feature]
+
+
+def bound_text(effect: float, low: float, high: float, level: float) -> str:
+    """'0.12 (≥ 0.03, one-sided 95 % bound)' for a one-sided bound (the other end infinite),
+    else ``effect_text``'s '0.12 [0.03, 0.21]' or '0.12 (no interval)'."""
+    if np.isfinite(low) and np.isposinf(high):
+        return f"{effect:.3g} (≥ {low:.3g}, one-sided {100 * level:g} % bound)"
+    if np.isneginf(low) and np.isfinite(high):
+        return f"{effect:.3g} (≤ {high:.3g}, one-sided {100 * level:g} % bound)"
+    return effect_text(effect, low, high)
+
+
 def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[str | None, str]:
     """(decision, note) of the feature's primary-family claim: its verdict at Δ
     (``verdicts.decide_claim``: reproduced, reproduced below Δ, artefact or inconclusive); None
-    when it cannot be measured. The note gives p, the effect [interval], Δ and the verdicts at
-    Δ/2 and 2Δ."""
-    if primary is None or feature not in set(primary["feature"]):
+    when it cannot be measured. The note gives p, the effect with its one-sided bound, the
+    claimed models whose effect has its sign, Δ and the verdicts at Δ/2 and 2Δ."""
+    row = _primary_row(primary, feature)
+    if row is None:
         return None, "primary family not computed: cannot be measured"
-    row = primary.set_index("feature").loc[feature]
     p, p_bh = float(row["p"]), float(row["p_bh"])
     if not np.isfinite(p):
         return None, f"beyond the clock and scale: cannot be measured ({row['note']})"
     delta = float(row["sesoi"])
-    effect = effect_text(row["effect"], row["effect_ci_low"], row["effect_ci_high"])
+    effect = bound_text(row["effect"], row["effect_ci_low"], row["effect_ci_high"], 1 - ALPHA)
+    held = ""
+    if "signs_held" in row:
+        failed = [part for part in str(row["note"]).split("; ") if part.startswith("effect sign")]
+        held = "; ".join([f"effect signs held in {row['signs_held']} models", *failed]) + "; "
     note = (
         f"primary test: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}, "
-        f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements; effect "
+        f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements; {held}effect "
         f"{effect}, Δ = {delta:g}; at Δ/2: {row['verdict_half_sesoi']}, at 2Δ: "
         f"{row['verdict_double_sesoi']}"
     )
@@ -253,25 +274,25 @@ def monotone_row(ref: pd.Series, evidence: dict[str, dict], assoc: pd.DataFrame 
     return _row(claim, "2", "t2_monotone", paper, verdict, ours=rho, note=note)
 
 
-def np_reversal_row(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> dict:
-    """T3: NP's ρ with training loss is negative for the smallest model,
-    positive for the largest."""
+def np_reversal_row(paper: pd.DataFrame, primary: pd.DataFrame | None = None) -> dict:
+    """T3: NP's ρ with training loss is negative for the smallest model, positive for the
+    largest. Ours: the claimed models whose between-seed effect has the paper's sign in both
+    views (the primary family's signs_held); the verdict is the primary family's, which needs
+    every such sign (not the raw ρ of each seed, which the clock drives)."""
     ref = paper_series(paper, "3", "rho_np_mean_train_loss")
     claimed = ref[paper_series(paper, "3", "p") < ALPHA]
-    evidence = _evidence(assoc, "np_mean", claimed)
     claim = "ρ(NP, train loss) sign reversal with size"
-    shown = sum(ev["n"] > 0 and ev["agree"] == ev["n"] for ev in evidence.values())
-    decision, why = claim_state(primary, "np_mean")
     note = "claimed: " + ", ".join(f"{m} {'+' if r > 0 else '−'}" for m, r in claimed.items())
-    if any(ev["n"] == 0 for ev in evidence.values()):
-        verdict = NOT_EVALUATED
-    elif shown == len(claimed):
-        verdict = INCONCLUSIVE if decision is None else decision
-    elif any(ev["agree"] == 0 for ev in evidence.values()):
-        verdict = NOT_REPRODUCED
-    else:
-        verdict = INCONCLUSIVE
-    ours = np.nan if verdict == NOT_EVALUATED else float(shown)
+    row = _primary_row(primary, "np_mean")
+    present = set(str(row.get("models", "")).split(";")) if row is not None else set()
+    missing = [m for m in claimed.index if m not in present]
+    if missing:
+        why = "not in the feature table: " + ", ".join(missing)
+        return _row(claim, "3", "t3", float(len(claimed)), NOT_EVALUATED, note=f"{note}; {why}")
+    decision, why = claim_state(primary, "np_mean")
+    held = str(row.get("signs_held", "")).partition("/")[0]
+    ours = float(held) if decision is not None and held.isdigit() else np.nan
+    verdict = INCONCLUSIVE if decision is None else decision
     return _row(claim, "3", "t3", float(len(claimed)), verdict, ours=ours, note=f"{note}; {why}")
 
 
@@ -340,7 +361,7 @@ def replication_table(
     rows = [
         *final_loss_rows(paper, tables.get("models")),
         *tp0_rows(paper, assoc, primary),
-        np_reversal_row(paper, assoc, primary),
+        np_reversal_row(paper, primary),
         tp1_weakening_row(paper, assoc),
         *prediction_rows(paper, tables.get("prediction")),
         peak_row(paper, tables.get("phases"), l2, warmup),

@@ -16,9 +16,11 @@ PRIMARY = (
 TREND = (
     "the same trend of the clock's |ρ(step, train loss)| and the scale's |ρ(L2 norm, train loss)|"
 )
+SIGNS = "and every claimed model's between-seed effect estimate has the paper's sign in both views"
 SMALL = (
-    "the effect is shown small (the upper end of its 95 % interval below Δ = analysis.sesoi in "
-    "the clock's or the scale's view: an equivalence test at α/2 per view)"
+    "the effect is shown small (its upper bound at 1 − α/6 below Δ = analysis.sesoi in the "
+    "clock's or the scale's view: an equivalence test, Bonferroni over the family's 3 claims × "
+    "2 views)"
 )
 WORD = (
     "Here 'artefact' means the effect is shown below Δ; t2_monotone, t4, t5–t7 and the "
@@ -30,8 +32,8 @@ A_RULES = {
     "Table 1 by size); reproduced if it falls strictly with N (ρ = −1), else not reproduced; "
     f"levels not compared (other split); not evaluated below {MIN_MODELS} models.",
     "t2": "Raw ρ(TP0, train loss), mean over seeds, Fisher-z interval; reproduced if every seed "
-    f"has the paper's sign and {PRIMARY} rejects ('{REPRODUCED_SMALL}' if its effect is also "
-    f"shown small); artefact if every seed has the sign and {SMALL}; inconclusive if neither "
+    f"has the paper's sign and {PRIMARY} rejects {SIGNS} ('{REPRODUCED_SMALL}' if its effect is "
+    f"also shown small); artefact if every seed has the sign and {SMALL}; inconclusive if neither "
     "(the test does not reject and the effect is not shown small), if it cannot be measured "
     "(one seed) or seeds disagree; not reproduced if no seed has the sign; not evaluated if "
     f"absent. {WORD}",
@@ -47,11 +49,12 @@ A_RULES = {
     f"< {T2_P:g} but a model's row is an artefact (t2's: the effect shown below Δ); "
     f"inconclusive if < {T2_P:g} otherwise; not reproduced if ≥ {T2_P:g}; not evaluated if a "
     "model is absent.",
-    "t3": "Models where the paper's ρ(NP, train loss) has p < 0.05: ours = how many show its sign "
-    f"in every seed; reproduced if all do and {PRIMARY} rejects (below Δ if its effect is also "
-    f"shown small); artefact if all do and {SMALL}; inconclusive if it cannot be measured; not "
-    "reproduced if one shows it in no seed; inconclusive otherwise; not evaluated if one is "
-    f"absent. {WORD}",
+    "t3": "Models where the paper's ρ(NP, train loss) has p < 0.05: ours = how many have a "
+    "between-seed effect estimate of its sign in both views (the raw ρ of each seed, which the "
+    f"clock drives, does not decide); reproduced if {PRIMARY} rejects {SIGNS} (below Δ if its "
+    f"effect is also shown small); artefact if not and {SMALL}; inconclusive otherwise and if "
+    "it cannot be measured (a wrong sign of an estimate is no evidence against the claim: "
+    f"never not reproduced); not evaluated if one is absent. {WORD}",
     "t4": "Spearman of mean |raw ρ(TP1, train loss)| vs N, exact permutation p (5 sizes: smallest "
     f"1/120); reproduced if ρ < 0 with p < {ALPHA:g}, neither of {TREND} falls as strongly and "
     "the model the paper finds non-significant has a seed_contrast exact p ≥ 0.05 (with 3 "
