@@ -19,6 +19,7 @@ from topotrain.analysis.calibration.effect import (
     judge_effect,
     study_effects,
 )
+from topotrain.analysis.calibration.pass_rule import draws_needed, pass_probability
 from topotrain.analysis.calibration.simulator import (
     ALPHA_NULLS,
     ALPHA_SIGNALS,
@@ -36,6 +37,7 @@ from topotrain.analysis.calibration.suite import (
     _run_draws,
     calibration_table,
     confirm_failures,
+    effect_studies,
     simulate,
 )
 from topotrain.analysis.inference.seed_contrast import SCALE, seed_permutations
@@ -242,7 +244,9 @@ def test_table_rows_judge_nulls_effects_and_report_power():
     rows = _rows({"seed_contrast p (pooled)": np.array([True] * 3 + [False] * 97)}, "decel_iid", 3)
     row = rows[0]
     assert row["rate"] == 0.03 and row["passes"] and row["used_in_verdicts"]
-    assert row["mc_low"] < 0.03 < row["mc_high"]
+    ci = stats.binomtest(3, 100).proportion_ci(0.95, method="exact")
+    assert (row["mc_low"], row["mc_high"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    assert row["pass_max"] == 9  # P(k ≤ 8) = 0.937, P(k ≤ 9) = 0.972 of Binomial(100, 0.05)
     bad = _rows({"detrended p": np.array([True] * 40 + [False] * 60)}, "decel_iid", "1 run")[0]
     assert not bad["passes"] and not bad["used_in_verdicts"]
     power = _rows({"seed_contrast p (pooled)": np.ones(10, bool)}, "signal_r0.2", 3)[0]
@@ -281,37 +285,55 @@ def test_the_effect_rows_use_claim_views_own_p():
         study_effects(models, perms, wrong)
 
 
-def test_a_failing_verdict_row_is_re_estimated_on_fresh_draws_and_passes_only_if_they_do():
+def test_a_failing_verdict_row_is_re_drawn_and_decided_on_all_its_draws_pooled():
     def row(test, scenario, seeds, hits, n, used=True):
         return _rows({test: np.arange(n) < hits}, scenario, seeds)[0] | {"used_in_verdicts": used}
 
     first = pd.DataFrame(
         [
-            row("seed_contrast p (pooled)", "decel_iid", 3, 70, 1000),  # fails: 7 %
-            row(LOW.format("scale"), "signal_r0.05", 3, 37, 1000),  # fails: 3.7 % for 2.5 %
+            row("seed_contrast p (pooled)", "decel_iid", 3, 70, 1000),  # fails: 70 > 62
+            row(LOW.format("scale"), "signal_r0.05", 3, 37, 1000),  # fails: 37 > 33 (2.5 %)
+            row(LOW.format("clock"), "signal_r0.05", 3, 34, 1000),  # fails: 34 > 33
             row("detrended p", "decel_iid", "1 run", 400, 1000, used=False),  # no verdict uses it
             row("seed_contrast p (pooled)", "random_walk", 5, 50, 1000),  # passes
         ],
         columns=CALIBRATION_COLUMNS,
     )
-    assert first["passes"].tolist() == [False, False, False, True]
+    assert first["passes"].tolist() == [False, False, False, False, True]
+    assert first["pass_max"].tolist() == [62, 33, 33, 62, 62]
     calls = []
 
-    def work(task, n_sim):  # the fresh draws: 84 of 3000 misses (2.8 %), 210 p < 0.05 (7 %)
+    def work(task, n_sim):  # the fresh draws: 84 and 66 of 3000 misses, 210 p < 0.05 (7 %)
         calls.append((task, n_sim))
         return [
             row(LOW.format("scale"), task[0], task[1], 84, n_sim),
+            row(LOW.format("clock"), task[0], task[1], 66, n_sim),
             row("seed_contrast p (pooled)", task[0], task[1], 210, n_sim),
         ]
 
     out = confirm_failures(first, work, 1000, progress=lambda m: None)
     assert calls == [(("decel_iid", 3), 3000), (("signal_r0.05", 3), 3000)]
-    assert out["passes"].tolist() == [False, True, False, True]
-    assert out.loc[1, "confirm_rate"] == 0.028 and out.loc[1, "confirm_n_sim"] == 3000
-    assert out.loc[1, "confirm_mc_low"] < 0.025 < out.loc[1, "confirm_mc_high"]
-    assert out.loc[0, "confirm_rate"] == 0.07 and out.loc[0, "confirm_mc_low"] > 0.05
-    assert out.loc[[2, 3], "confirm_n_sim"].isna().all()  # unused or passing: not re-run
-    assert out.loc[1, "rate"] == 0.037  # the first estimate stays
+    # pooled over 4000 draws, pass_max 223 at 5 % and 117 at 2.5 %: 280 fails; 121 fails (its
+    # 84 of 3000 alone would have passed: 2.8 %), 100 passes
+    assert out["pass_max"].tolist() == [223, 117, 117, 62, 62]
+    assert out["passes"].tolist() == [False, False, True, False, True]
+    assert out.loc[:2, "n_sim"].tolist() == [4000] * 3
+    assert out.loc[:2, "rate"].tolist() == [280 / 4000, 121 / 4000, 100 / 4000]
+    assert out.loc[:2, "first_rate"].tolist() == [0.07, 0.037, 0.034]  # the first draws stay
+    assert (out.loc[:2, "first_n_sim"] == 1000).all()
+    low, high = stats.binomtest(121, 4000).proportion_ci(0.95, method="exact")
+    assert (out.loc[1, "mc_low"], out.loc[1, "mc_high"]) == pytest.approx((low, high), rel=1e-9)
+    assert out.loc[[3, 4], "first_n_sim"].isna().all()  # unused or passing: not re-drawn
+    assert out.loc[[3, 4]].equals(first.loc[[3, 4]])
+
+
+def test_the_effect_rows_at_8_seeds_get_the_draws_the_pass_rule_needs():
+    """A fifth of 1,000 (200) passes a 5 % miss rate as 2.5 % 45 % of the time; 405 draws 20 %."""
+    assert pass_probability(200, ALPHA / 2, ALPHA) == pytest.approx(0.455, abs=0.001)
+    assert effect_studies(1000, 8) == draws_needed(ALPHA / 2) == 405
+    assert pass_probability(405, ALPHA / 2, ALPHA) <= 0.2
+    assert effect_studies(1000, 3) == effect_studies(1000, 5) == 1000
+    assert effect_studies(3000, 8) == 600 and effect_studies(20, 8) == 20
 
 
 def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():

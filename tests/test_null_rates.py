@@ -62,3 +62,11 @@ def test_the_documented_rates_are_the_ones_docs_calibration_md_reports(flag):
     row = re.search(rf"^\| `{flag}`, pooled \| 3 / 5 / 8 \| `random_walk` \| (.+?) \|", text, re.M)
     rates = [float(r.split()[0]) for r in row.group(1).split(" / ")]
     assert DOCUMENTED[f"{flag} (pooled)"] == dict(zip((3, 5, 8), rates, strict=True))
+
+
+def test_a_re_drawn_row_is_quoted_at_its_pooled_rate(tmp_path):
+    """calibration.csv's rate of a re-drawn row is over all its draws (first_rate: the first's)."""
+    table = calibration_csv(tmp_path).assign(first_n_sim=float("nan"), first_rate=float("nan"))
+    worst = (table["seeds"] == "5") & (table["scenario"] == "decel_ar095")
+    table.loc[worst, ["n_sim", "rate", "first_n_sim", "first_rate"]] = 4000, 0.052, 1000, 0.063
+    assert null_rate(FLAG, 5, table).rate == 0.052

@@ -20,6 +20,8 @@ The effect β (``seed_effect``) equals the planted share r under this simulator'
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from topotrain.config import DEFAULTS
@@ -60,6 +62,14 @@ def effect_scenarios(sesoi: float = SESOI) -> tuple[str, ...]:
 
 
 EFFECT_SCENARIOS = effect_scenarios()
+
+
+def task_rng(task: tuple[str, int | None], seed: int) -> np.random.Generator:
+    """The generator of one calibration task (scenario, seeds per model; None for one run or one
+    value per model or size): seeded by [seed, CRC-32 of the name, seeds or 0], so no two tasks,
+    and no task and its re-draw at another seed, share draws."""
+    name, k = task
+    return np.random.default_rng([seed, zlib.crc32(name.encode()), k or 0])
 
 
 def _ar(rng: np.random.Generator, phi: float, shape: tuple[int, ...]) -> np.ndarray:

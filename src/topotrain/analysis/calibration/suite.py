@@ -6,9 +6,10 @@ runs per study (the primary family's three claims share their runs), and per-run
 across-size draws for the tests that need them. Each (test, scenario) row gives the rate of "yes"
 over n_sim draws (``measures``: the false-positive rate on a null, the power on a signal, an
 interval end's miss rate; ``effect``), its 95 % Clopper–Pearson Monte Carlo interval and
-the nominal rate. A row ``passes`` when its rate is within Monte Carlo error of nominal or below
-(the interval reaches down to nominal); a test whose interval lies above nominal on a null fails
-and may not feed a verdict.
+the nominal rate. A null's row ``passes`` when its "yes" count is at most ``pass_max``
+(``pass_rule``: a row at nominal passes ≥ 95 % of the time, one at twice nominal fails ≥ 80 %
+from ``draws_needed`` draws on); a verdict's failing row is re-drawn and decided on all its
+draws pooled (``confirm_failures``). Each task (scenario × seeds) has its own ``task_rng``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from topotrain.analysis.calibration.effect import (
     judge_effect,
     study_effects,
 )
+from topotrain.analysis.calibration.pass_rule import draws_needed, pass_max, passes
 from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
     ALPHA_NULLS,
     ALPHA_SIGNALS,
@@ -46,17 +48,17 @@ from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simul
     effect_scenarios,
     is_signal,
     simulate,
+    task_rng,
 )
 from topotrain.analysis.inference.associations import view_association
+from topotrain.analysis.inference.diagnostics import SPLIT, split_cell
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     PARTIAL,
     SCALE,
-    SPLIT,
     contrast_cell,
     pooled_row,
     seed_permutations,
-    split_cell,
 )
 from topotrain.analysis.inference.stats import (
     ALPHA,
@@ -77,25 +79,13 @@ log = logging.getLogger(__name__)
 SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]  # draws per scenario
 SEEDS = tuple(DEFAULTS["analysis"]["calibration"]["seeds"])  # seeds per simulated model
 FEATURES = ("x", "x_2", "x_3")  # the primary family's three claims: features of the same runs
-CALIBRATION_COLUMNS = [
-    "test",
-    "scenario",
-    "measures",
-    "seeds",
-    "n_sim",
-    "rate",
-    "mc_low",
-    "mc_high",
-    "nominal",
-    "passes",
-    "used_in_verdicts",
-    "confirm_n_sim",
-    "confirm_rate",
-    "confirm_mc_low",
-    "confirm_mc_high",
+CALIBRATION_COLUMNS = [  # first_*: a re-drawn row's first draws (the others: all pooled)
+    *("test", "scenario", "measures", "seeds", "n_sim", "rate", "mc_low", "mc_high", "nominal"),
+    *("pass_max", "passes", "used_in_verdicts", "first_n_sim", "first_rate"),
 ]
-CONFIRM_FACTOR = 3  # a verdict's row that fails is re-estimated on 3 × the draws, fresh seed
-CONFIRM_SEED = 1  # added to the suite's seed for the re-estimate
+CONFIRM_FACTOR = 3  # a verdict's row that fails gets 3 × the draws more, fresh seed, pooled
+CONFIRM_SEED = 1  # added to the suite's seed for the re-draw
+EFFECT_NOMINAL = ALPHA / 2  # an effect interval end's nominal miss rate (effect.judge_effect)
 RUN_VIEWS = ("raw", "detrended", "partial_step", "partial_l2")  # one run's views: p and CI
 RUN_TESTS = [f"{view} {what}" for view in RUN_VIEWS for what in ("p", "CI")]
 USED = {  # tests whose result feeds a verdict or a flag
@@ -124,8 +114,6 @@ PAIRED = {  # nulls of T5's paired test: per-model error differences symmetric a
     "paired_gaussian": lambda rng, shape: rng.normal(size=shape),
     "paired_heavy_tailed": lambda rng, shape: rng.standard_t(2, size=shape),
 }
-
-
 SIZES = np.array([3e3, 7e3, 21e3, 46e3, 97e3])  # the study's parameter counts
 SIZE_NULLS = {  # nulls of the across-size rules: nothing changes with N
     "sizes_gaussian": lambda rng, shape: rng.normal(size=shape),
@@ -137,7 +125,7 @@ def _size_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
     """The across-size rules on n_sim studies where nothing depends on N: a per-size value
     (T4/T6's exact Spearman), final values e^(1 + 0.1·ε) (T7's log-log t-interval) and 3 seeds'
     ρ = tanh(1.5 + 0.3·ε) per size (t2_monotone: a strict rise with disjoint Fisher-z intervals)."""
-    rng = np.random.default_rng([seed, 13, len(name)])
+    rng = task_rng((name, None), seed)
     draw = SIZE_NULLS[name]
     values, finals, rhos = draw(rng, (n_sim, 5)), draw(rng, (n_sim, 5)), draw(rng, (n_sim, 5, 3))
     spear = np.array([spearman_exact(SIZES, v)[1] < ALPHA for v in values])
@@ -156,14 +144,13 @@ def _size_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
 
 def _paired_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
     """T5's exact sign-flip test on n_sim draws of N_MODELS per-model differences."""
-    d = PAIRED[name](np.random.default_rng([seed, 11, len(name)]), (n_sim, N_MODELS))
+    d = PAIRED[name](task_rng((name, None), seed), (n_sim, N_MODELS))
     return {"T5 sign-flip p (paired by model)": np.array([sign_flip_p(r) < ALPHA for r in d])}
 
 
 def _run_draws(name: str, n_sim: int, n_resamples: int, seed: int) -> dict[str, np.ndarray]:
     """Per-run tests' "yes" (bool arrays of n_sim runs) on scenario ``name``."""
-    rng = np.random.default_rng([seed, NULLS.index(name) if name in NULLS else 99, len(name)])
-    sim = simulate(name, rng, (n_sim, 1))
+    sim = simulate(name, task_rng((name, None), seed), (n_sim, 1))
     t = np.arange(N_CHECKPOINTS) * float(STEP)
     out = {k: np.zeros(n_sim, bool) for k in RUN_TESTS}
     for i in range(n_sim):
@@ -226,16 +213,22 @@ def _contrast_draws(
     sesoi: float = SESOI,
 ) -> dict[str, np.ndarray]:
     """Between-seed tests' "yes" over n_sim simulated studies of N_MODELS models × k seeds, and
-    the effect rows over the first ``n_effects`` of them (default ``effect_draws(n_sim, k)``)."""
-    rng = np.random.default_rng([seed, 7, k, sum(map(ord, name))])
+    the effect rows over the first ``n_effects`` of them (default ``effect_studies(n_sim, k)``)."""
+    rng = task_rng((name, k), seed)
     sim = {
         c: v.reshape(n_sim, N_MODELS, k, N_CHECKPOINTS)
         for c, v in simulate(name, rng, (n_sim * N_MODELS, k), len(FEATURES), stand_in=True).items()
     }
     perms = seed_permutations(k, seed)
-    n_eff = effect_draws(n_sim, k) if n_effects is None else n_effects
+    n_eff = effect_studies(n_sim, k) if n_effects is None else n_effects
     rows = pd.DataFrame([_contrast_study(sim, i, perms, i < n_eff) for i in range(n_sim)])
     return _contrast_hits(rows) | (effect_hits(rows.iloc[:n_eff], name, sesoi) if n_eff else {})
+
+
+def effect_studies(n_sim: int, k: int) -> int:
+    """Studies of a k-seed task whose effect intervals are computed: ``effect_draws`` (a fifth
+    beyond 5 seeds) raised to the draws the pass rule needs at EFFECT_NOMINAL, at most n_sim."""
+    return min(n_sim, max(effect_draws(n_sim, k), draws_needed(EFFECT_NOMINAL)))
 
 
 def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -282,24 +275,21 @@ def _rows(
         if judged is None:
             continue
         kind, nominal, null = judged
-        n, k = yes.size, int(yes.sum())
-        low, high = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
-        rows.append(
-            {
-                "test": test,
-                "scenario": name,
-                "measures": kind,
-                "seeds": seeds,
-                "n_sim": n,
-                "rate": k / n,
-                "mc_low": low,
-                "mc_high": high,
-                "nominal": nominal,
-                "passes": bool(low <= nominal) if null else np.nan,
-                "used_in_verdicts": test in USED,
-            }
-        )
+        row = {"test": test, "scenario": name, "measures": kind, "seeds": seeds}
+        estimate = _estimate(int(yes.sum()), yes.size, nominal, null)
+        rows.append(row | estimate | {"used_in_verdicts": test in USED})
     return rows
+
+
+def _estimate(hits: int, n: int, nominal: float, null: bool) -> dict:
+    """n_sim, rate, its Clopper–Pearson 95 % interval, nominal, and on a null pass_max and
+    passes (hits ≤ pass_max, ``pass_rule``) of ``hits`` "yes" over n draws."""
+    low = stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0  # Clopper–Pearson
+    high = stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+    out = {"n_sim": n, "rate": hits / n, "mc_low": low, "mc_high": high, "nominal": nominal}
+    if not null:
+        return out | {"pass_max": pd.NA, "passes": np.nan}
+    return out | {"pass_max": pass_max(n, nominal), "passes": bool(passes(hits, n, nominal))}
 
 
 def _is_null_for(test: str, scenario: str) -> bool:
@@ -339,6 +329,15 @@ def _task(
     return _rows(_contrast_draws(name, n_sim, k, seed, effects, sesoi), name, k, sesoi)
 
 
+def calibration_tasks(seeds: tuple[int, ...] = SEEDS, sesoi: float = SESOI) -> list[tuple]:
+    """The suite's tasks, (scenario, seeds per model; None for the per-run, paired and
+    across-size ones), in table order: each draws from its own ``task_rng``."""
+    tasks = [(name, k) for name in (*NULLS, *SIGNALS) for k in (None, *seeds)]
+    tasks += [(name, k) for name in effect_scenarios(sesoi) for k in seeds]
+    tasks += [(name, k) for name in (*ALPHA_NULLS, *ALPHA_SIGNALS) for k in seeds]
+    return tasks + [(name, None) for name in (*PAIRED, *SIZE_NULLS)]
+
+
 def calibration_table(
     n_sim: int = SIMULATIONS,
     n_resamples: int = _ANALYSIS["bootstrap_resamples"],
@@ -350,13 +349,12 @@ def calibration_table(
 ) -> pd.DataFrame:
     """CALIBRATION_COLUMNS for every per-run test on n_sim runs over NULLS and SIGNALS, and
     every between-seed test on n_sim studies of N_MODELS models × k seeds for each k in
-    ``seeds`` over those and ``effect_scenarios(sesoi)`` (the effect rows on ``effect_draws`` of
-    them; Δ = ``sesoi``, the study's ``analysis.sesoi``); scenarios run in ``threads`` processes
-    (the same rows in the same order for any count)."""
-    tasks = [(name, k) for name in (*NULLS, *SIGNALS) for k in (None, *seeds)]
-    tasks += [(name, k) for name in effect_scenarios(sesoi) for k in seeds]
-    tasks += [(name, k) for name in (*ALPHA_NULLS, *ALPHA_SIGNALS) for k in seeds]
-    tasks += [(name, None) for name in (*PAIRED, *SIZE_NULLS)]
+    ``seeds`` over those and ``effect_scenarios(sesoi)`` (the effect rows on ``effect_studies``
+    of them; Δ = ``sesoi``, the study's ``analysis.sesoi``); scenarios run in ``threads``
+    processes (the same rows in the same order for any count)."""
+    tasks = calibration_tasks(seeds, sesoi)
+    if n_sim < draws_needed(EFFECT_NOMINAL):
+        log.warning("calibration: %d draws cannot tell a row at twice nominal (pass_rule)", n_sim)
     work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed, sesoi=sesoi)
     results: dict[tuple, list[dict]] = {}
     with ProcessPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
@@ -367,18 +365,18 @@ def calibration_table(
             what = f"{task[1]} seeds, " if task[1] else "per-run, " * (task[0] in NULLS + SIGNALS)
             progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}{n_sim} draws)")
     rows = [row for task in tasks for row in results[task]]
-    table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
+    table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS).astype({"pass_max": "Int64"})
     return confirm_failures(table, partial(work, seed=seed + CONFIRM_SEED), n_sim, progress)
 
 
 def confirm_failures(
     table: pd.DataFrame, work: Callable, n_sim: int, progress: Callable[[str], None] = log.info
 ) -> pd.DataFrame:
-    """Re-estimate, on CONFIRM_FACTOR × n_sim fresh draws (``work(task, n_sim=…)``: the suite's
-    ``_task`` with a new seed), every row that fails and that a verdict or an effect interval
-    uses: among a few hundred rows at their nominal rate a few fail by Monte Carlo error alone.
-    The row keeps its first estimate, gains the re-estimate (confirm_*) and passes only when the
-    re-estimate does: a real excess (3.7 % for 2.5 %) fails it too."""
+    """Re-draw CONFIRM_FACTOR × n_sim fresh studies (``work(task, n_sim=…)``: the suite's
+    ``_task`` with a new seed) for every row that fails and that a verdict or an effect interval
+    uses, and decide it on all its draws pooled: k₁ + k₂ ≤ pass_max(n₁ + n₂). About 5 % of rows
+    at their nominal rate fail their first draws, most pass pooled; a row at twice nominal fails
+    pooled too. n_sim … passes become the pooled ones; first_n_sim, first_rate keep the first."""
     table = table.copy()
     retry = table["passes"].eq(False) & (
         table["used_in_verdicts"] | table["test"].isin(EFFECT_TESTS)
@@ -387,13 +385,12 @@ def confirm_failures(
         table.loc[retry, ["scenario", "seeds"]].drop_duplicates().itertuples(index=False)
     ):
         task = (scenario, seeds if isinstance(seeds, (int, np.integer)) else None)
-        progress(
-            f"calibration: re-estimating {scenario} ({seeds}) on {CONFIRM_FACTOR * n_sim} draws"
-        )
+        progress(f"calibration: re-drawing {scenario} ({seeds}) on {CONFIRM_FACTOR * n_sim} draws")
         again = pd.DataFrame(work(task, n_sim=CONFIRM_FACTOR * n_sim)).set_index("test")
         for i in table.index[retry & table["scenario"].eq(scenario) & table["seeds"].eq(seeds)]:
-            new = again.loc[table.at[i, "test"]]
-            table.loc[i, ["confirm_n_sim", "confirm_rate"]] = new["n_sim"], new["rate"]
-            table.loc[i, ["confirm_mc_low", "confirm_mc_high"]] = new["mc_low"], new["mc_high"]
-            table.at[i, "passes"] = bool(new["passes"])
+            first, new = table.loc[i], again.loc[table.at[i, "test"]]
+            hits = round(first["rate"] * first["n_sim"]) + round(new["rate"] * new["n_sim"])
+            pooled = _estimate(hits, first["n_sim"] + new["n_sim"], first["nominal"], True)
+            table.loc[i, ["first_n_sim", "first_rate"]] = first["n_sim"], first["rate"]
+            table.loc[i, list(pooled)] = list(pooled.values())
     return table
