@@ -23,6 +23,7 @@ from topotrain.analysis.inference.seed_effect import (
     effect_interval,
     effect_text,
     one_sided_ps,
+    slope_breaks,
 )
 
 ALPHA = 0.05
@@ -80,7 +81,51 @@ def test_interval_ends_are_where_the_enumerated_one_sided_p_cross_alpha_over_2(
     assert abs(greater - less) <= 2 / len(perms) ** n_models + 1e-12 or min(greater, less) > 0.4
 
 
+@pytest.mark.parametrize("n", [3, 10, 51])
+def test_the_interval_holds_every_beta0_its_own_test_accepts_on_a_fine_grid(n):
+    """p(β0) of Spearman ranks is not monotone in β0: past a first rejected β0 the test can
+    accept again. On 2 000 β0 spanning the interval and half its width beyond each end, every β0
+    that ``one_sided_ps`` accepts (both one-sided p ≥ α/2) lies inside the reported interval:
+    one size of 5 seeds (a group's smallest with an interval; 6 draws) and 3 pooled sizes of 3
+    seeds (2 draws), at n checkpoints. Before the hull: 2 of 6 draws missed at 3 checkpoints
+    (accepted up to 1.303, reported up to 1.195), 1 of 6 at 10 (accepted from −0.734, reported
+    from −0.722)."""
+    for k, n_models, draws in [(5, 1, 6), (3, 3, 2)]:
+        perms = seed_permutations(k)
+        for draw in range(draws):
+            rng = np.random.default_rng([n, k, draw])
+            beta = rng.uniform(-0.5, 0.5)
+            models = [raw_model(rng, k, n, beta) for _ in range(n_models)]
+            cells = [effect_cell(m, "x", "y", "seed_contrast", perms) for m in models]
+            res = effect_interval(cells)
+            low, high = res["effect_ci_low"], res["effect_ci_high"]
+            half = (high - low) / 2
+            grid = np.linspace(low - half, high + half, 2000)
+            accepted = [b for b in grid if min(one_sided_ps(cells, b)) >= ALPHA / 2]
+            assert low <= min(accepted) and max(accepted) <= high, (k, draw, low, high, accepted)
+
+
+def test_spearman_p_changes_only_at_the_slope_breaks():
+    """The scan's premise: between two consecutive β0 where two cells of X − β0·Y tie
+    (``slope_breaks``), the ranks and so both one-sided p are constant; across breaks they do
+    change (one size of 5 seeds × 3 checkpoints: 105 breaks, p read at 3 points per piece)."""
+    rng = np.random.default_rng(8)
+    cells = [
+        effect_cell(raw_model(rng, 5, 3, 0.3), "x", "y", "seed_contrast", seed_permutations(5))
+    ]
+    breaks = np.unique(slope_breaks(cells))
+    assert breaks.size == 15 * 14 // 2
+    per_piece = []
+    for a, b in zip(breaks[:-1], breaks[1:], strict=True):
+        ps = {one_sided_ps(cells, a + f * (b - a)) for f in (0.01, 0.5, 0.99)}
+        assert len(ps) == 1, (a, b, ps)
+        per_piece.append(ps.pop())
+    assert len(set(per_piece)) > 10
+
+
 def test_interval_excludes_zero_exactly_when_the_two_sided_test_rejects():
+    """Excluding 0 implies rejecting at 0 always; on these draws (4 sizes × 3 seeds × 20
+    checkpoints) no rejected 0 falls in a gap of the accepted set, so the two agree."""
     rng = np.random.default_rng(11)
     perms = seed_permutations(3)
     seen = set()

@@ -9,10 +9,19 @@ y = trend + u, u and e alike) β ≈ r, the planted share: that link is the simu
 
 Interval: the registered statistic (a model's ρ, or the pooled S = mean_m s_m·ρ_m) applied to
 X − β0·s_m·Y tests β = β0, exactly for the clock's view when E is exchangeable across seeds. The
-equal-tailed 1 − α interval is {β0: p_greater(β0) ≥ α/2 and p_less(β0) ≥ α/2}, its ends found by
-bisection to ``TOL``; the point estimate is Hodges–Lehmann's, the β0 where the two one-sided p
-balance. At β0 = 0 the test is the row's, so the interval excludes 0 exactly when the row's
-two-sided p (twice the smaller one-sided p) is below α. No bootstrap over seeds; with fewer than
+equal-tailed 1 − α interval is the hull of the accepted set A = {β0: p_greater(β0) ≥ α/2 and
+p_less(β0) ≥ α/2}: p(β0) need not be monotone (the observed ρ falls with β0, the permuted ones
+need not), so A can have gaps and islands past its first ends (one size of 5 seeds at 10
+checkpoints: 30 of 30 draws non-monotone, 4 with accepted β0 past the first ends). With Spearman
+ranks p changes only at the breaks where two cells of a model tie (``slope_breaks``), so each end
+is bisected from the estimate to ``TOL``, then one β0 in every piece between consecutive breaks
+beyond it is tested until ``SCAN_GAPS`` in a row are rejected (the longest rejected run before a
+re-acceptance seen was 7, over about 1,000 ends), and the end is the first rejected β0 past the
+outermost accepted one, to TOL. In the scale view (Pearson of residuals) p is continuous and those
+β0 serve as a grid. The point estimate is Hodges–Lehmann's, the β0 where the two one-sided p
+balance. At β0 = 0 the test is the row's, so the interval excludes 0 only when the row's two-sided
+p (twice the smaller one-sided p) is below α; a rejected 0 in a gap of A stays inside (1 of 300
+draws of one 5-seed size at 10 checkpoints). No bootstrap over seeds; with fewer than
 ``MIN_ARRANGEMENTS`` arrangements (one model of 3 seeds has 6) no interval.
 """
 
@@ -43,6 +52,7 @@ from topotrain.analysis.inference.stats import ALPHA
 MIN_ARRANGEMENTS = 40  # below this a 95 % interval's tails (2.5 % each) cannot be reached
 TOL = 1e-4  # bisection stops when an end is known within this
 BRACKET = 2.0**20  # largest |β0 − estimate| searched; beyond it an end is unbounded
+SCAN_GAPS = 16  # rejected pieces between breaks tested past the outermost accepted β0
 EFFECT_COLUMNS = ["effect", "effect_ci_low", "effect_ci_high", "effect_note"]
 
 
@@ -131,25 +141,96 @@ def one_sided_ps(
     return permutation_p(null, "greater", exact), permutation_p(null, "less", exact)
 
 
-def _edge(accepts: Callable[[float], bool], start: float, direction: float) -> float:
-    """The end of {β: accepts(β)} from ``start`` (accepted) towards ``direction`` (±1): brackets
-    by doubling steps, then bisects to TOL; ±inf when still accepted BRACKET away."""
+def slope_breaks(cells: list[EffectCell]) -> np.ndarray:
+    """The β0 = (X_i − X_j)/(s·(Y_i − Y_j)) over pairs of cells i, j of one model (unsorted): where
+    two cells of X − β0·s·Y tie, so the only β0 where its ranks, and with them the Spearman
+    view's ρ and p, change."""
+    out = [np.empty(0)]
+    for c in cells:
+        x, y = c.x.ravel(), c.sign * c.y.ravel()
+        i, j = np.triu_indices(x.size, 1)
+        dy = y[i] - y[j]
+        keep = dy != 0
+        out.append((x[i] - x[j])[keep] / dy[keep])
+    return np.concatenate(out)
+
+
+def _pieces(breaks: np.ndarray, at: float, direction: float, count: int) -> tuple[np.ndarray, bool]:
+    """(β0, all): one β0 in each of the first ``count`` or so pieces that ``breaks`` cut the line
+    into beyond ``at`` towards ``direction``, nearest first (the midpoints of consecutive breaks);
+    where every break is in (all), one more past the last."""
+    d = (breaks - at) * direction
+    d = d[d > 0]
+    every = d.size <= count
+    d = np.unique(d if every else np.partition(d, count)[: count + 1])
+    ahead = np.r_[(d[1:] + d[:-1]) / 2, d[-1:] + 1.0 if every else []]
+    return at + direction * ahead, every
+
+
+def _bisect(accepts: Callable[[float], bool], inside: float, outside: float) -> tuple[float, float]:
+    """(inside, outside) narrowed to TOL apart, ``inside`` still accepted, ``outside`` not."""
+    while abs(outside - inside) > TOL:
+        mid = (inside + outside) / 2
+        inside, outside = (mid, outside) if accepts(mid) else (inside, mid)
+    return inside, outside
+
+
+def _bracket(
+    accepts: Callable[[float], bool], start: float, direction: float
+) -> tuple[float, float]:
+    """(inside, outside) about the first end of {β: accepts(β)} from ``start`` (accepted) towards
+    ``direction`` (±1), TOL apart: doubling steps, then bisection; outside ±inf when still
+    accepted BRACKET away."""
     step, inside = 0.5, start
     while accepts(start + direction * step):
         inside = start + direction * step
         if step >= BRACKET:
-            return direction * math.inf
+            return inside, direction * math.inf
         step *= 2
-    outside = start + direction * step
-    while abs(outside - inside) > TOL:
-        mid = (inside + outside) / 2
-        inside, outside = (mid, outside) if accepts(mid) else (inside, mid)
-    return (inside + outside) / 2
+    return _bisect(accepts, inside, start + direction * step)
+
+
+def _edge(accepts: Callable[[float], bool], start: float, direction: float) -> float:
+    """The midpoint of ``_bracket``: where ``accepts`` first turns false, to TOL; ±inf when
+    still true BRACKET away."""
+    inside, outside = _bracket(accepts, start, direction)
+    return (inside + outside) / 2 if math.isfinite(outside) else outside
+
+
+def _hull_end(
+    accepts: Callable[[float], bool], start: float, direction: float, breaks: np.ndarray
+) -> float:
+    """The outer end of {β: accepts(β)} towards ``direction`` from ``start`` (accepted): the first
+    end (``_bracket``), then one β0 in each piece between consecutive ``breaks`` beyond it,
+    nearest first, until SCAN_GAPS in a row are rejected; from the outermost accepted one the end
+    is bisected to its rejected neighbour. Returns the rejected side of that last bisection (TOL
+    beyond the last accepted β0); ±inf when still accepted BRACKET away."""
+    inside, outside = _bracket(accepts, start, direction)
+    if not math.isfinite(outside):
+        return outside
+    count = 4 * SCAN_GAPS
+    while True:
+        points, every = _pieces(breaks, inside, direction, count)
+        last, rejected = -1, 0
+        for i, b in enumerate(points):
+            if accepts(float(b)):
+                last, rejected = i, 0
+            elif (rejected := rejected + 1) >= SCAN_GAPS:
+                break
+        if every or last + SCAN_GAPS < len(points):
+            break
+        count *= 4  # accepted β0 up to the last piece taken: take more
+    if last < 0:
+        return outside
+    if last == len(points) - 1:  # past every break
+        return _bracket(accepts, float(points[last]), direction)[1]
+    return _bisect(accepts, float(points[last]), float(points[last + 1]))[1]
 
 
 def effect_interval(cells: list[EffectCell | None], alpha: float = ALPHA, seed: int = 0) -> dict:
     """EFFECT_COLUMNS of the pooled β over the defined cells: Hodges–Lehmann estimate and the
-    equal-tailed 1 − alpha interval from inverting the pooled seed-permutation test."""
+    equal-tailed 1 − alpha interval, the hull of the β0 the pooled seed-permutation test accepts
+    (both one-sided p ≥ alpha/2; ``_hull_end``)."""
     out = dict.fromkeys(EFFECT_COLUMNS[:3], np.nan) | {"effect_note": ""}
     cells = [c for c in cells if c is not None]
     if not cells:
@@ -169,8 +250,9 @@ def effect_interval(cells: list[EffectCell | None], alpha: float = ALPHA, seed: 
 
     guess = float(np.mean([c.sign * (c.x * c.y).sum() for c in cells]))  # least-squares slope
     balance = _hodges_lehmann(ps, guess)
-    low = _edge(lambda b: ps(b)[0] >= alpha / 2, balance, -1.0)
-    high = _edge(lambda b: ps(b)[1] >= alpha / 2, balance, 1.0)
+    breaks = slope_breaks(cells)
+    low = _hull_end(lambda b: min(ps(b)) >= alpha / 2, balance, -1.0, breaks)
+    high = _hull_end(lambda b: min(ps(b)) >= alpha / 2, balance, 1.0, breaks)
     return out | {"effect": balance, "effect_ci_low": low, "effect_ci_high": high}
 
 
