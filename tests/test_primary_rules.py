@@ -26,6 +26,8 @@ from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.replication.claims import read_paper_values, replication_table
 from topotrain.report.bottom_line import effect_phrase, primary_sentence
 
+LEVEL = ("level",)  # these rules are the level view's; the joint views: test_primary_views
+
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
 MODELS = {
     "tiny-3k": 3_000,
@@ -92,7 +94,7 @@ def test_a_wrong_sign_model_under_three_strong_ones_is_not_reproduced(paper):
     """NP's claim (−, +, +, +): three strong + models carry tiny-3k, whose effect is + (β ≈ 0.7
     where − is claimed). The pooled test rejects, but tiny-3k's sign fails: not reproduced."""
     df = study(STRONG | {"tiny-3k": 1.0})
-    fam = primary_family(df, paper).set_index("feature")
+    fam = primary_family(df, paper, primary_views=LEVEL).set_index("feature")
     np_row = fam.loc["np_mean"]
     assert np_row["signs"] == "-1;+1;+1;+1" and np_row["rejected"]  # the pooled test alone
     assert np_row["signs_held"] == "3/4"
@@ -110,7 +112,9 @@ def test_a_wrong_sign_model_under_three_strong_ones_is_not_reproduced(paper):
     bound = f"(≥ {np_row['effect_ci_low']:.4g}, one-sided 95 % bound) at Δ = 0.1: inconclusive"
     assert bound in sentence
     # the same study with tiny-3k's effect −: every sign holds and the claim is reproduced
-    right = primary_family(study(STRONG | {"tiny-3k": -1.0}), paper).set_index("feature")
+    right = primary_family(study(STRONG | {"tiny-3k": -1.0}), paper, primary_views=LEVEL).set_index(
+        "feature"
+    )
     assert right.loc["np_mean", "signs_held"] == "4/4"
     assert right.loc["np_mean", "verdict"] == "reproduced"
 
@@ -149,7 +153,7 @@ def test_the_bound_beside_a_one_sided_test_is_one_sided_at_alpha(paper):
     1 − 2α interval, and the effect's own one-sided p crosses α there; effect_ci_high is +∞. At
     β0 = 0 that test is the claim's: the bound lies above 0 exactly when the view's p < α."""
     df = study(STRONG | {"tiny-3k": -1.0})
-    fam = primary_family(df, paper).set_index("feature")
+    fam = primary_family(df, paper, primary_views=LEVEL).set_index("feature")
     for feature in ("h0_total", "np_mean", "h1_total"):
         row = fam.loc[feature]
         for view in CONDITIONS:
@@ -171,7 +175,7 @@ def test_the_one_sided_bound_matches_the_test_across_studies(paper):
     seen = set()
     for rng_seed in range(6):
         df = study({m: 0.25 * (1 if m != "tiny-3k" else -1) for m in MODELS}, rng_seed=rng_seed)
-        row = primary_family(df, paper).set_index("feature").loc["np_mean"]
+        row = primary_family(df, paper, primary_views=LEVEL).set_index("feature").loc["np_mean"]
         for view in CONDITIONS:
             rejects = row[f"p_{view}"] < ALPHA
             assert rejects == (row[f"effect_{view}_bound"] > 0)
@@ -191,7 +195,11 @@ def test_artefact_needs_the_family_wise_bound_below_delta(paper):
         family.append(effect_interval(cells, ALPHA / 3)["effect_ci_high"])
     assert min(family) > min(per_claim) > 0
     delta = (min(family) + min(per_claim)) / 2
-    row = primary_family(df, paper, sesoi=delta).set_index("feature").loc["h1_total"]
+    row = (
+        primary_family(df, paper, sesoi=delta, primary_views=LEVEL)
+        .set_index("feature")
+        .loc["h1_total"]
+    )
     assert not row["rejected"]
     assert [row[f"effect_{v}_ci_high"] for v in CONDITIONS] == pytest.approx(per_claim, abs=1e-12)
     assert [row[f"effect_{v}_fw_high"] for v in CONDITIONS] == pytest.approx(family, abs=1e-12)

@@ -22,6 +22,7 @@ from topotrain.analysis.inference.seed_contrast import (
 from topotrain.analysis.replication.claims import read_paper_values, replication_table
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
+LEVEL = ("level",)  # the level view's claims (the joint views: test_primary_views)
 MODELS = {
     "tiny-3k": 3_000,
     "small-7k": 7_000,
@@ -158,7 +159,7 @@ def study(seeds: int = 3, n: int = 26) -> pd.DataFrame:
 
 def test_primary_family_rejects_the_planted_claim_and_not_the_clock():
     paper = read_paper_values(PAPER)
-    fam = primary_family(study(), paper).set_index("feature")
+    fam = primary_family(study(), paper, primary_views=LEVEL).set_index("feature")
     assert fam.loc["h0_total", "arrangements"] == 6**5  # 7 776: p can reach 1/7 776
     assert fam.loc["h0_total", "p_clock"] == pytest.approx(1 / 6**5)
     assert fam.loc["h0_total", "rejected"] and fam.loc["h0_total", "rho_clock"] > 0.9
@@ -172,7 +173,7 @@ def test_primary_family_rejects_the_planted_claim_and_not_the_clock():
     assert h0["effect_clock"] == pytest.approx(4 / np.sqrt(17), abs=0.03)
     assert h0["effect"] == h0[f"effect_{'scale' if h0['p_scale'] > h0['p_clock'] else 'clock'}"]
     assert h0["verdict"] == "reproduced" and h0["sesoi"] == 0.1
-    one = primary_family(study(seeds=1), paper)
+    one = primary_family(study(seeds=1), paper, primary_views=LEVEL)
     assert one["p"].isna().all() and one["note"].str.contains("cannot be measured").all()
 
 

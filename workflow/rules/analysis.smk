@@ -288,6 +288,8 @@ rule replication:
         warmup_steps=config["train"]["warmup_steps"],
         phase_threshold=config["analysis"]["phase_threshold"],
         sesoi=config["analysis"]["sesoi"],
+        sesoi_co=config["analysis"]["sesoi_co"],
+        primary_views=config["analysis"]["primary_views"],
     script:
         "../scripts/replication.py"
 

@@ -186,7 +186,13 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
     if tables["features"] is not None:
         check_seed_numerics(tables["features"])  # the primary family tests across seeds
     sesoi = params["sesoi"]
-    tables["primary"] = primary = primary_family(tables["features"], paper, sesoi=sesoi)
+    tables["primary"] = primary = primary_family(
+        tables["features"],
+        paper,
+        sesoi=sesoi,
+        sesoi_co=params["sesoi_co"],
+        primary_views=params["primary_views"],
+    )
     verdicts = replication_table(
         paper, tables, params["warmup_steps"], params["phase_threshold"], sesoi=sesoi
     )

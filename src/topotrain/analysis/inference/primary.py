@@ -25,47 +25,60 @@ import pandas as pd
 
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
+    PARTIAL_CO,
     SCALE,
     contrast_cell,
     model_matrices,
     permutation_p,
+    pooled_null,
     pooled_row,
     seed_permutations,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
-from topotrain.analysis.inference.verdicts import decide_claim, paper_series
+from topotrain.analysis.inference.verdicts import (
+    ARTEFACT,
+    INCONCLUSIVE,
+    REPRODUCED,
+    REPRODUCED_SMALL,
+    paper_series,
+)
 from topotrain.config import DEFAULTS
 
 TARGET = "train_loss"
+CO_TARGET = "val_loss"  # the co-movement view's loss: measured on the checkpoint's own weights
 CLAIMS = {"h0_total": "2", "np_mean": "3", "h1_total": "4"}  # feature -> the paper's table
 QUANTITY = "rho_{feature}_train_loss"
 CONDITIONS = {"clock": None, "scale": SCALE}  # name -> the column its contrast is partial on
+# Design views of the family: name -> (its loss, {condition: (contrast view, conditioning)}).
+# Each is tested beyond the clock and the scale (intersection–union); ``analysis.primary_views``
+# names those whose p makes the claim's, the others are computed beside them (exploratory).
+VIEWS = {
+    "level": (TARGET, {"clock": ("seed_contrast", None), "scale": (PARTIAL, SCALE)}),
+    "comove": (CO_TARGET, {"co_clock": ("seed_comove", None), "co_scale": (PARTIAL_CO, SCALE)}),
+}
+PRIMARY_VIEWS = tuple(DEFAULTS["analysis"]["primary_views"])
 SESOI = DEFAULTS["analysis"]["sesoi"]  # Δ, the smallest effect of interest (docs/study.md)
-FAMILY_TESTS = len(CLAIMS) * len(CONDITIONS)  # "artefact"'s bounds: Bonferroni over these
+SESOI_CO = DEFAULTS["analysis"]["sesoi_co"]  # Δ_co: the co-movement view's own (docs/study.md)
 EFFECT = ["effect", "effect_ci_low", "effect_ci_high"]
+_PER_CONDITION = ["rho", "p", "effect", "effect_ci_low", "effect_ci_high", "effect_bound"]
+
+
+def _condition_columns(name: str) -> list[str]:
+    cols = [f"effect_signs_{name}", f"rho_{name}", f"p_{name}", f"effect_{name}"]
+    return cols + [f"effect_{name}_{c}" for c in ("ci_low", "ci_high", "bound", "fw_high")]
+
+
 PRIMARY_COLUMNS = [
     "feature",
     "table",
     "models",
     "signs",
     "signs_held",
-    "effect_signs_clock",
-    "effect_signs_scale",
-    "rho_clock",
-    "p_clock",
-    "effect_clock",
-    "effect_clock_ci_low",
-    "effect_clock_ci_high",
-    "effect_clock_bound",
-    "effect_clock_fw_high",
-    "rho_scale",
-    "p_scale",
-    "effect_scale",
-    "effect_scale_ci_low",
-    "effect_scale_ci_high",
-    "effect_scale_bound",
-    "effect_scale_fw_high",
+    *[c for _, conds in VIEWS.values() for name in conds for c in _condition_columns(name)],
+    *[f"p_{view}" for view in VIEWS],
+    "views",
+    "best_view",
     "p",
     "p_bh",
     "arrangements",
@@ -77,6 +90,15 @@ PRIMARY_COLUMNS = [
     "verdict_double_sesoi",
     "note",
 ]
+
+
+def family_tests(views=PRIMARY_VIEWS) -> int:
+    """The number of one-sided bounds "artefact" reads: every claim × every condition of every
+    primary view (Bonferroni over them: each upper bound at 1 − α/family_tests)."""
+    return len(CLAIMS) * sum(len(VIEWS[v][1]) for v in views)
+
+
+FAMILY_TESTS = family_tests()
 
 
 def claimed_signs(paper: pd.DataFrame, feature: str) -> pd.Series:
@@ -93,10 +115,11 @@ def view_nulls(
     feature: str,
     target: str,
     cond: str | None,
+    view: str | None = None,
 ) -> list[np.ndarray]:
-    """Per model, the null of its contrast ρ (observed first; ``contrast_cell``) in the view
-    partial on ``cond`` (None: the clock's plain seed contrast)."""
-    view = PARTIAL if cond else "seed_contrast"
+    """Per model, the null of its contrast ρ (observed first; ``contrast_cell``) in ``view``
+    (default: partial on ``cond``, or the clock's plain seed contrast when it is None)."""
+    view = view or (PARTIAL if cond else "seed_contrast")
     return [
         contrast_cell(m, feature, target, view, p, cond)[1]
         for m, p in zip(mats, perms, strict=True)
@@ -132,12 +155,14 @@ def claim_views(
     feature: str,
     target: str = TARGET,
     seed: int = 0,
-    views: dict[str, str | None] | None = None,
+    views: dict | None = None,
     alternative: str = "greater",
     family_tests: int | None = None,
+    nulls_out: dict | None = None,
 ) -> dict:
     """Per view (``views``: name → the column its contrast is partial on, None for the plain
-    one; default CONDITIONS, the clock and the scale): the pooled contrast, ``alternative`` in
+    one, or → (contrast view, that column) for another view such as ``seed_comove``; default
+    CONDITIONS, the clock and the scale): the pooled contrast, ``alternative`` in
     the claimed signs (rho_, p_), its effect [equal-tailed 95 % interval] (effect_,
     effect_*_ci_low/high) and each model's effect sign (effect_signs_; ``effect_signs``), over
     models given as raw matrices (``model_matrices``) with their seed permutations; signs_held
@@ -145,14 +170,18 @@ def claim_views(
     number of arrangements and note. With ``family_tests`` (a "greater" claim) also per view
     effect_*_bound, the one-sided 1 − α lower bound (the equal-tailed 1 − 2α interval's lower
     end), and effect_*_fw_high, the upper bound at 1 − α/family_tests (Bonferroni; the
-    equal-tailed 2α/family_tests interval's upper end). The report's claims, the calibration
-    suite and the confirmation on fresh seeds all call this."""
+    equal-tailed 2α/family_tests interval's upper end). ``nulls_out``: filled with each view's
+    per-model nulls (``joint_p``). The report's claims, the calibration suite and the
+    confirmation on fresh seeds all call this."""
     if family_tests is not None and alternative != "greater":
         raise ValueError("one-sided bounds are drawn for a 'greater' claim only")
     out, by_view = {}, []
-    for i, (name, cond) in enumerate((views or CONDITIONS).items()):
-        view = PARTIAL if cond else "seed_contrast"
-        nulls = view_nulls(mats, perms, feature, target, cond)
+    for i, (name, spec) in enumerate((views or CONDITIONS).items()):
+        view, cond = spec if isinstance(spec, tuple) else (PARTIAL if spec else None, spec)
+        view = view or "seed_contrast"
+        nulls = view_nulls(mats, perms, feature, target, cond, view)
+        if nulls_out is not None:
+            nulls_out[name] = nulls
         res = pooled_row(nulls, view, alternative, seed, signs, cond)
         by_view.append(effect_signs(nulls))
         cells = [
@@ -174,34 +203,103 @@ def claim_views(
     return out | {"signs_held": f"{int(held.sum())}/{len(held)}"}
 
 
-def claim_test(df: pd.DataFrame, feature: str, signs: pd.Series, seed: int = 0) -> dict:
-    """claim_views over the claimed models that ``df`` holds, with the family's bounds
-    (FAMILY_TESTS); the note names each model whose effect lacks its claimed sign."""
+def claim_test(
+    df: pd.DataFrame,
+    feature: str,
+    signs: pd.Series,
+    seed: int = 0,
+    primary_views=PRIMARY_VIEWS,
+) -> dict:
+    """claim_views of every design view (VIEWS, each on its own loss) over the claimed models
+    that ``df`` holds, with the family's bounds (``family_tests``); p_<view>, the larger of a
+    view's conditions' p (intersection–union), and p, the claim's over ``primary_views``: that
+    view's p alone, or the joint min-p over them (``joint_p``). The note names each model whose
+    effect lacks its claimed sign."""
     models = [m for m in signs.index if m in set(df["model"])]
     out = {"models": ";".join(models), "signs": ";".join(f"{s:+.0f}" for s in signs[models])}
     if feature not in df or not models:
         return out | {"note": f"{feature} or the claimed models are not in the feature table"}
-    columns = [c for c in (feature, TARGET, SCALE) if c in df]
+    columns = [c for c in (feature, TARGET, CO_TARGET, SCALE) if c in df]
     rows = [df[df["model"] == model] for model in models]
     mats = [model_matrices(r, columns) for r in rows]
     perms = [seed_permutations(r["seed"].nunique(), seed) for r in rows]
     claimed = list(signs[models])
-    res = claim_views(mats, perms, claimed, feature, seed=seed, family_tests=FAMILY_TESTS)
-    failed = [
-        f"{m} ({'/'.join(res[f'effect_signs_{v}'].split(';')[i] for v in CONDITIONS)}, claimed "
-        f"{s:+.0f})"
-        for i, (m, s) in enumerate(zip(models, claimed, strict=True))
-        if not all(res[f"effect_signs_{v}"].split(";")[i] == f"{s:+.0f}" for v in CONDITIONS)
-    ]
+    nulls: dict[str, dict] = {}
+    tests = family_tests(primary_views)
+    for name, (target, conds) in VIEWS.items():
+        if target not in df:
+            out[f"p_{name}"] = np.nan
+            continue
+        nulls[name] = {}
+        res = claim_views(
+            mats, perms, claimed, feature, target, seed, conds, "greater", tests, nulls[name]
+        )
+        out |= {k: v for k, v in res.items() if k not in out or name == primary_views[0]}
+        out[f"held_{name}"] = res["signs_held"]
+        out[f"p_{name}"] = max(res[f"p_{c}"] for c in conds)
+    out |= _claim_p(out, nulls, claimed, primary_views, seed)
+    failed = (
+        [
+            f"{m} ({'/'.join(out[f'effect_signs_{c}'].split(';')[i] for c in conds)}, claimed "
+            f"{s:+.0f})"
+            for i, (m, s) in enumerate(zip(models, claimed, strict=True))
+            if not all(out[f"effect_signs_{c}"].split(";")[i] == f"{s:+.0f}" for c in conds)
+        ]
+        if (conds := VIEWS[out["best_view"]][1]) and f"effect_signs_{next(iter(conds))}" in out
+        else []
+    )
     if failed:
-        why = "effect sign (clock/scale) not the claimed one: " + ", ".join(failed)
-        res["note"] = "; ".join(filter(None, [res["note"], why]))
-    return out | res
+        why = f"effect sign ({'/'.join(conds)}) not the claimed one: " + ", ".join(failed)
+        out["note"] = "; ".join(filter(None, [out.get("note", ""), why]))
+    return out
 
 
-def weaker_view(row: pd.Series) -> str:
-    """The view whose p is the claim's (the larger: intersection–union); the clock on ties."""
-    return "scale" if row["p_scale"] > row["p_clock"] else "clock"
+def _claim_p(out: dict, nulls: dict, signs: list[float], views, seed: int) -> dict:
+    """p (the claim's), views, best_view (the primary view of smallest p) and its signs_held."""
+    given = [v for v in views if np.isfinite(out.get(f"p_{v}", np.nan))]
+    if not given:
+        return {"p": np.nan, "views": "+".join(views), "best_view": views[0]}
+    best = min(given, key=lambda v: out[f"p_{v}"])
+    p = out[f"p_{best}"] if len(given) == 1 else joint_p([nulls[v] for v in given], signs, seed)
+    res = {"p": p, "views": "+".join(given), "best_view": best, "signs_held": out[f"held_{best}"]}
+    if len(given) < len(views):
+        lost = ", ".join(v for v in views if v not in given)
+        res["note"] = "; ".join(filter(None, [out.get("note", ""), f"no {lost} view (its loss?)"]))
+    return res
+
+
+def joint_p(views: list[dict[str, list[np.ndarray]]], signs: list[float], seed: int = 0) -> float:
+    """Westfall–Young joint p over design views on the same arrangements of seed labels: each
+    view's statistic at an arrangement a is p_v(a) = max over its conditions of the one-sided
+    p of S_c(a) among all arrangements (``pooled_null``: S = mean_m s_m·ρ_m); the joint p is
+    #{a: min_v p_v(a) ≤ min_v p_v(observed)} / #arrangements, exact when the arrangements are
+    enumerated (Monte Carlo on the shared draws of ``mc_draws`` otherwise). Models undefined in
+    any condition are left out of every one, so all share one arrangement set; NaN when a view
+    has no condition or no model is left."""
+    conds = [c for v in views for c in v.values()]
+    if not conds or any(not v for v in views):
+        return float("nan")
+    keep = [i for i in range(len(conds[0])) if all(np.isfinite(c[i][0]) for c in conds)]
+    if not keep:
+        return float("nan")
+    kept = [signs[i] for i in keep]
+    per_view = []
+    for view in views:
+        ps = []
+        for cond in view.values():
+            stat, _ = pooled_null([cond[i] for i in keep], kept, seed)
+            order = np.sort(stat)
+            tol = 1e-12 * max(1.0, float(np.abs(stat).max()))
+            ps.append((stat.size - np.searchsorted(order, stat - tol, "left")) / stat.size)
+        per_view.append(np.max(ps, axis=0))
+    m = np.min(per_view, axis=0)
+    return float(np.count_nonzero(m <= m[0] + 1e-12) / m.size)
+
+
+def weaker_view(row: pd.Series, conds=CONDITIONS) -> str:
+    """The condition whose p is the view's (the larger: intersection–union); the first on ties."""
+    names = list(conds)
+    return max(names, key=lambda c: (row[f"p_{c}"], -names.index(c)))
 
 
 def all_held(held: object) -> bool:
@@ -211,37 +309,45 @@ def all_held(held: object) -> bool:
 
 
 def primary_family(
-    df: pd.DataFrame | None, paper: pd.DataFrame, alpha: float = ALPHA, sesoi: float = SESOI
+    df: pd.DataFrame | None,
+    paper: pd.DataFrame,
+    alpha: float = ALPHA,
+    sesoi: float = SESOI,
+    sesoi_co: float = SESOI_CO,
+    primary_views=PRIMARY_VIEWS,
 ) -> pd.DataFrame:
-    """PRIMARY_COLUMNS, one row per claim in CLAIMS: claim_test, p = max(p_clock, p_scale), p_bh
-    over the family, rejected = p_bh < alpha (the pooled test alone), the weaker view's effect
-    with its one-sided 1 − α bound (effect_ci_low; effect_ci_high = +∞), and the verdict by
-    ``decide_claim`` at Δ = sesoi, Δ/2 and 2Δ: it rejects only if the test rejects and every
-    claimed model's effect has its sign (signs_held), and reads the family-wise upper bounds
-    (effect_*_fw_high). NaN p (no seeds to contrast: cannot be measured) stays NaN and is not
-    counted in the family."""
+    """PRIMARY_COLUMNS, one row per claim in CLAIMS: claim_test over every design view (VIEWS),
+    p the claim's over ``primary_views`` (``claim_test``), p_bh over the family, rejected =
+    p_bh < alpha (the pooled test alone), the best primary view's effect (its weaker condition's)
+    with its one-sided 1 − α bound (effect_ci_low; effect_ci_high = +∞), and the verdict at
+    (Δ, Δ_co) = (sesoi, sesoi_co), halved and doubled (``view_verdict``). The views are the
+    config's, fixed before the data. NaN p (no seeds to contrast: cannot be measured) stays NaN
+    and is not counted in the family."""
+    unknown = sorted(set(primary_views) - set(VIEWS))
+    if unknown or not primary_views:
+        raise ValueError(
+            f"analysis.primary_views: {unknown or 'empty'}; choose from {', '.join(VIEWS)}"
+        )
+    views = tuple(primary_views)
     rows = []
     for feature, table in CLAIMS.items():
         base = {"feature": feature, "table": table}
         if df is None:
-            rows.append(base | {"note": "no feature table"})
+            rows.append(base | {"note": "no feature table", "views": "+".join(views)})
             continue
-        rows.append(base | claim_test(df, feature, claimed_signs(paper, feature)))
+        rows.append(base | claim_test(df, feature, claimed_signs(paper, feature), 0, views))
     out = pd.DataFrame(rows).reindex(columns=PRIMARY_COLUMNS)
-    out["p"] = out[["p_clock", "p_scale"]].max(axis=1, skipna=False)
     out["p_bh"] = benjamini_hochberg(out["p"].to_numpy(float))
     out["rejected"] = out["p_bh"] < alpha
     for i, row in out.iterrows():
-        view = weaker_view(row)
-        bound = row[f"effect_{view}_bound"]
-        out.loc[i, EFFECT] = [row[f"effect_{view}"], bound, np.inf if pd.notna(bound) else np.nan]
+        best = row["best_view"] if isinstance(row["best_view"], str) else views[0]
+        cond = weaker_view(row, VIEWS[best][1])
+        bound = row[f"effect_{cond}_bound"]
+        out.loc[i, EFFECT] = [row[f"effect_{cond}"], bound, np.inf if pd.notna(bound) else np.nan]
     out["sesoi"] = sesoi
-    for column, delta in (
-        ("verdict", sesoi),
-        ("verdict_half_sesoi", sesoi / 2),
-        ("verdict_double_sesoi", 2 * sesoi),
-    ):
-        out[column] = [_verdict(row, delta) for _, row in out.iterrows()]
+    for column, k in (("verdict", 1), ("verdict_half_sesoi", 0.5), ("verdict_double_sesoi", 2)):
+        deltas = {"level": k * sesoi, "comove": k * sesoi_co}
+        out[column] = [view_verdict(row, views, deltas) for _, row in out.iterrows()]
     undefined = out["p"].isna()
     out.loc[undefined, "note"] = (
         out.loc[undefined, "note"].fillna("").astype(str)
@@ -250,8 +356,23 @@ def primary_family(
     return out
 
 
-def _verdict(row: pd.Series, delta: float) -> str:
-    """decide_claim on the test and every sign together, with the family-wise upper bounds."""
-    rejected = None if pd.isna(row["p"]) else bool(row["rejected"]) and all_held(row["signs_held"])
-    uppers = [row[f"effect_{view}_fw_high"] for view in CONDITIONS]
-    return decide_claim(rejected, uppers, delta)
+def view_verdict(row: pd.Series, views, deltas: dict[str, float]) -> str:
+    """The claim's verdict: reproduced when its test rejects (``rejected``) and every claimed
+    model's effect has its sign in the best primary view (signs_held); "shown small" in a view
+    when one of its conditions' family-wise upper bound (effect_*_fw_high) lies below that
+    view's Δ; artefact only when every primary view shows it small (a view that cannot rule an
+    effect out leaves the claim open); "reproduced, below Δ" when it rejects and the best view
+    shows it small; inconclusive otherwise and when the test cannot be measured."""
+    if pd.isna(row["p"]):
+        return INCONCLUSIVE
+    small = {
+        v: any(
+            np.isfinite(u) and u < deltas[v]
+            for u in (row[f"effect_{c}_fw_high"] for c in VIEWS[v][1])
+        )
+        for v in views
+    }
+    best = row["best_view"] if isinstance(row["best_view"], str) else views[0]
+    if bool(row["rejected"]) and all_held(row["signs_held"]):
+        return REPRODUCED_SMALL if small[best] else REPRODUCED
+    return ARTEFACT if all(small.values()) else INCONCLUSIVE
