@@ -1,11 +1,14 @@
-"""The report's Positive control section: the power sentence quotes both studies' numbers."""
+"""The report's Positive control section: the power sentence quotes both studies' numbers; a seed
+that never groks is named, each that does is listed with its own grokking step."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from test_grokking_stats import planted
 
-from topotrain.report.control import power_sentence, scaled
+from topotrain.analysis.control import grokking
+from topotrain.report.control import control_section, power_sentence, scaled
 
 
 def verdicts(verdict: str, p: float) -> pd.DataFrame:
@@ -57,3 +60,23 @@ def test_the_power_sentence_quotes_the_control_the_known_effect_and_the_gpt_stud
 def test_curves_are_scaled_to_the_unit_interval():
     assert scaled([2.0, 4.0, 3.0]).tolist() == [0.0, 1.0, 0.5]
     assert scaled([5.0, 5.0]).tolist() == [0.0, 0.0] and np.isnan(scaled([1.0, np.nan])[1])
+
+
+def test_the_section_names_the_seeds_that_never_grok_and_lists_the_others_steps(tmp_path):
+    df = planted([900, 1200, 1500, 1800, 2100], never=(1, 3))
+    features = ["tied", "weight_l2", "fourier_top5"]
+    seeds = grokking.seed_table(df, features)
+    table = grokking.feature_table(df, seeds, features)
+    tables = {"control_curves_png": str(tmp_path / "control_curves.png")}
+    for name, frame in (
+        ("control", table),
+        ("control_seeds", seeds),
+        ("control_verdicts", grokking.verdicts(table, primary="tied")),
+    ):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        tables[f"{name}_csv"] = str(tmp_path / f"{name}.csv")
+    text = control_section(tables, None, None)
+    # planted(): seed s's test accuracy reaches 1 at its own step, except seeds 1 and 3
+    assert "Grokking steps (seed: step): 0: 900, 2: 1500, 4: 2100." in text
+    assert "Never grokked (left out of the lead statistics): seeds [1, 3]." in text
+    assert "| tied | baseline | exploratory | 3 |" in text  # n_grokked: seeds 0, 2 and 4

@@ -1,8 +1,15 @@
-"""The grokking control through the real rules: a tiny config (p = 23, 400 steps, 4 seeds of
-which two grok and two never do), the spine and Pythia off; and bad knobs stop before any job."""
+"""The grokking control through the real rules: a tiny config (p = 23, 1,000 steps, 4 seeds), the
+spine and Pythia off; and bad knobs stop before any job.
+
+Whether a tiny seed groks is a chaotic outcome of the float path, so no test here pins it. The seeds
+are picked for wide margins, measured under each of torch's CPU kernel sets (ATEN_CPU_CAPABILITY
+avx512, avx2 and default on one AMD EPYC, 2026-11-27): seeds 0 and 2 stay at test accuracy 0.67–0.69
+(the threshold is 0.95), seeds 3 and 9 reach ≥ 0.99 by step 750 and 450. The test asserts the
+rules on whatever each seed does."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -10,22 +17,23 @@ from conftest import run_snakemake, tiny_config, write_corpus
 
 from topotrain.analysis.control.grokking import NEVER
 
+SEEDS, STEPS, INTERVAL = [0, 2, 3, 9], 1000, 50
 TINY_CONTROL = {
     "enabled": True,
     "p": 23,
-    "train_frac": 0.9,
+    "train_frac": 0.7,
     "width": 32,
     "heads": 4,
     "mlp": 64,
-    "steps": 400,
-    "interval": 20,
+    "steps": STEPS,
+    "interval": INTERVAL,
     "lr": 1.0e-2,
     "weight_decay": 1.0,
     "beta2": 0.98,
-    "seeds": [0, 1, 2, 3],
+    "seeds": SEEDS,
     "fourier_k": 5,
     "threads": 1,
-}  # measured: seeds 2 and 3 grok (steps 380, 160), 0 and 1 end at 0.91
+}
 
 
 def control_config(tmp_path, **knobs) -> None:
@@ -36,30 +44,62 @@ def control_config(tmp_path, **knobs) -> None:
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-def test_the_control_branch_runs_and_reports_a_seed_that_never_groks(tmp_path):
+def first_half_change(g: pd.DataFrame, column: str) -> float:
+    """The first step at which ``column`` has made half its total change (NaN when it makes
+    none): the documented onset rule, written again here."""
+    v = g.sort_values("step")[[column, "step"]].dropna()
+    total = abs(v[column].iloc[-1] - v[column].iloc[0])
+    if total == 0:
+        return float("nan")
+    return float(v["step"][(v[column] - v[column].iloc[0]).abs() >= total / 2].iloc[0])
+
+
+def test_the_control_branch_runs_and_each_seed_follows_the_grokking_rule(tmp_path):
+    """Whether a tiny seed groks is a chaotic outcome of the float path (another CPU's kernels can
+    tip it), so nothing here pins which seeds grok: every seed's outcome is read back from its own
+    metrics.csv and the tables, the report and the verdicts are checked against it."""
     control_config(tmp_path)
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config.setdefault("analysis", {})["sesoi"] = 0.2  # Δ reaches the control's verdicts
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(tmp_path, "--cores", "2")
     results = tmp_path / "results"
     seeds = pd.read_csv(results / "tables" / "control_seeds.csv")
-    per_seed = seeds.drop_duplicates("seed").set_index("seed")
-    assert per_seed["grokking_step"].notna().tolist() == [False, False, True, True]
-    assert (per_seed.loc[[0, 1], "note"] == NEVER).all()  # kept and named, not dropped
-    metrics = pd.read_csv(results / "control" / "seed3" / "metrics.csv")
-    first = metrics[metrics["test_acc"] >= 0.95]["step"].iloc[0]
-    assert per_seed.loc[3, "grokking_step"] == first
-    table = pd.read_csv(results / "tables" / "control.csv").set_index("feature")
-    assert table.loc["emb_h1_total", "n_grokked"] == 2
     features = pd.read_parquet(results / "features" / "control.parquet")
-    assert len(features) == 4 * 21 and features["np_wvar_mean"].notna().all()
+    assert sorted(seeds["seed"].unique()) == SEEDS  # every seed kept, grokked or not
+    assert len(features) == len(SEEDS) * 21 and features["np_wvar_mean"].notna().all()
+    grokked, never = {}, []
+    for seed in SEEDS:
+        metrics = pd.read_csv(results / "control" / f"seed{seed}" / "metrics.csv")
+        hits = metrics.loc[metrics["test_acc"] >= 0.95, "step"]  # the documented rule
+        own = seeds[seeds["seed"] == seed]
+        if hits.empty:
+            never.append(seed)
+            assert own["grokking_step"].isna().all() and (own["note"] == NEVER).all()
+            assert own["lead"].isna().all()  # kept, named, and out of the lead statistics
+        else:
+            grokked[seed] = int(hits.min())
+            assert (own["grokking_step"] == grokked[seed]).all()
+    table = pd.read_csv(results / "tables" / "control.csv").set_index("feature")
+    for feature in ("emb_h1_total", "np_mean", "weight_l2", "fourier_top5"):
+        onsets = [first_half_change(features[features["seed"] == s], feature) for s in grokked]
+        assert table.loc[feature, "n_grokked"] == np.isfinite(onsets).sum(), feature
     verdicts = pd.read_csv(results / "tables" / "control_verdicts.csv").set_index("claim")
-    assert verdicts.loc["topology leads grokking", "verdict"] == "not evaluated"  # 2 < 3 seeds
+    leads = verdicts.loc["topology leads grokking", "verdict"]
+    assert (leads == "not evaluated") == (table.loc["emb_h1_total", "n_grokked"] < 3)
+    at_delta = verdicts["rule"].str.contains("shown below Δ = 0.2 ", regex=False)
+    assert at_delta.tolist() == [False, True, True, True, True]  # every claim but "tracks"
     report = (results / "REPORT.md").read_text()
-    assert "## Positive control: grokking" in report and "Never grokked" in report
+    assert "## Positive control: grokking" in report
+    steps = ", ".join(f"{s}: {g}" for s, g in grokked.items()) or "none"
+    assert f"Grokking steps (seed: step): {steps}." in report
+    named = f"Never grokked (left out of the lead statistics): seeds {never}."
+    assert (named in report) == bool(never) and ("Never grokked" in report) == bool(never)
     assert (results / "figures" / "control_curves.png").stat().st_size > 0
     # WeightWatcher beside topology (topology.weightwatcher, on by default): every 2-D matrix of
     # every checkpoint: 23 to 32 eigenvalues each but the 3 × 32 positional embedding's 3
     ww = pd.read_parquet(results / "control" / "seed0" / "weightwatcher.parquet")
-    assert set(ww["step"]) == set(range(0, 401, 20)) and len(ww) == 21 * 7
+    assert set(ww["step"]) == set(range(0, STEPS + 1, INTERVAL)) and len(ww) == 21 * 7
     assert set(ww.loc[ww["layer"] == "pos", "fit"]) == {"skipped"}
     assert set(ww.loc[ww["layer"] != "pos", "fit"]) <= {"fitted", "warned"}
     assert features["ww_alpha_mean"].notna().all() and (features["ww_small_layers"] == 0).all()

@@ -88,5 +88,6 @@ rule control_analysis:
         runtime=30,
     params:
         seeds=CONTROL_SEEDS,
+        sesoi=config["analysis"]["sesoi"],
     script:
         "../scripts/control_analysis.py"

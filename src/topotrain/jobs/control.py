@@ -78,12 +78,20 @@ def control_analysis_job(
     out: dict[str, str],
     ww: list[str] | None = None,
     seeds: list[int] | None = None,
+    sesoi: float | None = None,
 ) -> None:
     """Every seed's features (and WeightWatcher's metrics, ``ww``: one table per seed of
-    ``seeds``) → the features table, the per-feature, per-seed, verdict and diagnostics tables
-    and the per-seed curves figure."""
+    ``seeds``) → the features table, the per-feature, per-seed, verdict (at Δ = ``sesoi``,
+    ``analysis.sesoi``; the schema's default when None) and diagnostics tables and the per-seed
+    curves figure."""
     from topotrain.analysis.control.diagnostics import WW, control_diagnostics
-    from topotrain.analysis.control.grokking import FEATURES, feature_table, seed_table, verdicts
+    from topotrain.analysis.control.grokking import (
+        FEATURES,
+        SESOI,
+        feature_table,
+        seed_table,
+        verdicts,
+    )
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves
 
@@ -96,7 +104,7 @@ def control_analysis_job(
     csvs = {
         "control": table,
         "control_seeds": seeds_table,
-        "control_verdicts": verdicts(table),
+        "control_verdicts": verdicts(table, sesoi=SESOI if sesoi is None else sesoi),
         "control_diagnostics": control_diagnostics(df),
     }
     writers = {
