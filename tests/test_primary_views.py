@@ -148,3 +148,5 @@ def test_co_movement_finds_what_the_level_views_offsets_hide():
     assert tp0["p"] <= 2 * min(tp0["p_level"], tp0["p_comove"]) + 1e-12
     assert tp0["p"] >= min(tp0["p_level"], tp0["p_comove"])
     assert tp0["views"] == "level+comove"
+    # the diagnostic: the level deviations keep their offsets, the co-movement far less
+    assert tp0["lag1_level"] > 0.8 and abs(tp0["lag1_comove"]) < 0.4

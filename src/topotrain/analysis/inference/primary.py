@@ -28,11 +28,13 @@ from topotrain.analysis.inference.seed_contrast import (
     PARTIAL_CO,
     SCALE,
     contrast_cell,
+    lag1,
     model_matrices,
     permutation_p,
     pooled_null,
     pooled_row,
     seed_permutations,
+    view_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
@@ -77,6 +79,7 @@ PRIMARY_COLUMNS = [
     "signs_held",
     *[c for _, conds in VIEWS.values() for name in conds for c in _condition_columns(name)],
     *[f"p_{view}" for view in VIEWS],
+    *[f"lag1_{view}" for view in VIEWS],
     "views",
     "best_view",
     "p",
@@ -237,6 +240,7 @@ def claim_test(
         out |= {k: v for k, v in res.items() if k not in out or name == primary_views[0]}
         out[f"held_{name}"] = res["signs_held"]
         out[f"p_{name}"] = max(res[f"p_{c}"] for c in conds)
+        out[f"lag1_{name}"] = persistence(mats, feature, target, next(iter(conds.values()))[0])
     out |= _claim_p(out, nulls, claimed, primary_views, seed)
     failed = (
         [
@@ -252,6 +256,18 @@ def claim_test(
         why = f"effect sign ({'/'.join(conds)}) not the claimed one: " + ", ".join(failed)
         out["note"] = "; ".join(filter(None, [out.get("note", ""), why]))
     return out
+
+
+def persistence(mats: list[dict[str, np.ndarray]], feature: str, target: str, view: str) -> float:
+    """Mean over models of the lag-1 autocorrelation of the feature's deviations as ``view``
+    transforms them (``seed_contrast.lag1``): how much persistence the view leaves, near 1 for
+    levels that keep their offsets, near 0 (or below) for co-movement."""
+    values = []
+    for m in mats:
+        _, cell = view_cell(m, feature, target, view)
+        if cell is not None and cell[feature].shape[1] > 1:
+            values.append(lag1(cell[feature]))
+    return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
 
 def _claim_p(out: dict, nulls: dict, signs: list[float], views, seed: int) -> dict:
