@@ -150,3 +150,23 @@ def test_co_movement_finds_what_the_level_views_offsets_hide():
     assert tp0["views"] == "level+comove"
     # the diagnostic: the level deviations keep their offsets, the co-movement far less
     assert tp0["lag1_level"] > 0.8 and abs(tp0["lag1_comove"]) < 0.4
+
+
+def test_the_bottom_line_names_each_views_p_and_the_co_movement_delta():
+    from types import SimpleNamespace
+
+    from topotrain.report.bottom_line import effect_phrase, views_text
+
+    row = SimpleNamespace(
+        p_clock=0.2, p_scale=0.3, p_co_clock=0.001, p_co_scale=0.002, p=0.004,
+        views="level+comove", best_view="comove", effect=0.3, effect_ci_low=0.2,
+        effect_ci_high=np.inf, sesoi=0.1, sesoi_co=0.05, verdict="reproduced",
+        verdict_half_sesoi="reproduced", verdict_double_sesoi="reproduced",
+    )  # fmt: skip
+    text = views_text(row)
+    assert "level (train loss) p_clock = 0.2, p_scale = 0.3" in text
+    assert "co-movement (val loss) p_clock = 0.001, p_scale = 0.002" in text
+    assert text.endswith("claim's joint min-p over level+comove = 0.004")
+    assert "(co-movement view) 0.3 (≥ 0.2, one-sided 95 % bound) at Δ_co = 0.05" in (
+        effect_phrase("TP0", row, 0.05)
+    )

@@ -63,8 +63,7 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
         held = getattr(row, "signs_held", None)
         signs = f", effect signs held in {held} models" if isinstance(held, str) else ""
         parts.append(
-            f"{name} p_clock = {format_cell(row.p_clock)}, p_scale = "
-            f"{format_cell(row.p_scale)}, BH p = {format_cell(row.p_bh)} ({verdict}{signs}); "
+            f"{name} {views_text(row)}, BH p = {format_cell(row.p_bh)} ({verdict}{signs}); "
             + effect_phrase(name, row, alpha)
         )
     smallest = int(primary["arrangements"].max()) if primary["arrangements"].notna().any() else 0
@@ -73,6 +72,24 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
         "Primary family (between-seed contrasts pooled over sizes, exact seed permutation"
         f"{floor}): " + "; ".join(parts) + "."
     )
+
+
+def views_text(row) -> str:
+    """'level (train loss) p_clock = …, p_scale = …; co-movement (val loss) p_clock = …, p_scale
+    = …; joint p over level+comove = …': each view's conditions and the claim's p over the
+    primary views (a table without views: the level's two p's)."""
+    parts = [f"p_clock = {format_cell(row.p_clock)}, p_scale = {format_cell(row.p_scale)}"]
+    views = getattr(row, "views", None)
+    if not isinstance(views, str):
+        return parts[0]
+    parts = [f"level (train loss) {parts[0]}"]
+    if hasattr(row, "p_co_clock"):
+        parts.append(
+            f"co-movement (val loss) p_clock = {format_cell(row.p_co_clock)}, p_scale = "
+            f"{format_cell(row.p_co_scale)}"
+        )
+    how = "joint min-p" if "+" in views else "p"
+    return "; ".join(parts) + f"; claim's {how} over {views} = {format_cell(row.p)}"
 
 
 def effect_phrase(name: str, row, alpha: float) -> str:
@@ -88,8 +105,11 @@ def effect_phrase(name: str, row, alpha: float) -> str:
         shown = f"{format_cell(row.effect)} (≤ {format_cell(high)}, {level})"
     else:
         shown = interval_text(row.effect, low, high)
+    co = getattr(row, "best_view", None) == "comove"
+    delta = f"Δ_co = {format_cell(row.sesoi_co)}" if co else f"Δ = {format_cell(row.sesoi)}"
+    which = " (co-movement view)" if co else ""
     return (
-        f"{name} effect {shown} at Δ = {format_cell(row.sesoi)}: {row.verdict} (at Δ/2: "
+        f"{name} effect{which} {shown} at {delta}: {row.verdict} (at Δ/2: "
         f"{row.verdict_half_sesoi}, at 2Δ: {row.verdict_double_sesoi})"
     )
 

@@ -88,6 +88,7 @@ PRIMARY_COLUMNS = [
     "rejected",
     *EFFECT,
     "sesoi",
+    "sesoi_co",
     "verdict",
     "verdict_half_sesoi",
     "verdict_double_sesoi",
@@ -360,7 +361,7 @@ def primary_family(
         cond = weaker_view(row, VIEWS[best][1])
         bound = row[f"effect_{cond}_bound"]
         out.loc[i, EFFECT] = [row[f"effect_{cond}"], bound, np.inf if pd.notna(bound) else np.nan]
-    out["sesoi"] = sesoi
+    out["sesoi"], out["sesoi_co"] = sesoi, sesoi_co
     for column, k in (("verdict", 1), ("verdict_half_sesoi", 0.5), ("verdict_double_sesoi", 2)):
         deltas = {"level": k * sesoi, "comove": k * sesoi_co}
         out[column] = [view_verdict(row, views, deltas) for _, row in out.iterrows()]
