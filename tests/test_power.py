@@ -18,15 +18,15 @@ from topotrain.analysis.calibration.power import (
     Noise,
     PowerCurve,
     cached_power,
+    claim_feature,
     claim_p,
     claim_pvalues,
     power_rows,
     simulate_family,
 )
-from topotrain.analysis.calibration.power_design import fit_noise, study_design
+from topotrain.analysis.calibration.power_design import ar_white, fit_noise, study_design
 from topotrain.analysis.inference.primary import claim_views
 from topotrain.analysis.inference.seed_contrast import (
-    CONTRAST_VIEWS,
     SCALE,
     contrast_cell,
     pooled_row,
@@ -49,11 +49,12 @@ def bh_by_hand(p: list[float]) -> list[float]:
 
 
 def direct_p(x, y, scale, k: int) -> float:
-    """One claim's p on one study, each view's pooled contrast computed here."""
+    """One claim's p on one study, the level view's clock and scale pooled contrasts computed
+    here."""
     mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, scale, strict=True)]
     perms = seed_permutations(k)
     views = []
-    for view in CONTRAST_VIEWS:
+    for view in ("seed_contrast", "seed_contrast_l2"):
         nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
         views.append(pooled_row(nulls, view, "greater", 0, [1.0] * len(mats))["p"])
     return max(views)
@@ -94,6 +95,41 @@ def test_claim_p_is_the_reports_claim_p():
         mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, scale, strict=True)]
         views = claim_views(mats, [perms] * 3, [1.0] * 3, "x", "y")
         assert claim_p(x, y, scale, perms) == max(views["p_clock"], views["p_scale"])
+
+
+def deviation_effects(x, y, scale) -> tuple[np.ndarray, np.ndarray]:
+    """Per study and model of (study, model, seed, checkpoint) arrays: the clock's β (the
+    correlation of the seed deviations of x and y) and the scale's (the correlation of their
+    least-squares residuals on the norm's deviations, numpy's lstsq)."""
+    clock, partial = [], []
+    for xs, ys, ls in zip(x, y, scale, strict=True):
+        for a, b, c in zip(xs, ys, ls, strict=True):
+            dx, dy, dl = (v - v.mean(axis=0) for v in (a, b, c))
+            dx, dy, dl = dx.ravel(), dy.ravel(), dl.ravel()
+            clock.append(np.corrcoef(dx, dy)[0, 1])
+            coef = np.linalg.lstsq(np.c_[dl], np.c_[dx, dy], rcond=None)[0]
+            res = np.c_[dx, dy] - np.c_[dl] @ coef
+            partial.append(np.corrcoef(res.T)[0, 1])
+    return np.array(clock), np.array(partial)
+
+
+def test_the_planted_effect_is_delta_in_the_scale_view_that_binds_the_claims_p():
+    """With the norm carrying c = −0.7 of the loss's fluctuation, the feature planted at β = Δ has
+    the scale view's β (the partial correlation on the norm) = Δ within Monte Carlo error, and the
+    clock's β = r = Δ/√(1 − c² + Δ²c²) = 0.139 above it: the scale view is the weaker, the one the
+    claim's p (the larger of the two) rests on. Planted at r = Δ it was Δ·√(1 − c²)/√(1 − Δ²c²)
+    = 0.073."""
+    delta, c = 0.1, -0.7
+    design = Design((5, 5, 5), 8, 51, Noise(scale_loss=c))
+    sim = simulate_family(design, 200, 4)
+    x = claim_feature(sim, design, 0, delta)
+    clock, scale = deviation_effects(x, sim["y"], sim["l"])
+    se = scale.std(ddof=1) / math.sqrt(scale.size)
+    assert abs(scale.mean() - delta) < 3 * se, (scale.mean(), se)
+    r = delta / math.sqrt(1 - c * c + delta * delta * c * c)
+    assert clock.mean() == pytest.approx(r, abs=3 * clock.std(ddof=1) / math.sqrt(clock.size))
+    assert power.planted_share(delta, c) == pytest.approx(r)
+    assert power.planted_share(delta, 0.0) == delta and power.planted_share(1.0, c) == 1.0
 
 
 def test_power_at_r0_is_within_monte_carlo_error_of_at_most_alpha():
@@ -173,9 +209,9 @@ def test_a_bad_design_raises_naming_the_parameter(kwargs, name):
         Design(**kwargs)
 
 
-def feature_table(design: Design, n_studies: int = 1) -> pd.DataFrame:
+def feature_table(design: Design, n_studies: int = 1, seed: int = 5) -> pd.DataFrame:
     """A feature table of simulated runs (paper's model names, r = 0 for every claim)."""
-    sim = simulate_family(design, n_studies, 5)
+    sim = simulate_family(design, n_studies, seed)
     names = ["tiny-3k", "small-7k", "med-21k", "large-46k", "xl-97k"]
     rows = []
     for m, name in enumerate(names[: max(design.models)]):
@@ -189,15 +225,49 @@ def feature_table(design: Design, n_studies: int = 1) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_fit_noise_recovers_the_simulated_ar_coefficients():
-    noise = Noise(loss=0.9, features=(0.0, 0.5, 0.8), scale=0.3, scale_loss=0.6)
-    df = feature_table(Design((5, 5, 5), 8, 200, noise))
-    fitted = fit_noise(df)
-    assert fitted.loss == pytest.approx(0.9, abs=0.05)
-    assert fitted.features == pytest.approx((0.0, 0.5, 0.8), abs=0.06)
-    assert fitted.scale_loss == pytest.approx(0.6, abs=0.06)
-    # the norm's lag-1 autocorrelation mixes its own AR(0.3) with 0.6 × the loss's AR(0.9)
-    assert fitted.scale == pytest.approx(0.6**2 * 0.9 + (1 - 0.6**2) * 0.3, abs=0.06)
+def assert_noise_close(fitted: Noise, noise: Noise, tol: float) -> None:
+    """Every AR φ, white share v and the norm–loss correlation within ``tol``; a feature with
+    φ = 0 (v then undefined) by its implied lag-1 autocorrelation φ·(1 − v) = 0."""
+    for name in ("loss", "loss_white", "scale", "scale_white", "scale_loss"):
+        assert getattr(fitted, name) == pytest.approx(getattr(noise, name), abs=tol), name
+    for phi, v, fphi, fv in zip(
+        noise.features, noise.features_white, fitted.features, fitted.features_white, strict=True
+    ):
+        if phi:
+            assert (fphi, fv) == pytest.approx((phi, v), abs=tol)
+        else:
+            assert fphi * (1 - fv) == pytest.approx(0.0, abs=tol / 2)
+
+
+def test_fit_noise_round_trips_ar_white_shares_and_the_norms_own_part():
+    """fit → simulate → fit: AR(1) + white share per series and c recovered on long series (5
+    models × 8 seeds × 1000 checkpoints), and the fit of a study simulated from the fit returns
+    the fit. The norm's φ is its own part's (0.6), not its overall lag-1 autocorrelation, which
+    mixes in c² of the loss's: 0.36·0.9·0.7 + 0.64·0.6·0.7 = 0.50."""
+    noise = Noise(
+        loss=0.9,
+        features=(0.0, 0.5, 0.8),
+        scale=0.6,
+        scale_loss=0.6,
+        loss_white=0.3,
+        features_white=(0.0, 0.2, 0.4),
+        scale_white=0.3,
+    )
+    fitted = fit_noise(feature_table(Design((5, 5, 5), 8, 1000, noise)))
+    assert_noise_close(fitted, noise, 0.06)  # ≥ 3 SD: 0.005–0.018 over 20 seeds
+    again = fit_noise(feature_table(Design((5, 5, 5), 8, 1000, fitted), seed=6))
+    assert_noise_close(again, fitted, 0.08)  # two fits: ≥ 3 SD of their difference
+
+
+def test_ar_white_solves_the_lag1_and_lag2_autocorrelations_by_hand():
+    """Σd² = 8, Σd_t·d_{t+1} = 2, Σd_t·d_{t+2} = 1: ρ₁ = 1/4, ρ₂ = 1/8, φ = ρ₂/ρ₁ = 1/2 and
+    v = 1 − ρ₁/φ = 1/2; ρ₂ = 0 (3/6 and 0): AR(1) alone; pooled, the sums add (5/14 and
+    1/14: φ = 0.2, v = 1 − 25/14 clipped to 0); nothing varies: NaN."""
+    mixed, no_lag2 = np.array([[-2.0, -1, -1, 0, 1, -1]]), np.array([[1.0, 1, 1, -1, -1, -1]])
+    assert ar_white([mixed]) == (0.5, 0.5)
+    assert ar_white([no_lag2]) == (0.5, 0.0)
+    assert ar_white([mixed, no_lag2]) == (0.2, 0.0)
+    assert math.isnan(ar_white([np.zeros((3, 5))])[0])
 
 
 def test_study_design_counts_the_claims_models_seeds_and_shared_checkpoints():

@@ -2,20 +2,28 @@
 
 Simulator: the calibration suite's signal model (``simulator``'s trends and AR noise) on
 shared runs. A study has max(models) models × k seeds × T checkpoints (steps 0, 100, …); every run
-has a loss y = trend + u and an L2 norm l = trend + w, and claim c's feature is
-x_c = trend + r·u + √(1 − r²)·e_c over the claim's first ``models[c]`` models. u, e_c and w's own
-part are stationary AR(1) series of one marginal SD (``Noise``: the calibration's φ = 0 for u and e
-and 0.8 for w, or fitted to a study by ``power_design.fit_noise``). Under this model the effect β of
-``seed_effect`` is r: the simulator's model, not the data's.
+has a loss y = trend + u and an L2 norm l = trend + w, w ∝ c·u + √(1 − c²)·w', and claim c's
+feature is x_c = trend + r·u + √(1 − r²)·e_c over the claim's first ``models[c]`` models. u, e_c
+and w' are stationary series of one marginal SD, each AR(1) plus a white share v of its variance
+(``Noise``: the calibration's φ = 0 for u and e, 0.8 for w', no white share and c = 0, or fitted
+to a study by ``power_design.fit_noise``).
 
-Test: a claim's p as the report computes it (the pooled seed contrast of the clock and of the
-scale, one-sided in the claimed signs, through ``contrast_cell`` and ``pooled_row``; p = the larger
-of the two), all signs +1 here (the test is symmetric under x → −x with its sign). Power of claim c
-at r: the rate over n_sim studies at which Benjamini–Hochberg over the family rejects c when c
-carries r and the other claims carry none (r = 0 on the same runs: their p's share the loss).
-Every r reuses the same studies (common random numbers), so power rises smoothly with r.
+Effect: the clock view's β (``seed_effect``) is r; the scale view's, partial on the norm, is
+r·√(1 − c²)/√(1 − r²c²) ≤ r. The level view's p is the larger of the two views' p, so the scale
+binds, and the feature is planted at r = β/√(1 − c² + β²c²) (``planted_share``): β is the scale
+view's effect (= r when c = 0). That link is the simulator's model, not the data's.
 
-MDE: the smallest r with power 0.8, searched on the grid r = j·Δ/GRID and interpolated linearly
+Test: a claim's p in the level view (``primary.VIEWS["level"]``: the pooled seed contrast of the
+clock and of the scale, one-sided in the claimed signs, through ``contrast_cell`` and
+``pooled_row``; p = the larger of the two), all signs +1 here (the test is symmetric under x → −x
+with its sign). The report's claim p is the joint min-p over ``analysis.primary_views`` (level and
+comove by default) and asks every model's sign to hold: the co-movement view (val_loss) and the
+sign rule are not simulated here, so this is the level view's power. Power of claim c
+at β: the rate over n_sim studies at which Benjamini–Hochberg over the family rejects c when c
+carries β and the other claims carry none (β = 0 on the same runs: their p's share the loss).
+Every β reuses the same studies (common random numbers), so power rises smoothly with β.
+
+MDE: the smallest β with power 0.8, searched on the grid β = j·Δ/GRID and interpolated linearly
 between the grid points around the crossing; its Monte Carlo interval is where the curve crosses
 0.8 ∓ the 95 % binomial half-width 1.96·√(0.8·0.2/n_sim). Power at Δ has its Clopper–Pearson
 interval. No power is computed at an observed effect.
@@ -38,11 +46,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, STEP, _ar, _trends
+from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, NOISE, STEP, _ar, _trends
 from topotrain.analysis.inference.parallel import map_tasks
-from topotrain.analysis.inference.primary import CLAIMS
+from topotrain.analysis.inference.primary import CLAIMS, VIEWS
 from topotrain.analysis.inference.seed_contrast import (
-    CONTRAST_VIEWS,
     SCALE,
     contrast_cell,
     pooled_row,
@@ -54,10 +61,11 @@ from topotrain.config import DEFAULTS
 SESOI = DEFAULTS["analysis"]["sesoi"]
 SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]
 TARGET_POWER = 0.8
-GRID = 4  # the MDE search grid: r = j·Δ/GRID for j = 0, 1, … while r ≤ 1
+GRID = 4  # the MDE search grid: β = j·Δ/GRID for j = 0, 1, … while β ≤ 1
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
-NOTE = "simulator's model: β = r"
-VERSION = 1  # part of the cache key: bump when the computation changes
+NOTE = "simulator's model: β planted in the level view's scale; the comove view not simulated"
+VERSION = 2  # part of the cache key: bump when the computation changes
+LEVEL = VIEWS["level"][1]  # the level view's conditions: clock and scale → (contrast, partial on)
 _permutations = functools.lru_cache(maxsize=4)(seed_permutations)  # 0.15 s each at 8 seeds
 POWER_COLUMNS = [
     "feature",
@@ -79,13 +87,18 @@ POWER_COLUMNS = [
 @dataclass(frozen=True)
 class Noise:
     """AR(1) coefficients of the simulated fluctuations: the loss's u, each claim's own feature
-    noise e_c (one per claim; empty: 0 for every claim) and the L2 norm's own part; ``scale_loss``
-    the correlation of the norm's fluctuation with u. Defaults: the calibration simulator's."""
+    noise e_c (one per claim; empty: 0 for every claim) and the L2 norm's own part w' (what the
+    loss does not explain); ``scale_loss`` the correlation c of the norm's fluctuation with u;
+    the ``*_white`` fields: each series' white share v of its variance (empty: 0 for every
+    claim). Defaults: the calibration simulator's."""
 
     loss: float = 0.0
     features: tuple[float, ...] = ()
     scale: float = 0.8
     scale_loss: float = 0.0
+    loss_white: float = 0.0
+    features_white: tuple[float, ...] = ()
+    scale_white: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -112,16 +125,26 @@ def check_design(design: Design) -> None:
     if design.checkpoints < 2:
         raise ValueError(f"checkpoints: at least 2 per run, not {design.checkpoints}")
     noise = design.noise
-    if noise.features and len(noise.features) != len(design.models):
-        raise ValueError(
-            f"noise.features: one AR coefficient per claim ({len(design.models)}), "
-            f"not {len(noise.features)}"
-        )
+    for name, vs in {"features": noise.features, "features_white": noise.features_white}.items():
+        if vs and len(vs) != len(design.models):
+            raise ValueError(f"noise.{name}: one per claim ({len(design.models)}), not {len(vs)}")
     values = {"noise.loss": [noise.loss], "noise.scale": [noise.scale]}
     values |= {"noise.scale_loss": [noise.scale_loss], "noise.features": noise.features}
     for name, vs in values.items():
         if any(not -1 < v < 1 for v in vs):
             raise ValueError(f"{name} must lie strictly between −1 and 1, not {vs}")
+    whites = [noise.loss_white, noise.scale_white, *noise.features_white]
+    if any(not 0 <= v <= 1 for v in whites):
+        raise ValueError(f"noise.*_white: a white share lies in [0, 1], not {whites}")
+
+
+def _series(rng: np.random.Generator, phi: float, white: float, shape: tuple) -> np.ndarray:
+    """√(1 − v)·AR(φ) + √v·white, marginal SD the simulator's NOISE (v = 0: ``_ar`` alone, its
+    draws unchanged): lag-h autocorrelation φ^h·(1 − v) for h ≥ 1."""
+    ar = _ar(rng, phi, shape)
+    if not white:
+        return ar
+    return math.sqrt(1 - white) * ar + math.sqrt(white) * rng.normal(0.0, NOISE, shape)
 
 
 def simulate_family(design: Design, n_sim: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -132,22 +155,24 @@ def simulate_family(design: Design, n_sim: int, seed: int = 0) -> dict[str, np.n
     shape = (n_sim, max(design.models), design.seeds, design.checkpoints)
     rng = np.random.default_rng([seed, 17, *shape[1:]])
     fx, fy, fl = _trends(np.arange(design.checkpoints) * float(STEP))
-    u, own = _ar(rng, noise.loss, shape), _ar(rng, noise.scale, shape)
+    u = _series(rng, noise.loss, noise.loss_white, shape)
+    own = _series(rng, noise.scale, noise.scale_white, shape)
     w = (noise.scale_loss * u + math.sqrt(1 - noise.scale_loss**2) * own) / 5
-    phis = noise.features or (0.0,) * len(design.models)
-    e = np.stack([_ar(rng, phi, shape) for phi in phis])
+    claims = len(design.models)
+    phis, whites = noise.features or (0.0,) * claims, noise.features_white or (0.0,) * claims
+    e = np.stack([_series(rng, phi, v, shape) for phi, v in zip(phis, whites, strict=True)])
     return {"y": fy + u, "l": fl + w, "u": u, "fx": fx, "e": e}
 
 
 def claim_p(x: np.ndarray, y: np.ndarray, scale: np.ndarray, perms: np.ndarray, seed=0) -> float:
-    """A claim's p as the report's: each view's (clock, scale) pooled seed contrast one-sided in
-    the claimed signs (+1) over models given as (models, seeds, checkpoints) arrays, and the
-    larger of the two (NaN when either is)."""
+    """A claim's p in the level view (``LEVEL``): each condition's (clock, scale) pooled seed
+    contrast one-sided in the claimed signs (+1) over models given as (models, seeds,
+    checkpoints) arrays, and the larger of the two (NaN when either is)."""
     mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, scale, strict=True)]
     p = []
-    for view in CONTRAST_VIEWS:
-        nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
-        p.append(pooled_row(nulls, view, "greater", seed, [1.0] * len(mats))["p"])
+    for view, cond in LEVEL.values():
+        nulls = [contrast_cell(m, "x", "y", view, perms, cond)[1] for m in mats]
+        p.append(pooled_row(nulls, view, "greater", seed, [1.0] * len(mats), cond)["p"])
     return float(np.max(p))
 
 
@@ -157,14 +182,28 @@ def _claim_ps(task: tuple) -> list[float]:
     return [claim_p(x[i], y[i], scale[i], perms, seed) for i in range(len(x))]
 
 
+def planted_share(beta: float, c: float) -> float:
+    """The share r of the loss's fluctuation that gives the scale view effect β when the norm
+    correlates c with the loss: β = r·√(1 − c²)/√(1 − r²c²) inverted, r = β/√(1 − c² + β²c²)."""
+    return min(1.0, beta / math.sqrt(1 - c * c + beta * beta * c * c))
+
+
+def claim_feature(sim: dict, design: Design, claim: int, beta: float) -> np.ndarray:
+    """Claim ``claim``'s feature x = trend + r·u + √(1 − r²)·e on the studies of ``sim`` (n_sim,
+    its models, seeds, checkpoints), r = ``planted_share``(β, the norm–loss correlation)."""
+    n = design.models[claim]
+    r = planted_share(beta, design.noise.scale_loss)
+    return sim["fx"] + r * sim["u"][:, :n] + math.sqrt(1 - r * r) * sim["e"][claim, :, :n]
+
+
 def claim_pvalues(
-    sim: dict, design: Design, claim: int, r: float, seed: int = 0, threads: int = 1
+    sim: dict, design: Design, claim: int, beta: float, seed: int = 0, threads: int = 1
 ) -> np.ndarray:
     """(n_sim,) p of claim ``claim`` (an index into ``design.models``) on every simulated study
-    when its feature carries a share r of the loss's fluctuation; the studies in chunks over
-    ``threads`` processes (each study's p is the same whatever the chunking)."""
+    when its feature has effect β in the scale view (``claim_feature``); the studies in chunks
+    over ``threads`` processes (each study's p is the same whatever the chunking)."""
     n = design.models[claim]
-    x = sim["fx"] + r * sim["u"][:, :n] + math.sqrt(1 - r * r) * sim["e"][claim, :, :n]
+    x = claim_feature(sim, design, claim, beta)
     y, scale = sim["y"][:, :n], sim["l"][:, :n]
     perms = _permutations(design.seeds, seed)
     bounds = np.linspace(0, len(x), min(len(x), 4 * max(threads, 1)) + 1).astype(int)
@@ -184,22 +223,22 @@ def family_rejects(
 
 
 class PowerCurve:
-    """Power of one claim on the grid r_j = j·Δ/GRID, each r simulated once, when asked."""
+    """Power of one claim on the grid β_j = j·Δ/GRID, each β simulated once, when asked."""
 
     def __init__(self, sim, design: Design, claim: int, p_null, sesoi, seed, alpha, threads=1):
         self.sim, self.design, self.claim, self.p_null = sim, design, claim, p_null
         self.seed, self.alpha, self.threads = seed, alpha, threads
         self.step = sesoi / GRID
-        self.top = int(math.floor(1 / self.step + 1e-9))  # the largest j with r ≤ 1
+        self.top = int(math.floor(1 / self.step + 1e-9))  # the largest j with β ≤ 1
         self.hits: dict[int, np.ndarray] = {}
 
     def rejects(self, j: int) -> np.ndarray:
-        """(n_sim,) BH rejections of the claim at r_j (r_0 = 0: the null p's themselves)."""
+        """(n_sim,) BH rejections of the claim at β_j (β_0 = 0: the null p's themselves)."""
         if j not in self.hits:
-            r = min(1.0, j * self.step)
+            beta = min(1.0, j * self.step)
             p = self.p_null[self.claim] if j == 0 else None
             if p is None:
-                p = claim_pvalues(self.sim, self.design, self.claim, r, self.seed, self.threads)
+                p = claim_pvalues(self.sim, self.design, self.claim, beta, self.seed, self.threads)
             self.hits[j] = family_rejects(p, self.p_null, self.claim, self.alpha)
         return self.hits[j]
 
@@ -207,8 +246,8 @@ class PowerCurve:
         return float(self.rejects(j).mean())
 
     def crossing(self, level: float, start: int = GRID) -> float:
-        """The r at which the power first reaches ``level`` (taken as rising in r), linear
-        between the grid points around it; 0 when r = 0 reaches it, NaN when r ≤ 1 does not.
+        """The β at which the power first reaches ``level`` (taken as rising in β), linear
+        between the grid points around it; 0 when β = 0 reaches it, NaN when β ≤ 1 does not.
         The search doubles or halves j from ``start``, then bisects."""
         lo, hi = self._bracket(level, start)
         if hi is None:
@@ -309,14 +348,23 @@ def cached_power(
 
 
 def noise_text(noise: Noise, fitted: bool) -> str:
-    """'AR φ: loss 0, features 0/0/0, L2 0.8; L2–loss correlation 0 (the calibration's)'."""
+    """'noise AR φ: loss 0, features 0/0/0, L2's own part 0.8; L2–loss correlation 0 (the
+    calibration's)', with '; white shares: loss …, features …, L2 …' where one is not 0."""
     features = "/".join(f"{f:g}" for f in noise.features) or "0"
-    default = Noise(features=(0.0,) * len(noise.features)) == noise
+    whites = "/".join(f"{f:g}" for f in noise.features_white) or "0"
+    default = Noise(features=noise.features, features_white=noise.features_white) == noise
+    default = default and not any(noise.features) and not any(noise.features_white)
     source = "fitted to the study's seed deviations" if fitted else "given"
     source = "the calibration's" if default and not fitted else source
+    white = any((noise.loss_white, noise.scale_white, *noise.features_white))
+    white_text = (
+        f"; white shares: loss {noise.loss_white:g}, features {whites}, L2 {noise.scale_white:g}"
+        if white
+        else ""
+    )
     return (
-        f"noise AR φ: loss {noise.loss:g}, features {features}, L2 {noise.scale:g}; L2–loss "
-        f"correlation {noise.scale_loss:g} ({source})"
+        f"noise AR φ: loss {noise.loss:g}, features {features}, L2's own part {noise.scale:g}"
+        f"{white_text}; L2–loss correlation {noise.scale_loss:g} ({source})"
     )
 
 

@@ -2,10 +2,11 @@
 
 ``study_design``: per claim, the models of the feature table where the paper reports p < α (the
 primary family's), the fewest seeds of any of them and the fewest checkpoints where every seed has
-the feature, the loss and the L2 norm. ``fit_noise``: the lag-1 autocorrelation of the seed
-deviations, r₁ = Σ d_t·d_{t+1} / Σ d_t² pooled over models and seeds, of the loss, each claim's
-feature and the L2 norm, and the correlation of the norm's deviations with the loss's; rounded to
-0.01 (a re-aggregated table then hits the power cache). Only correlations and ranks enter the
+the feature, the loss and the L2 norm. ``fit_noise``: AR(1) plus a white share of the variance
+per series, from the lag-1 and lag-2 autocorrelations of the seed deviations, ρ_h = Σ d_t·d_{t+h} /
+Σ d_t² pooled over models and seeds, of the loss, each claim's feature and the L2 norm's own part
+(its residual on the loss), and the correlation of the norm's deviations with the loss's; rounded
+to 0.01 (a re-aggregated table then hits the power cache). Only correlations and ranks enter the
 tests, so the deviations' SDs need no fit.
 
 ``python -m topotrain.analysis.calibration.power [features.parquet]`` prints each claim's power
@@ -43,20 +44,38 @@ TRAINING = {  # config → measured wall seconds of that study's training
 SEEDS = (3, 5, 8)
 
 
-def lag1(devs: list[np.ndarray]) -> float:
-    """Pooled lag-1 autocorrelation Σ d_t·d_{t+1} / Σ d_t² of (seeds, checkpoints) deviations,
-    clipped to ±0.99 and rounded to 0.01; NaN when nothing varies."""
-    num = sum(float((d[:, 1:] * d[:, :-1]).sum()) for d in devs)
+def autocorrelations(devs: list[np.ndarray], lags: int = 2) -> list[float]:
+    """Pooled lag-h autocorrelations Σ d_t·d_{t+h} / Σ d_t² of (seeds, checkpoints) deviations
+    for h = 1 … ``lags`` (NaN where nothing varies or no checkpoint pair is h apart)."""
     den = sum(float((d * d).sum()) for d in devs)
-    return round(float(np.clip(num / den, -0.99, 0.99)), 2) if den > 0 else float("nan")
+    out = []
+    for h in range(1, lags + 1):
+        pairs = [d for d in devs if d.shape[1] > h]
+        num = sum(float((d[:, h:] * d[:, :-h]).sum()) for d in pairs)
+        out.append(num / den if den > 0 and pairs else float("nan"))
+    return out
 
 
-def fit_noise(df: pd.DataFrame, features: tuple[str, ...] = tuple(CLAIMS)) -> Noise:
-    """``Noise`` fitted to the seed deviations of a feature table (``lag1`` of the loss, each
-    feature and the L2 norm; the pooled correlation of the norm's and the loss's deviations);
-    the calibration's default where a column is absent or nothing varies."""
-    default = Noise()
-    columns = [c for c in (TARGET, SCALE, *features) if c in df]
+def ar_white(devs: list[np.ndarray]) -> tuple[float, float]:
+    """(φ, v): AR(1) plus a white share v of the variance, fitted to the pooled lag-1 and lag-2
+    autocorrelations ρ_h = φ^h·(1 − v): φ = ρ₂/ρ₁ clipped to ±0.99, v = 1 − ρ₁/φ clipped to
+    [0, 1]; AR(1) alone (φ = ρ₁ clipped, v = 0) where ρ₂ ≤ 0, ρ₁ = 0 or ρ₂ is undefined;
+    rounded to 0.01, φ = 0 when v = 1 (white: φ means nothing); NaN φ when nothing varies."""
+    rho1, rho2 = autocorrelations(devs)
+    if np.isnan(rho1):
+        return float("nan"), 0.0
+    if not rho1 or not rho2 > 0:
+        phi, white = float(np.clip(rho1, -0.99, 0.99)), 0.0
+    else:
+        phi = float(np.clip(rho2 / rho1, -0.99, 0.99))
+        white = float(np.clip(1 - rho1 / phi, 0.0, 1.0))
+    phi, white = round(phi, 2) + 0.0, round(white, 2) + 0.0
+    return (0.0 if white == 1 else phi), white
+
+
+def _deviations(df: pd.DataFrame, columns: list[str]) -> tuple[dict[str, list], list]:
+    """column → each model's seed deviations (``cell_deviations``), and per model the loss's and
+    the norm's deviations over the checkpoints both have (none without both columns)."""
     devs: dict[str, list] = {c: [] for c in columns}
     pairs = []
     for _, rows in df.groupby("model", sort=False):
@@ -66,21 +85,42 @@ def fit_noise(df: pd.DataFrame, features: tuple[str, ...] = tuple(CLAIMS)) -> No
         if {TARGET, SCALE} <= set(columns):
             pair = cell_deviations(mats, [TARGET, SCALE])
             pairs.append((pair[TARGET], pair[SCALE]))
+    return devs, pairs
 
-    def fit(column: str, fallback: float) -> float:
-        value = lag1(devs[column]) if column in devs else float("nan")
-        return fallback if np.isnan(value) else value
+
+def fit_noise(df: pd.DataFrame, features: tuple[str, ...] = tuple(CLAIMS)) -> Noise:
+    """``Noise`` fitted to the seed deviations of a feature table: ``ar_white`` of the loss, each
+    feature and the norm's own part (per model, its residual on the loss's deviations, d_l −
+    (Σd_l·d_y/Σd_y²)·d_y, as the simulator's w' is what u leaves of w); c the pooled correlation
+    of the norm's and the loss's deviations; the calibration's default where a column is absent
+    or nothing varies."""
+    default = Noise()
+    columns = [c for c in (TARGET, SCALE, *features) if c in df]
+    devs, pairs = _deviations(df, columns)
+    if pairs:
+        devs[SCALE] = [
+            s - (s * y).sum() / (y * y).sum() * y if (y * y).sum() else s for y, s in pairs
+        ]
+
+    def fit(column: str, fallback: float) -> tuple[float, float]:
+        phi, white = ar_white(devs[column]) if column in devs else (float("nan"), 0.0)
+        return (fallback, 0.0) if np.isnan(phi) else (phi, white)
 
     num = sum(float((y * s).sum()) for y, s in pairs)
     den = np.sqrt(
         sum(float((y * y).sum()) for y, _ in pairs) * sum(float((s * s).sum()) for _, s in pairs)
     )
     corr = round(float(np.clip(num / den, -0.99, 0.99)), 2) if den > 0 else default.scale_loss
+    (loss, loss_white), (scale, scale_white) = fit(TARGET, default.loss), fit(SCALE, default.scale)
+    fitted = [fit(f, 0.0) for f in features]
     return Noise(
-        loss=fit(TARGET, default.loss),
-        features=tuple(fit(f, 0.0) for f in features),
-        scale=fit(SCALE, default.scale),
+        loss=loss,
+        features=tuple(phi for phi, _ in fitted),
+        scale=scale,
         scale_loss=corr,
+        loss_white=loss_white,
+        features_white=tuple(v for _, v in fitted),
+        scale_white=scale_white,
     )
 
 
