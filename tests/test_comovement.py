@@ -20,26 +20,39 @@ from topotrain.analysis.inference.seed_contrast import (
 )
 
 
-def _brute_comovement(values: np.ndarray) -> np.ndarray:
-    """comovement by loops: deviation, difference, division by the step's RMS."""
+def _brute_comovement(values: np.ndarray, warp: int = 5, window: int = 10) -> np.ndarray:
+    """comovement by loops: deviation, difference, each row less its least-squares fit (lstsq)
+    on the differenced Legendre polynomials of degree 1…min(warp, (n − 1) // 4) in log(1 + j),
+    division by the RMS over seeds and the steps within ±window."""
     k, n = values.shape
-    out = np.zeros((k, n - 1))
-    for t in range(1, n):
-        e = [
-            (values[s, t] - values[:, t].mean()) - (values[s, t - 1] - values[:, t - 1].mean())
-            for s in range(k)
-        ]
-        rms = np.sqrt(np.mean(np.square(e)))
-        out[:, t - 1] = np.array(e) / rms if rms > 0 else 0.0
+    e = np.zeros((k, n - 1))
+    for s, t in itertools.product(range(k), range(1, n)):
+        e[s, t - 1] = (values[s, t] - values[:, t].mean()) - (
+            values[s, t - 1] - values[:, t - 1].mean()
+        )
+    u = np.log1p(np.arange(n))
+    z = 2 * u / u[-1] - 1
+    degree = min(warp, (n - 1) // 4)
+    basis = np.column_stack(
+        [np.diff(np.polynomial.Legendre.basis(d)(z)) for d in range(1, degree + 1)]
+    )
+    for s in range(k):
+        e[s] -= basis @ np.linalg.lstsq(basis, e[s], rcond=None)[0]
+    out = np.zeros_like(e)
+    for t in range(n - 1):
+        near = e[:, max(0, t - window) : t + window + 1]
+        out[:, t] = e[:, t] / np.sqrt(np.mean(near**2))
     return out
 
 
 def test_comovement_matches_a_loop_over_seeds_and_steps():
-    x = np.random.default_rng(0).normal(size=(4, 9)).cumsum(axis=1)
-    assert np.allclose(comovement(x), _brute_comovement(x))
-    # every step's column has unit RMS over seeds and sums to 0 across them
-    assert np.allclose(np.sqrt((comovement(x) ** 2).mean(axis=0)), 1.0)
-    assert np.allclose(comovement(x).sum(axis=0), 0.0)
+    x = np.random.default_rng(0).normal(size=(4, 30)).cumsum(axis=1)
+    for warp, window in ((5, 10), (2, 0), (1, 3)):
+        assert np.allclose(comovement(x, warp, window), _brute_comovement(x, warp, window))
+    # window 0 and no smooth curve removed: every step's column has unit RMS over seeds
+    step = comovement(x, 0, 0)
+    assert np.allclose(np.sqrt((step**2).mean(axis=0)), 1.0)
+    assert np.allclose(comovement(x).sum(axis=0), 0.0)  # deviations: sum 0 across seeds
 
 
 def test_a_per_seed_offset_and_a_shared_curve_leave_no_comovement():

@@ -64,18 +64,25 @@ def deviations(values: np.ndarray) -> np.ndarray:
     return np.where(np.abs(d) <= tol, 0.0, d)
 
 
-def comovement(values: np.ndarray) -> np.ndarray:
-    """(k, n − 1) co-movement of k seeds' values at n shared checkpoints: their seed deviations
-    (``deviations``) differenced along the steps, e_{s,t} = d_{s,t} − d_{s,t−1}, each step's
-    column divided by its across-seed RMS √(mean_s e²_{s,t}) (0 where nothing moves beyond
-    rounding, 1e-12 of the two steps' largest |value|). Every step
-    is a function of the column's rows that commutes with permuting seeds, so the seed
-    permutation test stays exact; the RMS keeps the warm-up's large moves from owning the ranks."""
+def comovement(values: np.ndarray, warp: int = 5, window: int = 10) -> np.ndarray:
+    """(k, n − 1) co-movement of k seeds at n shared checkpoints: seed deviations (``deviations``)
+    differenced along the steps, e_{s,t} = d_{s,t} − d_{s,t−1} (0 within 1e-12 of the two steps'
+    largest |value|), less each row's least-squares fit on the differenced Legendre polynomials of
+    degree 1…``warp`` (≤ (n − 1)/4) in log(1 + j), j the checkpoint's index (a seed ε faster
+    deviates by ε·t·f′(t), a smooth curve), over the RMS of e on all seeds and the ±``window``
+    steps around. Both the same for every seed: the test stays exact, the partial view linear."""
     d = deviations(values)
     e = d[:, 1:] - d[:, :-1]
     top = np.abs(values).max(axis=0)
     e = np.where(np.abs(e) <= 1e-12 * np.maximum(top[1:], top[:-1]), 0.0, e)  # rounding: none
-    rms = np.sqrt((e * e).mean(axis=0, keepdims=True))
+    if (m := e.shape[1]) >= 4:
+        u = np.log1p(np.arange(m + 1))
+        basis = np.polynomial.legendre.legvander(2 * u / u[-1] - 1, min(warp, m // 4))
+        q = np.linalg.qr(np.diff(basis, axis=0)[:, 1:])[0]
+        e = e - e @ q @ q.T
+    ms = np.r_[0.0, np.cumsum((e * e).mean(axis=0))]
+    lo, hi = (np.clip(np.arange(m) + s, 0, m) for s in (-window, window + 1))
+    rms = np.sqrt(np.clip(ms[hi] - ms[lo], 0.0, None) / (hi - lo))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(rms > 0, e / rms, 0.0)
 
