@@ -207,3 +207,35 @@ def test_the_comovement_pair_holds_alpha_on_every_persistent_null(seeds):
             assert rows["seed_comove_l2"]["passes"] and rows["seed_contrast_l2"]["passes"]
         if scenario == "offset_confound":
             assert rows["level"]["mc_low"] > pe.ALPHA
+
+
+@pytest.mark.slow  # the whole suite at 20 draws: minutes
+def test_make_calibrate_writes_the_views_and_the_sign_rule_tables(tmp_path):
+    """calibration_job's extra tables: every null × white share × seed count × view and pair,
+    each row's rate the share of its own studies (the same numbers ``measure`` gives), and the
+    sign rule's rows for both claims and every scenario."""
+    import pandas as pd
+
+    from topotrain.analysis.calibration.persistent import NULLS, PAIRS, VIEWS, Setting, measure
+    from topotrain.jobs.analysis import calibration_job
+
+    out = {
+        f"{name}_{ext}": str(tmp_path / f"{name}.{ext}")
+        for name in ("calibration", "views", "sign_rule")
+        for ext in ("csv", "md")
+    }
+    params = {
+        "calibration": {"simulations": 20, "seeds": [3], "view_draws": 20},
+        "n_resamples": 20,
+        "seed": 0,
+        "sesoi": 0.1,
+    }
+    calibration_job(params, out)
+    views = pd.read_csv(out["views_csv"])
+    assert len(views) == 2 * len(NULLS) * (len(VIEWS) + len(PAIRS))
+    assert views["draws"].eq(20).all() and views["rate"].between(0, 1).all()
+    again = pd.DataFrame(measure("norm_only", Setting(3, white=0.1), 20))
+    mine = views[(views["scenario"] == "norm_only") & (views["white"] == 0.1)]
+    assert mine["rate"].tolist() == again["rate"].tolist()
+    signs = pd.read_csv(out["sign_rule_csv"])
+    assert len(signs) == 2 * 3 and signs["draws"].eq(20).all()

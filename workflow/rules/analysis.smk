@@ -56,6 +56,10 @@ rule calibration:
             category="Tables",
         ),
         calibration_md=f"{RESULTS}/tables/calibration.md",
+        views_csv=f"{RESULTS}/tables/calibration_views.csv",
+        views_md=f"{RESULTS}/tables/calibration_views.md",
+        sign_rule_csv=f"{RESULTS}/tables/calibration_sign_rule.csv",
+        sign_rule_md=f"{RESULTS}/tables/calibration_sign_rule.md",
     log:
         f"{RESULTS}/logs/analysis/calibration.log",
     conda:

@@ -85,6 +85,15 @@ def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None
         sesoi=params["sesoi"],
     )
     _tables(out, "calibration", table, "Calibration: false-positive rates and power")
+    if "views_csv" in out:
+        from topotrain.analysis.calibration.persistent import null_table
+        from topotrain.analysis.calibration.sign_rule import sign_rule_rows
+
+        draws, seeds = knobs["view_draws"], tuple(knobs["seeds"])
+        views = null_table(draws, threads, seeds)
+        _tables(out, "views", views, "Calibration: level and co-movement views, persistent nulls")
+        signs = sign_rule_rows(draws, seeds, params["sesoi"], params["seed"])
+        _tables(out, "sign_rule", signs, "Calibration: the per-model sign rule, mixed signs")
 
 
 def scaling_fits_job(table: str, params: dict, out: dict[str, str]) -> None:
