@@ -243,20 +243,25 @@ def claim_test(
         out[f"p_{name}"] = max(res[f"p_{c}"] for c in conds)
         out[f"lag1_{name}"] = persistence(mats, feature, target, next(iter(conds.values()))[0])
     out |= _claim_p(out, nulls, claimed, primary_views, seed)
-    failed = (
-        [
-            f"{m} ({'/'.join(out[f'effect_signs_{c}'].split(';')[i] for c in conds)}, claimed "
-            f"{s:+.0f})"
-            for i, (m, s) in enumerate(zip(models, claimed, strict=True))
-            if not all(out[f"effect_signs_{c}"].split(";")[i] == f"{s:+.0f}" for c in conds)
-        ]
-        if (conds := VIEWS[out["best_view"]][1]) and f"effect_signs_{next(iter(conds))}" in out
-        else []
-    )
+    conds = list(VIEWS[out["best_view"]][1]) if "best_view" in out else []
+    failed = _sign_failures(out, models, claimed, conds)
     if failed:
         why = f"effect sign ({'/'.join(conds)}) not the claimed one: " + ", ".join(failed)
         out["note"] = "; ".join(filter(None, [out.get("note", ""), why]))
     return out
+
+
+def _sign_failures(out: dict, models: list[str], claimed: list[float], conds: list[str]) -> list:
+    """'model (+1/−1, claimed −1)' for each model whose effect sign (effect_signs_<c>) is not its
+    claimed one in every condition ``conds`` of the best view; [] when those were not drawn."""
+    if not conds or f"effect_signs_{conds[0]}" not in out:
+        return []
+    given = {c: out[f"effect_signs_{c}"].split(";") for c in conds}
+    return [
+        f"{m} ({'/'.join(given[c][i] for c in conds)}, claimed {s:+.0f})"
+        for i, (m, s) in enumerate(zip(models, claimed, strict=True))
+        if not all(given[c][i] == f"{s:+.0f}" for c in conds)
+    ]
 
 
 def persistence(mats: list[dict[str, np.ndarray]], feature: str, target: str, view: str) -> float:
