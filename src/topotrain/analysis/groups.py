@@ -17,6 +17,11 @@ Benjamini–Hochberg over the family, and the verdict words of ``verdicts.decide
 (``analysis.sesoi``): the effect is "shown small" when the interval's end in the claimed
 direction (both ends, two-sided) lies within Δ of 0 in either view. Every other feature is
 exploratory: its p and interval, no verdict.
+
+Beside every row, exploratory and outside the verdict: the co-movement pair (``VIEWS["comove"]``:
+``seed_comove`` and its partial on the scale; docs/comovement.md) against ``val_loss``, the loss
+of each checkpoint's own weights (``train_loss`` is the mean logged over the steps before it), its
+ρ, p and effect β_co [95 % interval] (``comove_columns``); NaN, said in the note, without it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,13 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.inference.associations import feature_kinds
-from topotrain.analysis.inference.primary import CONDITIONS, EFFECT, claim_views
+from topotrain.analysis.inference.primary import (
+    CO_TARGET,
+    CONDITIONS,
+    EFFECT,
+    VIEWS,
+    claim_views,
+)
 from topotrain.analysis.inference.seed_contrast import SCALE, model_matrices, seed_permutations
 from topotrain.analysis.inference.signs import common_sign, holds_in_one_sign
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
@@ -51,6 +62,17 @@ WORDS = {
     ARTEFACT: "effect shown below Δ",
     INCONCLUSIVE: "inconclusive",
 }
+CO_CONDITIONS = VIEWS["comove"][1]  # co_clock: seed_comove; co_scale: its partial on the scale
+CO_COLUMNS = [
+    *[f"{c}_{v}" for v in CO_CONDITIONS for c in ("rho", "p")],
+    *[f"effect_{v}{c.removeprefix('effect')}" for v in CO_CONDITIONS for c in EFFECT],
+]
+CO_SAID = "co-movement: "  # a co-movement pair's own note, in the row's
+NO_CO = (
+    f"no co-movement view: no {CO_TARGET} at {MIN_CHECKPOINTS} or more shared checkpoints of "
+    "every seed (train_loss, the mean logged over the steps before a checkpoint, is not a loss "
+    "of its weights)"
+)
 CONTRAST_COLUMNS = [
     "feature",
     "kind",
@@ -61,6 +83,8 @@ CONTRAST_COLUMNS = [
     "arrangements",
     *[f"{c}_{v}" for v in CONDITIONS for c in ("rho", "p")],
     *[f"effect_{v}{c.removeprefix('effect')}" for v in CONDITIONS for c in EFFECT],
+    "co_target",
+    *CO_COLUMNS,
     "p",
     "p_bh",
     "verdict",
@@ -228,14 +252,16 @@ def group_contrasts(
     mats = [model_matrices(r, columns) for r in rows_of]
     perms = [seed_permutations(r["seed"].nunique(), seed) for r in rows_of]
     signs_of = dict(named)
+    co_target = CO_TARGET if CO_TARGET in targets else None
     rows = []
     order = [f for f, _ in named] + [f for f in kinds if f not in signs_of]
     for feature in order:
         sign = signs_of.get(feature)
         role = "primary" if feature in signs_of else "exploratory"
+        alternative = "two-sided" if sign is None else "greater"
+        signs = [1.0 if sign is None else sign] * len(models)
+        co, co_note = comove_columns(mats, perms, signs, feature, co_target, seed, alternative)
         for target in targets:
-            alternative = "two-sided" if sign is None else "greater"
-            signs = [1.0 if sign is None else sign] * len(models)
             res = claim_views(mats, perms, signs, feature, target, seed, alternative=alternative)
             rows.append(
                 {
@@ -246,6 +272,8 @@ def group_contrasts(
                     "sign": "two-sided" if sign is None else f"{sign:+.0f}",
                     "models": ";".join(models),
                     **res,
+                    **co,
+                    "note": _with_co(res["note"], co_note),
                 }
             )
     out = pd.DataFrame(rows).reindex(columns=CONTRAST_COLUMNS)
@@ -264,6 +292,31 @@ def group_contrasts(
         for _, row in out.iterrows()
     ]
     return out
+
+
+def comove_columns(
+    mats: list[dict[str, np.ndarray]],
+    perms: list[np.ndarray],
+    signs: list[float],
+    feature: str,
+    co_target: str | None,
+    seed: int = 0,
+    alternative: str = "two-sided",
+) -> tuple[dict, str]:
+    """(columns, note) of the co-movement pair (CO_CONDITIONS) of ``feature`` against
+    ``co_target`` (``claim_views`` in the row's signs and alternative): co_target and CO_COLUMNS,
+    the note prefixed "co-movement: "; none but the note NO_CO when ``co_target`` is None."""
+    if co_target is None:
+        return {}, NO_CO
+    res = claim_views(mats, perms, signs, feature, co_target, seed, CO_CONDITIONS, alternative)
+    note = f"{CO_SAID}{res['note']}" if res["note"] else ""
+    return {"co_target": co_target} | {c: res[c] for c in CO_COLUMNS}, note
+
+
+def _with_co(note: str, co_note: str) -> str:
+    """The row's note, then the co-movement pair's where it says something else."""
+    same = co_note.removeprefix(CO_SAID) == note
+    return "; ".join(filter(None, [note, "" if same else co_note]))
 
 
 def _claimed(row: pd.Series) -> float | None:

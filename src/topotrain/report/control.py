@@ -31,6 +31,8 @@ LEAD_COLUMNS = [
     "contrast_p",
     "partial_norm_p",
     "partial_fourier_p",
+    "co_p",
+    "co_norm_p",
     "lead_minus_norm",
     "lead_minus_fourier",
 ]
@@ -80,6 +82,26 @@ def _contrast(rho: float, p: float) -> str:
     return f"ρ = {rho:.2f}, exact p = {_fmt_p(p)}"
 
 
+def _interval(row: pd.Series, prefix: str) -> str:
+    ends = [row.get(f"{prefix}{c}", np.nan) for c in ("effect", "effect_ci_low", "effect_ci_high")]
+    if not np.isfinite(ends).all():
+        return "no interval"
+    return interval_text(*ends, lambda v: f"{v:.2f}")
+
+
+def comove_clause(leads: pd.DataFrame, feature: str) -> str:
+    """The feature's co-movement with test loss (exploratory, beside the verdicts): β_co
+    [interval] plain and beyond the norm; '' where the table has none."""
+    rows = leads.set_index("feature")
+    if feature not in rows.index or "co_effect" not in rows:
+        return ""
+    row = rows.loc[feature]
+    return (
+        f"its step-to-step co-movement with test loss (`seed_comove`, exploratory) has "
+        f"β_co {_interval(row, 'co_')}, beyond the norm {_interval(row, 'co_norm_')}"
+    )
+
+
 def power_sentence(
     verdicts: pd.DataFrame, leads: pd.DataFrame, primary: pd.DataFrame | None
 ) -> str:
@@ -93,6 +115,8 @@ def power_sentence(
         f"the pre-named embedding H1 here ({_contrast(row['statistic'], row['p'])}, "
         f"{row['note']})"
     ]
+    if "feature" in verdicts:
+        parts.append(comove_clause(leads, row["feature"]))
     known = leads.set_index("feature").loc[KNOWN] if KNOWN in set(leads["feature"]) else None
     works = known is not None and known["contrast_p"] < ALPHA
     if known is not None:
@@ -117,7 +141,7 @@ def power_sentence(
         )
     else:
         parts.append("so the test's power behind the GPT study's negative findings is not shown")
-    return "; ".join(parts) + "."
+    return "; ".join(filter(None, parts)) + "."
 
 
 def _found(row: pd.Series, alpha: float) -> bool:

@@ -1,5 +1,6 @@
 """A group of your runs (seeds of one recipe) in REPORT.md: its seeds, the steps they share,
-what p can reach with them, the pre-named family's verdicts and the exploratory rows that reject."""
+what p can reach with them, the pre-named family's verdicts and the exploratory rows that reject;
+beside each row's level effects, the co-movement view's β_co [interval] (exploratory)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ FAMILY_COLUMNS = [
     "rho_scale",
     "p_scale",
     "effect_scale",
+    "effect_co_clock",
+    "effect_co_scale",
     "p_bh",
     "verdict",
 ]
@@ -28,8 +31,10 @@ ALPHA_SHOWN = 0.05
 
 
 def _effect(row: pd.Series, view: str) -> str:
-    e = row[f"effect_{view}"]
-    low, high = row[f"effect_{view}_ci_low"], row[f"effect_{view}_ci_high"]
+    e = row.get(f"effect_{view}", np.nan)
+    low, high = row.get(f"effect_{view}_ci_low"), row.get(f"effect_{view}_ci_high")
+    if view.startswith("co_") and pd.isna(row.get("co_target")):
+        return "none (no val_loss)"
     if not np.isfinite(e):
         return "no interval (under 40 seed orders)"
     return interval_text(e, low, high, lambda v: f"{v:.2f}")
@@ -37,7 +42,7 @@ def _effect(row: pd.Series, view: str) -> str:
 
 def _shown(rows: pd.DataFrame) -> pd.DataFrame:
     shown = rows.copy()
-    for view in ("clock", "scale"):
+    for view in ("clock", "scale", "co_clock", "co_scale"):
         shown[f"effect_{view}"] = [_effect(r, view) for _, r in rows.iterrows()]
     return shown[FAMILY_COLUMNS]
 

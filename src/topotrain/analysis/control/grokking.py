@@ -16,7 +16,10 @@ Input: one row per (seed, checkpoint) of ``control.control_features`` (all seeds
   across-seed mean at each step, exact permutation of seed labels) with test loss, plain and
   partial on the weight norm, on the Fourier measure and, for NP, on the layers' normalised
   weight variance (the partial contrast that the calibration suite checks on the L2 norm), each
-  partial with its effect β and 95 % interval (``seed_effect``, as ``diagnostics`` for the plain).
+  partial with its effect β and 95 % interval (``seed_effect``, as ``diagnostics`` for the plain);
+  and, exploratory beside them, the co-movement view (``seed_comove``: step-to-step moves,
+  docs/comovement.md), plain (``co_*``) and partial on the norm (``co_norm_*``), each with its
+  ρ, p and effect β_co [95 % interval] (``_comove``).
 - ``verdicts``: the claims, in the study's vocabulary, for the pre-named topological feature
   (``PRIMARY``, the embedding's H1 total persistence), "beats" and "leads" by the equivalence rule
   at Δ (``verdicts.decide_claim``): "artefact" needs the effect shown below Δ, a test that does not
@@ -32,6 +35,7 @@ from topotrain.analysis.control.features import grokking_step, lead, onset_step
 from topotrain.analysis.inference.diagnostics import rejects_in_sign
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
+    PARTIAL_CO,
     contrast_cell,
     deviations,
     model_matrices,
@@ -130,6 +134,19 @@ def _contrasts(df: pd.DataFrame, feature: str) -> dict:
         out |= {f"partial_{name}_rho": cell["rho"], f"partial_{name}_p": cell["p"]}
         effect = effect_interval([effect_cell(mats, feature, TARGET, PARTIAL, perms, cond=cond)])
         out |= {f"partial_{name}_{c}": effect[c] for c in EFFECT}
+    return out | _comove(mats, perms, feature)
+
+
+def _comove(mats: dict[str, np.ndarray], perms: np.ndarray, feature: str) -> dict:
+    """The co-movement view of the feature with test loss (the loss of each checkpoint's own
+    weights): ``seed_comove`` (co_rho, co_p, co_effect*) and its partial on the weight norm
+    (``PARTIAL_CO``: co_norm_*), two-sided p and effect β_co with its 95 % interval."""
+    out = {}
+    for prefix, view, cond in (("co", "seed_comove", None), ("co_norm", PARTIAL_CO, NORM)):
+        cell, _ = contrast_cell(mats, feature, TARGET, view, perms, cond=cond)
+        effect = effect_interval([effect_cell(mats, feature, TARGET, view, perms, cond=cond)])
+        out |= {f"{prefix}_rho": cell["rho"], f"{prefix}_p": cell["p"]}
+        out |= {f"{prefix}_{c}": effect[c] for c in EFFECT}
     return out
 
 
