@@ -50,6 +50,28 @@ def test_closed_forms_match_a_long_simulation(kind, b, white, checkpoints, model
     )
 
 
+@pytest.mark.parametrize("kind, b", [("level", 0.5), ("innovation", 0.8)])
+def test_closed_forms_hold_with_each_variables_own_noise(kind, b):
+    """A fitted study's noise: φ and the white share per variable, another c."""
+    s = pe.Setting(
+        50,
+        2001,
+        0.0,
+        4,
+        steps=200_000.0,
+        phis=(0.9, 0.97, 0.95),
+        whites=(0.05, 0.2, 0.0),
+        norm_loss=-0.4,
+    )
+    assert (s.phi("x"), s.w("x"), s.w("l")) == (pytest.approx(0.97), 0.2, 0.0)
+    dev = pe.deviations(f"{kind}_b{b}", s, np.random.default_rng(11), 1)
+    expected = list(pe.implied(kind, b, s).values())
+    assert np.allclose(_pooled_correlations(dev), expected, atol=0.02)
+    lev, _ = pe.covariances("level", 0.0, s)  # no coupling: x, y uncorrelated; y–l √(a_y·a_l)·c
+    assert lev[0, 1] == 0 and lev[1, 2] == pytest.approx(math.sqrt(0.95) * -0.4)
+    assert pe.row_name("no_coupling", s) != pe.row_name("no_coupling", pe.Setting(50, 2001, 0.0, 4))
+
+
 def test_white_noise_and_persistence_shrink_beta_co_not_beta():
     """Level coupling: β = (1 − w)·β_P at any spacing; β_co = (1 − w)·β_P·q_y/√(D_xx·D_yy)."""
     bp = 0.2

@@ -282,3 +282,23 @@ def test_study_design_counts_the_claims_models_seeds_and_shared_checkpoints():
         None,
         "1 seed: a between-seed contrast needs at least 2 seeds per model",
     )
+
+
+def test_study_power_writes_the_level_family_then_every_views_power_on_the_fitted_noise(tmp_path):
+    from topotrain.analysis.calibration.power_design import FAMILY, study_power
+    from topotrain.analysis.calibration.view_power import COLUMNS, JOINT
+
+    paper = read_paper_values(PAPER)
+    df = feature_table(Design((5, 5, 5), 3, 10))
+    table = study_power(df, paper, n_sim=20, cache=str(tmp_path / "c.json"), view_draws=3)
+    family, views = table[table["view"] == FAMILY], table[table["view"] != FAMILY]
+    assert list(family["feature"]) == ["h0_total", "np_mean", "h1_total"]
+    assert family["power_at_sesoi"].notna().all() and family["planted"].isna().all()
+    assert set(COLUMNS) <= set(table.columns)
+    assert len(views) == 3 * 3 * 3 * 3 * 7  # claims × couplings × seeds × checkpoints × views
+    assert not views["this_design"].astype(bool).any()  # 10 checkpoints: not on the grid
+    assert (views["view"] == JOINT).sum() == 81
+    assert views["note"].str.contains("fitted to the study's seed deviations").all()
+    off = study_power(df, paper, n_sim=20, cache=str(tmp_path / "c.json"), view_draws=0)
+    assert len(off) == 3 and (off["view"] == FAMILY).all()
+    assert list(off["power_at_sesoi"]) == list(family["power_at_sesoi"])  # the cache's rows

@@ -320,6 +320,8 @@ rule power:
     params:
         sesoi=config["analysis"]["sesoi"],
         simulations=config["analysis"]["calibration"]["simulations"],
+        power_draws=config["analysis"]["calibration"]["power_draws"],
+        sesoi_co=config["analysis"]["sesoi_co"],
         seed=config["analysis"]["bootstrap_seed"],
         cache=f"{RESULTS}/cache/power.json",  # keyed by design: simulated once per design
     script:

@@ -217,8 +217,9 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
 def power_job(inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1) -> None:
     """Power of each primary claim at Δ and its 80 % minimal detectable effect, for the design
     the feature table holds (models, seeds, checkpoints) and noise fitted to its deviations, from
-    the calibration simulator (cached by design in ``params["cache"]``; over ``threads``
-    processes)."""
+    the calibration simulator, then every view's power at 3 / 5 / 8 seeds × 51 / 101 / 201
+    checkpoints on the same noise (``study_power``; cached by design in ``params["cache"]``; over
+    ``threads`` processes)."""
     import pandas as pd
 
     from topotrain.analysis.calibration.power_design import study_power
@@ -232,6 +233,8 @@ def power_job(inputs: dict[str, str], params: dict, out: dict[str, str], threads
         seed=params["seed"],
         cache=params["cache"],
         threads=threads,
+        sesoi_co=params["sesoi_co"],
+        view_draws=params["power_draws"],
     )
     _tables(out, "power", table, "Power of the primary claims at Δ, for the design that was run")
 

@@ -75,21 +75,31 @@ DELTA_CO = 0.1  # Δ_co: the co-movement β (partial) proposed in docs/comovemen
 
 @dataclass(frozen=True)
 class Setting:
-    """A simulated study: models × seeds × checkpoints evenly over ``steps``, white share w."""
+    """A simulated study: models × seeds × checkpoints evenly over ``steps``, white share w; the
+    noise of another study with ``phis`` (φ of y, x, l at REF_SPACING; default PHI), ``whites``
+    (w of y, x, l; default ``white`` for each) and ``norm_loss`` (c; default NORM_LOSS)."""
 
     seeds: int = 3
     checkpoints: int = 51
     white: float = 0.1
     models: int = N_MODELS
     steps: float = STEPS
+    phis: tuple[float, float, float] | None = None
+    whites: tuple[float, float, float] | None = None
+    norm_loss: float = NORM_LOSS
 
     @property
     def spacing(self) -> float:
         return self.steps / (self.checkpoints - 1)
 
     def phi(self, v: str) -> float:
-        """φ_v = e^(−spacing/τ_v) with τ_v = −REF_SPACING / ln PHI[v]."""
-        return PHI[v] ** (self.spacing / REF_SPACING)
+        """φ_v = e^(−spacing/τ_v) with τ_v = −REF_SPACING / ln φ_v(REF_SPACING)."""
+        ref = dict(zip("yxl", self.phis, strict=True))[v] if self.phis else PHI[v]
+        return ref ** (self.spacing / REF_SPACING)
+
+    def w(self, v: str) -> float:
+        """v's white share (``whites`` where given, else ``white``)."""
+        return dict(zip("yxl", self.whites, strict=True))[v] if self.whites else self.white
 
     def t(self) -> np.ndarray:
         return np.arange(self.checkpoints) * self.spacing
@@ -105,26 +115,30 @@ def coupling(scenario: str) -> tuple[str, float]:
 
 def covariances(kind: str, b: float, s: Setting) -> tuple[np.ndarray, np.ndarray]:
     """(L, D): 3 × 3 covariances of (x, y, l) deviations, levels and first differences (D halved),
-    per unit deviation variance, under coupling ``kind`` at strength b (module docstring)."""
-    w, c = s.white, NORM_LOSS
-    a, (qx, qy, ql) = 1 - w, (1 - s.phi(v) for v in "xyl")
+    per unit deviation variance, under coupling ``kind`` at strength b (module docstring): the
+    persistent parts' covariances P, scaled by √(a_i·a_j) (a_v = 1 − w_v), plus w_v on D's and
+    L's diagonal."""
+    c = s.norm_loss
+    (qx, qy, ql), var_eta = (1 - s.phi(v) for v in "xyl"), 1 - s.phi("y") ** 2
     beta = b if kind == "level" else 0.0
-    lev = np.array([[1, a * beta, a * beta * c], [a * beta, 1, a * c], [a * beta * c, a * c, 1]])
+    lev = np.array([[1, beta, beta * c], [beta, 1, c], [beta * c, c, 1]])
     dif = np.array(
         [
-            [a * (beta**2 * qy + (1 - beta**2) * qx) + w, a * beta * qy, a * beta * c * qy],
-            [a * beta * qy, a * qy + w, a * c * qy],
-            [a * beta * c * qy, a * c * qy, a * (c * c * qy + (1 - c * c) * ql) + w],
+            [beta**2 * qy + (1 - beta**2) * qx, beta * qy, beta * c * qy],
+            [beta * qy, qy, c * qy],
+            [beta * c * qy, c * qy, c * c * qy + (1 - c * c) * ql],
         ]
     )
-    if kind == "innovation":  # x gains b·√a·η, Var η = 1 − φ_y², Cov(Δη, ΔU) = (2 − φ_y)·Var η
-        var_eta = 1 - s.phi("y") ** 2
-        lev[0, 0] += a * b * b * var_eta
-        lev[0, 1] = lev[1, 0] = a * b * var_eta
-        lev[0, 2] = lev[2, 0] = a * b * c * var_eta
-        dif[0, 0] += a * b * b * var_eta
-        dif[0, 1] = dif[1, 0] = a * b * (1 + qy) * var_eta / 2
+    if kind == "innovation":  # x gains b·η, Var η = 1 − φ_y², Cov(Δη, ΔU) = (2 − φ_y)·Var η
+        lev[0, 0] += b * b * var_eta
+        lev[0, 1] = lev[1, 0] = b * var_eta
+        lev[0, 2] = lev[2, 0] = b * c * var_eta
+        dif[0, 0] += b * b * var_eta
+        dif[0, 1] = dif[1, 0] = b * (1 + qy) * var_eta / 2
         dif[0, 2] = dif[2, 0] = c * dif[0, 1]
+    white = np.array([s.w(v) for v in "xyl"])
+    root = np.sqrt(1 - white)
+    lev, dif = (np.outer(root, root) * m + np.diag(white) for m in (lev, dif))
     if kind == "offset":  # constants: the levels only
         lev[:2, :2] += OFFSET_SD**2 * np.array([[1, b], [b, 1]])
     return lev, dif
@@ -167,20 +181,20 @@ def deviations(scenario: str, s: Setting, rng, n_sim: int) -> dict[str, np.ndarr
     the per-seed warp (0 except progress_warp), under ``scenario``."""
     kind, b = coupling(scenario)
     shape = (n_sim, s.models, s.seeds, s.checkpoints)
-    a, w, c = 1 - s.white, s.white, NORM_LOSS
+    a, c = {v: 1 - s.w(v) for v in "xyl"}, s.norm_loss
     u_ext = _ou(rng, s.phi("y"), (*shape[:-1], shape[-1] + 1))
     u, eta = u_ext[..., 1:], u_ext[..., 1:] - s.phi("y") * u_ext[..., :-1]
     own = {v: _ou(rng, s.phi(v), shape) for v in "xl"}
-    white = {v: math.sqrt(w) * rng.standard_normal(shape) for v in "xyl"}
-    y = math.sqrt(a) * u + white["y"]
-    norm = math.sqrt(a) * (c * u + math.sqrt(1 - c * c) * own["l"]) + white["l"]
+    white = {v: math.sqrt(s.w(v)) * rng.standard_normal(shape) for v in "xyl"}
+    y = math.sqrt(a["y"]) * u + white["y"]
+    norm = math.sqrt(a["l"]) * (c * u + math.sqrt(1 - c * c) * own["l"]) + white["l"]
     nuisance = scenario in NULLS  # independent per-seed offsets and drifts in x, y and l
     if nuisance:  # before x is built: norm_only's x follows the norm as measured
         y, norm = (v + _per_seed(rng, shape, s.t()) for v in (y, norm))
     beta = b if kind == "level" else 0.0
-    x = math.sqrt(a) * (beta * u + math.sqrt(1 - beta**2) * own["x"]) + white["x"]
+    x = math.sqrt(a["x"]) * (beta * u + math.sqrt(1 - beta**2) * own["x"]) + white["x"]
     if kind == "innovation":
-        x = x + b * math.sqrt(a) * eta
+        x = x + b * math.sqrt(a["x"]) * eta
     if kind == "norm_only":
         x = NORM_GAIN * norm + math.sqrt(1 - NORM_GAIN**2) * x
     if nuisance:
@@ -208,7 +222,12 @@ def row_rng(name: str, seed: int = 0) -> np.random.Generator:
 
 
 def row_name(scenario: str, s: Setting) -> str:
-    return f"{scenario}|k={s.seeds}|n={s.checkpoints}|w={s.white:g}"
+    """'scenario|k=…|n=…|w=…', then the models, φs, white shares and c where not the default."""
+    name = f"{scenario}|k={s.seeds}|n={s.checkpoints}|w={s.white:g}"
+    name += f"|m={s.models}" if s.models != N_MODELS else ""
+    name += "|phi=" + "/".join(f"{v:g}" for v in s.phis) if s.phis else ""
+    name += "|ws=" + "/".join(f"{v:g}" for v in s.whites) if s.whites else ""
+    return name + (f"|c={s.norm_loss:g}" if s.norm_loss != NORM_LOSS else "")
 
 
 def study_p(x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray) -> np.ndarray:

@@ -63,7 +63,7 @@ SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]
 TARGET_POWER = 0.8
 GRID = 4  # the MDE search grid: β = j·Δ/GRID for j = 0, 1, … while β ≤ 1
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
-NOTE = "simulator's model: β planted in the level view's scale; the comove view not simulated"
+NOTE = "simulator's model: β planted in the level view's scale; the level pair only"
 VERSION = 2  # part of the cache key: bump when the computation changes
 LEVEL = VIEWS["level"][1]  # the level view's conditions: clock and scale → (contrast, partial on)
 _permutations = functools.lru_cache(maxsize=4)(seed_permutations)  # 0.15 s each at 8 seeds

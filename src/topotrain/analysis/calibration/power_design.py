@@ -12,7 +12,8 @@ tests, so the deviations' SDs need no fit.
 ``python -m topotrain.analysis.calibration.power [features.parquet]`` prints each claim's power
 at Δ and MDE for k = 3, 5 and 8 seeds (noise fitted to the table when one is given, else the
 calibration's) beside the training time extrapolated linearly in runs from the measured default
-study (``TRAINING``).
+study (``TRAINING``), then every view's power at 3 / 5 / 8 seeds × 51 / 101 / 201 checkpoints
+(``view_power``: the persistent process on the same fitted noise, else the calibration's).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from topotrain.analysis.calibration.power import (
     power_table,
 )
 from topotrain.analysis.calibration.simulator import N_CHECKPOINTS
-from topotrain.analysis.inference.primary import CLAIMS, TARGET, claimed_signs
+from topotrain.analysis.calibration.view_power import DRAWS, cached_view_power, view_power
+from topotrain.analysis.inference.primary import CLAIMS, SESOI_CO, TARGET, claimed_signs
 from topotrain.analysis.inference.seed_contrast import SCALE, cell_deviations, model_matrices
 
 MEASURED_SEEDS = 3  # the default study the timings below were measured on: 5 models × 3 seeds
@@ -42,6 +44,7 @@ TRAINING = {  # config → measured wall seconds of that study's training
     "workflow/configs/gpu.yaml (one H200)": 193.0,  # issue 37: the whole study, 15 runs at once
 }
 SEEDS = (3, 5, 8)
+FAMILY = "level pair, BH over the claims"  # power.csv's view of power_table's rows
 
 
 def autocorrelations(devs: list[np.ndarray], lags: int = 2) -> list[float]:
@@ -163,14 +166,31 @@ def study_power(
     seed: int = 0,
     cache: str | None = None,
     threads: int = 1,
+    sesoi_co: float = SESOI_CO,
+    view_draws: int = DRAWS,
 ) -> pd.DataFrame:
     """power.csv of a study: ``power_table`` at the table's own design with noise fitted to its
-    deviations (simulated over ``threads`` processes), or one row per claim saying why not."""
+    deviations (view FAMILY), then ``view_power``'s rows on the same noise at 3 / 5 / 8 seeds ×
+    51 / 101 / 201 checkpoints (``view_draws`` studies each; 0: none), simulated over ``threads``
+    processes; or one row per claim saying why there is no design."""
     design, why = study_design(df, paper, fit_noise(df))
     if design is None:
         rows = [{"feature": f, "sesoi": sesoi, "note": f"no power: {why}"} for f in CLAIMS]
-        return pd.DataFrame(rows).reindex(columns=POWER_COLUMNS)
-    return power_table(design, tuple(CLAIMS), sesoi, n_sim, seed, cache, True, threads)
+        return pd.DataFrame(rows).reindex(columns=[*POWER_COLUMNS, "view"])
+    family = power_table(design, tuple(CLAIMS), sesoi, n_sim, seed, cache, True, threads)
+    if not view_draws:
+        return family.assign(view=FAMILY)
+    views = cached_view_power(
+        cache,
+        noise=design.noise,
+        models=design.models,
+        design=(design.seeds, design.checkpoints),
+        sesoi=sesoi,
+        sesoi_co=sesoi_co,
+        draws=view_draws,
+        threads=threads,
+    )
+    return pd.concat([family.assign(view=FAMILY), views], ignore_index=True)
 
 
 def training_cost(k: int) -> dict[str, float]:
@@ -217,6 +237,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sesoi", type=float, default=SESOI)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", default=None, help="a JSON cache file (power.cached_power)")
+    parser.add_argument(
+        "--view-draws",
+        type=int,
+        default=DRAWS,
+        help="studies per row of the views' table (0: none)",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="worker processes (views' table)")
     args = parser.parse_args(argv)
     paper = read_paper_values(args.paper)
     if args.features:
@@ -234,3 +261,22 @@ def main(argv: list[str] | None = None) -> None:
     print(table["note"].iloc[0])
     k = recommended(table)
     print(f"smallest k with every claim's power at Δ ≥ {TARGET_POWER}: {k or 'none of these'}")
+    if args.view_draws:
+        noise = design.noise if fitted else None  # else the persistent process's calibration noise
+        views = view_power(
+            noise, design.models, draws=args.view_draws, threads=args.threads, sesoi=args.sesoi
+        )
+        print(views_text(views))
+
+
+def views_text(views: pd.DataFrame) -> str:
+    """``view_power``'s table, one line per claim × coupling × seeds × checkpoints: each view's
+    and pair's power, then its note."""
+    wide = views.pivot_table(
+        index=["feature", "planted", "seeds", "checkpoints"],
+        columns="view",
+        values="power_at_sesoi",
+        sort=False,
+    )
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        return wide.to_string(float_format="%.2f") + "\n" + views["note"].iloc[0]

@@ -1,0 +1,69 @@
+"""Every view's power on a study's own noise (``calibration.view_power``): the claims' settings,
+the couplings planted at Δ / Δ_co, the joint bound and power.csv's shape."""
+
+import numpy as np
+import pytest
+
+from topotrain.analysis.calibration import persistent as pe
+from topotrain.analysis.calibration import view_power as vp
+from topotrain.analysis.calibration.power import Noise
+
+
+def test_a_claims_setting_carries_its_fitted_noise_clipped_to_an_ou():
+    noise = Noise(loss=0.91, features=(0.98, 1.0, 0.0), scale=0.95, scale_loss=-0.6)
+    noise = Noise(**(noise.__dict__ | {"loss_white": 0.03, "features_white": (0.0, 0.01, 1.0)}))
+    s = vp.claim_setting(noise, 1, 4)
+    assert (s.models, s.phis, s.whites, s.norm_loss) == (
+        4,
+        (0.91, 0.995, 0.95),
+        (0.03, 0.01, 0.0),
+        -0.6,
+    )
+    assert (
+        vp.claim_setting(noise, 2, 4).phis[1] == 0.05
+        and vp.claim_setting(noise, 2, 4).whites[1] == 0.95
+    )
+    assert vp.claim_setting(None, 0, 5) == pe.Setting(models=5)
+
+
+def test_each_coupling_is_planted_at_its_delta_in_its_binding_view():
+    s = vp.claim_setting(Noise(loss=0.9, features=(0.97,), scale=0.96, scale_loss=-0.5), 0, 5)
+    for label, kind, b, delta in vp.cells(s, 0.1, 0.15):
+        view = "seed_comove_l2" if kind == "innovation" else "seed_contrast_l2"
+        assert pe.implied(kind, b, s)[view] == pytest.approx(delta, abs=1e-7), label
+        if kind == "offset":  # constants: no co-movement at all
+            assert pe.implied(kind, b, s)["seed_comove"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_rows_rates_and_joint_bound_match_the_views_p_values():
+    """One cell recomputed by hand from the same generator: each view's rate, each pair's (the
+    larger p of two) and the joint bound (2·min of the pairs)."""
+    s, draws = pe.Setting(models=2), 30
+    cell = vp.cells(s, 0.1, 0.1)[1]
+    rows = vp.claim_rows("h0_total", s, 3, 21, cell, draws, 1)
+    at = pe.Setting(3, 21, s.white, 2)
+    scenario = f"innovation_b{cell[2]:.6g}"
+    p = pe.view_pvalues(pe.simulate(scenario, at, pe.row_rng(pe.row_name(scenario, at)), draws))
+    got = {r["view"]: r["power_at_sesoi"] for r in rows}
+    for i, view in enumerate(pe.VIEWS):
+        assert got[view] == pytest.approx(np.mean(p[:, i] <= 0.05))
+    level, co = np.maximum(p[:, 0], p[:, 1]), np.maximum(p[:, 2], p[:, 3])
+    assert got["level pair"] == pytest.approx(np.mean(level <= 0.05))
+    assert got["co-movement pair"] == pytest.approx(np.mean(co <= 0.05))
+    assert got[vp.JOINT] == pytest.approx(np.mean(2 * np.minimum(level, co) <= 0.05))
+    assert got[vp.JOINT] <= max(got["level pair"], got["co-movement pair"])
+    assert all(r["power_mc_low"] <= r["power_at_sesoi"] <= r["power_mc_high"] for r in rows)
+
+
+def test_the_table_covers_every_design_and_marks_the_studys_own(tmp_path):
+    kwargs = dict(noise=None, models=(2, 2), features=("h0_total", "np_mean"), design=(3, 11))
+    kwargs |= dict(draws=4, seeds=(3, 4), checkpoints=(11, 21))
+    table = vp.cached_view_power(tmp_path / "cache.json", **kwargs)
+    assert list(table.columns) == vp.COLUMNS
+    assert len(table) == 2 * 3 * 2 * 2 * 7  # claims × couplings × seeds × checkpoints × views
+    assert set(
+        table.loc[table["this_design"], ["seeds", "checkpoints"]].itertuples(index=False, name=None)
+    ) == {(3, 11)}
+    assert table["note"].str.startswith("persistent process, the calibration's noise").all()
+    again = vp.cached_view_power(tmp_path / "cache.json", **kwargs)  # read back, not simulated
+    assert again.equals(table)
