@@ -243,7 +243,7 @@ def test_make_calibrate_writes_the_views_and_the_sign_rule_tables(tmp_path):
 
     out = {
         f"{name}_{ext}": str(tmp_path / f"{name}.{ext}")
-        for name in ("calibration", "views", "sign_rule")
+        for name in ("calibration", "views", "sign_rule", "intervals")
         for ext in ("csv", "md")
     }
     params = {
@@ -261,3 +261,5 @@ def test_make_calibrate_writes_the_views_and_the_sign_rule_tables(tmp_path):
     assert mine["rate"].tolist() == again["rate"].tolist()
     signs = pd.read_csv(out["sign_rule_csv"])
     assert len(signs) == 2 * 3 and signs["draws"].eq(20).all()
+    miss = pd.read_csv(out["intervals_csv"])  # 3 nulls × 2 views + norm_only + 2 signals × 2
+    assert len(miss) == 2 * (3 * 2 + 1 + 2 * 2) and miss["draws"].eq(20).all()

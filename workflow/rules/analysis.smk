@@ -60,6 +60,8 @@ rule calibration:
         views_md=f"{RESULTS}/tables/calibration_views.md",
         sign_rule_csv=f"{RESULTS}/tables/calibration_sign_rule.csv",
         sign_rule_md=f"{RESULTS}/tables/calibration_sign_rule.md",
+        intervals_csv=f"{RESULTS}/tables/calibration_intervals.csv",
+        intervals_md=f"{RESULTS}/tables/calibration_intervals.md",
     log:
         f"{RESULTS}/logs/analysis/calibration.log",
     conda:

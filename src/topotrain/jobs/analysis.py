@@ -94,6 +94,12 @@ def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None
         _tables(out, "views", views, "Calibration: level and co-movement views, persistent nulls")
         signs = sign_rule_rows(draws, seeds, params["sesoi"], params["seed"])
         _tables(out, "sign_rule", signs, "Calibration: the per-model sign rule, mixed signs")
+    if "intervals_csv" in out:
+        from topotrain.analysis.calibration.intervals import interval_table
+
+        draws, seeds = knobs["view_draws"], tuple(knobs["seeds"])
+        miss = interval_table(draws, threads, seeds)
+        _tables(out, "intervals", miss, "Calibration: the co-movement effects' interval miss rates")
 
 
 def scaling_fits_job(table: str, params: dict, out: dict[str, str]) -> None:
