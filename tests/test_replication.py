@@ -558,3 +558,21 @@ def test_a_claim_is_decided_by_its_test_and_its_interval_against_delta():
     assert decide_claim(False, [np.nan, np.nan], 0.1) == INCONCLUSIVE  # no interval
     assert decide_claim(None, [0.01, 0.01], 0.1) == INCONCLUSIVE  # cannot be measured
     assert decide_claim(False, [0.15, 0.4], 0.2) == ARTEFACT  # the same interval at 2Δ
+
+
+def test_the_claims_note_quotes_every_views_p_and_the_joint_p_it_decides_on():
+    from topotrain.analysis.replication.claims import claim_state
+
+    table = primary(h0_total=0.02)
+    table = table.assign(p_co_clock=0.0031, p_co_scale=0.4, views="level+comove")
+    table = table.assign(best_view="comove", p=0.03, p_bh=0.09)
+    _, note = claim_state(table, "h0_total")
+    assert note.startswith(
+        "primary test (level: clock p = 0.02, scale p = 0.02; co-movement: clock p = 0.0031, "
+        "scale p = 0.4): p = 0.03 over level and comove, p_bh = 0.09 of 7776 arrangements; "
+    )
+    assert "effect (comove view) " in note
+    _, level_only = claim_state(primary(h0_total=0.02), "h0_total")  # a table before the views
+    assert level_only.startswith(
+        "primary test (level: clock p = 0.02, scale p = 0.02): p = 0.02 over level, p_bh = 0.02"
+    )

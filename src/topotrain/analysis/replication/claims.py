@@ -139,9 +139,15 @@ def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[str | None,
     if "signs_held" in row:
         failed = [part for part in str(row["note"]).split("; ") if part.startswith("effect sign")]
         held = "; ".join([f"effect signs held in {row['signs_held']} models", *failed]) + "; "
+    views = f"level: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}"
+    if np.isfinite(float(row.get("p_co_clock", np.nan))):
+        views += f"; co-movement: clock p = {row['p_co_clock']:.3g}, scale p = "
+        views += f"{row['p_co_scale']:.3g}"
+    over = str(row.get("views", "level") or "level").replace("+", " and ")
+    effect_of = f" ({row['best_view']} view)" if isinstance(row.get("best_view"), str) else ""
     note = (
-        f"primary test: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}, "
-        f"p_bh = {p_bh:.3g} of {int(row['arrangements'])} arrangements; {held}effect "
+        f"primary test ({views}): p = {p:.3g} over {over}, p_bh = {p_bh:.3g} of "
+        f"{int(row['arrangements'])} arrangements; {held}effect{effect_of} "
         f"{effect}, Δ = {delta:g}; at Δ/2: {row['verdict_half_sesoi']}, at 2Δ: "
         f"{row['verdict_double_sesoi']}"
     )
