@@ -246,6 +246,8 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
             view_row("np_mean", "innovation", "co-movement pair", 0.51, True),
             view_row("np_mean", "level", "joint ≥", 0.08, True),
             view_row("np_mean", "level", "level pair", 0.3, True),
+            view_row("h0_total", "level", "reproduced ≥", 0.094, True),
+            view_row("np_mean", "level", "reproduced ≥", 0.02, True),
         ]
     )
     pd.concat([power_table(), views]).to_csv(tmp_path / "power.csv", index=False)
@@ -253,6 +255,7 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
     assert line.startswith("TP0: power at Δ = 0.1 is 0.53 [MC 0.50, 0.57]")
     assert (
         "At this design, the co-movement pair's power at Δ_co (innovation coupling): TP0 0.63, "
-        "NP 0.51; the joint test's under the stated model at Δ: TP0 ≥ 0.12, NP ≥ 0.08 "
+        "NP 0.51; the joint test's under the stated model at Δ: TP0 ≥ 0.12, NP ≥ 0.08, and with "
+        'every model\'s sign ("reproduced"): TP0 ≥ 0.09, NP ≥ 0.02 (persistent'
     ) in line
     assert "0.99" not in line and "0.30" not in line

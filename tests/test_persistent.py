@@ -133,8 +133,9 @@ def test_a_shared_offset_moves_the_level_views_only():
     for i in range(6):
         base = pe.study_p(sim["x"][i], sim["y"][i], sim["l"][i], perms)
         moved = pe.study_p(sim["x"][i] + off[i], sim["y"][i] + off[i], sim["l"][i], perms)
-        assert np.array_equal(base[2:], moved[2:])
+        assert np.array_equal(base[2:4], moved[2:4]) and np.array_equal(base[6:], moved[6:])
         assert np.array_equal(moved[:2], [1 / 24**3] * 2)  # the offsets own the level views
+        assert np.array_equal(moved[4:6], [1.0, 1.0])  # … and every model's sign there
 
 
 def test_progress_warp_moves_every_trend_by_the_seeds_speed():

@@ -295,7 +295,7 @@ def test_study_power_writes_the_level_family_then_every_views_power_on_the_fitte
     assert list(family["feature"]) == ["h0_total", "np_mean", "h1_total"]
     assert family["power_at_sesoi"].notna().all() and family["planted"].isna().all()
     assert set(COLUMNS) <= set(table.columns)
-    assert len(views) == 3 * 3 * 3 * 3 * 7  # claims × couplings × seeds × checkpoints × views
+    assert len(views) == 3 * 3 * 3 * 3 * 8  # claims × couplings × seeds × checkpoints × views
     assert not views["this_design"].astype(bool).any()  # 10 checkpoints: not on the grid
     assert (views["view"] == JOINT).sum() == 81
     assert views["note"].str.contains("fitted to the study's seed deviations").all()

@@ -43,7 +43,8 @@ def test_the_rows_rates_and_joint_bound_match_the_views_p_values():
     rows = vp.claim_rows("h0_total", s, 3, 21, cell, draws, 1)
     at = pe.Setting(3, 21, s.white, 2)
     scenario = f"innovation_b{cell[2]:.6g}"
-    p = pe.view_pvalues(pe.simulate(scenario, at, pe.row_rng(pe.row_name(scenario, at)), draws))
+    sim = pe.simulate(scenario, at, pe.row_rng(pe.row_name(scenario, at)), draws)
+    p, held = np.split(pe.view_pvalues(sim, signs=True), 2, axis=1)
     got = {r["view"]: r["power_at_sesoi"] for r in rows}
     for i, view in enumerate(pe.VIEWS):
         assert got[view] == pytest.approx(np.mean(p[:, i] <= 0.05))
@@ -52,6 +53,10 @@ def test_the_rows_rates_and_joint_bound_match_the_views_p_values():
     assert got["co-movement pair"] == pytest.approx(np.mean(co <= 0.05))
     assert got[vp.JOINT] == pytest.approx(np.mean(2 * np.minimum(level, co) <= 0.05))
     assert got[vp.JOINT] <= max(got["level pair"], got["co-movement pair"])
+    best = np.where(co < level, 2, 0)  # the pair of smaller p: its two conditions' signs
+    signs = (held[np.arange(draws), best] == 1) & (held[np.arange(draws), best + 1] == 1)
+    joint = 2 * np.minimum(level, co) <= 0.05
+    assert got[vp.SIGNS] == pytest.approx(np.mean(joint & signs)) and got[vp.SIGNS] <= got[vp.JOINT]
     assert all(r["power_mc_low"] <= r["power_at_sesoi"] <= r["power_mc_high"] for r in rows)
 
 
@@ -60,10 +65,26 @@ def test_the_table_covers_every_design_and_marks_the_studys_own(tmp_path):
     kwargs |= dict(draws=4, seeds=(3, 4), checkpoints=(11, 21))
     table = vp.cached_view_power(tmp_path / "cache.json", **kwargs)
     assert list(table.columns) == vp.COLUMNS
-    assert len(table) == 2 * 3 * 2 * 2 * 7  # claims × couplings × seeds × checkpoints × views
+    assert len(table) == 2 * 3 * 2 * 2 * 8  # claims × couplings × seeds × checkpoints × views
     assert set(
         table.loc[table["this_design"], ["seeds", "checkpoints"]].itertuples(index=False, name=None)
     ) == {(3, 11)}
     assert table["note"].str.startswith("persistent process, the calibration's noise").all()
     again = vp.cached_view_power(tmp_path / "cache.json", **kwargs)  # read back, not simulated
     assert again.equals(table)
+
+
+def test_a_studys_sign_flags_are_the_reports_effect_signs():
+    """study_p's last four entries: 1 where every model's effect_signs is + in that view."""
+    from topotrain.analysis.inference.primary import effect_signs
+    from topotrain.analysis.inference.seed_contrast import SCALE, contrast_cell, seed_permutations
+
+    s = pe.Setting(3, 21, 0.1, models=3)
+    sim = pe.simulate("level_b0.6", s, np.random.default_rng(5), 4)
+    perms = seed_permutations(3)
+    for i in range(4):
+        got = pe.study_p(sim["x"][i], sim["y"][i], sim["l"][i], perms)
+        mats = [{"x": sim["x"][i, m], "y": sim["y"][i, m], SCALE: sim["l"][i, m]} for m in range(3)]
+        for j, view in enumerate(pe.VIEWS):
+            nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
+            assert got[4 + j] == float((effect_signs(nulls) == 1).all())

@@ -50,6 +50,7 @@ from scipy import optimize, signal, stats
 
 from topotrain.analysis.calibration.pass_rule import pass_max
 from topotrain.analysis.calibration.simulator import N_MODELS, NOISE, _trends
+from topotrain.analysis.inference.primary import effect_signs
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     SCALE,
@@ -231,13 +232,15 @@ def row_name(scenario: str, s: Setting) -> str:
 
 
 def study_p(x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray) -> np.ndarray:
-    """One study's one-sided (+) pooled p per view (VIEWS order), arrays (models, seeds, n)."""
+    """One study's one-sided (+) pooled p per view (VIEWS order), arrays (models, seeds, n), then
+    per view 1 where every model's effect has the + sign (``primary.effect_signs``), else 0."""
     mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, norm, strict=True)]
-    out = []
+    ps, held = [], []
     for view in VIEWS:
         nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
-        out.append(pooled_row(nulls, view, "greater")["p"])
-    return np.array(out)
+        ps.append(pooled_row(nulls, view, "greater")["p"])
+        held.append(float((effect_signs(nulls) == 1).all()))
+    return np.array(ps + held)
 
 
 def _chunk_p(task: tuple) -> np.ndarray:
@@ -245,16 +248,19 @@ def _chunk_p(task: tuple) -> np.ndarray:
     return np.array([study_p(x[i], y[i], norm[i], perms) for i in range(len(x))])
 
 
-def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1) -> np.ndarray:
-    """(n_sim, 4) p per study and view (``study_p``), in ``threads`` processes."""
+def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> np.ndarray:
+    """(n_sim, 4) p per study and view (``study_p``), in ``threads`` processes; with ``signs``
+    (n_sim, 8): then whether every model's effect sign is + per view."""
     n = len(sim["x"])
     perms = seed_permutations(sim["x"].shape[2])
     cuts = np.array_split(np.arange(n), max(1, min(n, 4 * threads)))
     tasks = [(sim["x"][i], sim["y"][i], sim["l"][i], perms) for i in cuts if i.size]
     if threads <= 1:
-        return np.vstack([_chunk_p(t) for t in tasks])
-    with ProcessPoolExecutor(threads) as pool:
-        return np.vstack(list(pool.map(_chunk_p, tasks)))
+        out = np.vstack([_chunk_p(t) for t in tasks])
+    else:
+        with ProcessPoolExecutor(threads) as pool:
+            out = np.vstack(list(pool.map(_chunk_p, tasks)))
+    return out if signs else out[:, : len(VIEWS)]
 
 
 def rate_rows(p: np.ndarray, head: dict, null: bool, betas: dict | None = None) -> list[dict]:
