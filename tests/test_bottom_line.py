@@ -230,7 +230,7 @@ def test_the_bottom_line_gives_each_claims_power_at_delta_and_its_mde(tmp_path):
 
 def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tmp_path):
     """power.csv with views rows: the family sentences as before, then the co-movement pair's
-    power at Δ_co and the joint bound, read from the rows of this design only."""
+    power at Δ_co, the joint test's and the sign rule's, read from the rows of this design only."""
     from topotrain.report.bottom_line import power_sentence
 
     def view_row(feature, coupling, view, power, here):
@@ -241,13 +241,13 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
     views = pd.DataFrame(
         [
             view_row("h0_total", "innovation", "co-movement pair", 0.634, True),
-            view_row("h0_total", "level", "joint ≥", 0.121, True),
+            view_row("h0_total", "level", "joint", 0.121, True),
             view_row("h0_total", "innovation", "co-movement pair", 0.99, False),
             view_row("np_mean", "innovation", "co-movement pair", 0.51, True),
-            view_row("np_mean", "level", "joint ≥", 0.08, True),
+            view_row("np_mean", "level", "joint", 0.08, True),
             view_row("np_mean", "level", "level pair", 0.3, True),
-            view_row("h0_total", "level", "reproduced ≥", 0.094, True),
-            view_row("np_mean", "level", "reproduced ≥", 0.02, True),
+            view_row("h0_total", "level", "reproduced", 0.094, True),
+            view_row("np_mean", "level", "reproduced", 0.02, True),
         ]
     )
     pd.concat([power_table(), views]).to_csv(tmp_path / "power.csv", index=False)
@@ -255,7 +255,7 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
     assert line.startswith("TP0: power at Δ = 0.1 is 0.53 [MC 0.50, 0.57]")
     assert (
         "At this design, the co-movement pair's power at Δ_co (innovation coupling): TP0 0.63, "
-        "NP 0.51; the joint test's under the stated model at Δ: TP0 ≥ 0.12, NP ≥ 0.08, and with "
-        'every model\'s sign ("reproduced"): TP0 ≥ 0.09, NP ≥ 0.02 (persistent'
+        "NP 0.51; the joint test's under the stated model at Δ: TP0 0.12, NP 0.08, and with "
+        'every model\'s sign ("reproduced"): TP0 0.09, NP 0.02 (persistent'
     ) in line
     assert "0.99" not in line and "0.30" not in line

@@ -133,9 +133,10 @@ def test_a_shared_offset_moves_the_level_views_only():
     for i in range(6):
         base = pe.study_p(sim["x"][i], sim["y"][i], sim["l"][i], perms)
         moved = pe.study_p(sim["x"][i] + off[i], sim["y"][i] + off[i], sim["l"][i], perms)
-        assert np.array_equal(base[2:4], moved[2:4]) and np.array_equal(base[6:], moved[6:])
+        assert np.array_equal(base[2:4], moved[2:4]) and np.array_equal(base[7:], moved[7:])
         assert np.array_equal(moved[:2], [1 / 24**3] * 2)  # the offsets own the level views
-        assert np.array_equal(moved[4:6], [1.0, 1.0])  # … and every model's sign there
+        assert moved[4] == 1 / 24**3  # … the joint p, the level pair's smallest …
+        assert np.array_equal(moved[5:7], [1.0, 1.0])  # … and every model's sign there
 
 
 def test_progress_warp_moves_every_trend_by_the_seeds_speed():
@@ -211,7 +212,7 @@ def test_the_null_table_is_written_as_csv_with_a_row_per_view_and_the_same_in_pr
     out = tmp_path / "nulls.csv"
     pe.main(["--nulls", "--draws", "2", "--out", str(out)])
     table = pd.read_csv(out, keep_default_na=False)
-    assert len(table) == 2 * len(pe.NULLS) * 3 * 6  # w × nulls × seeds × (4 views + 2 pairs)
+    assert len(table) == 2 * len(pe.NULLS) * 3 * 7  # w × nulls × seeds × (4 views, 2 pairs, joint)
     assert set(table["scenario"]) == set(pe.NULLS) and (table["draws"] == 2).all()
     sim = pe.simulate("norm_only", pe.Setting(3, 11, models=2), np.random.default_rng(4), 5)
     assert np.array_equal(pe.view_pvalues(sim, 1), pe.view_pvalues(sim, 2))
@@ -255,7 +256,7 @@ def test_make_calibrate_writes_the_views_and_the_sign_rule_tables(tmp_path):
     }
     calibration_job(params, out)
     views = pd.read_csv(out["views_csv"])
-    assert len(views) == 2 * len(NULLS) * (len(VIEWS) + len(PAIRS))
+    assert len(views) == 2 * len(NULLS) * (len(VIEWS) + len(PAIRS) + 1)  # + joint
     assert views["draws"].eq(20).all() and views["rate"].between(0, 1).all()
     again = pd.DataFrame(measure("norm_only", Setting(3, white=0.1), 20))
     mine = views[(views["scenario"] == "norm_only") & (views["white"] == 0.1)]

@@ -143,8 +143,8 @@ def power_sentence(power: pd.DataFrame | None) -> str:
 
 def views_power_sentence(views: pd.DataFrame) -> str:
     """'At this design, the co-movement pair's power at Δ_co (innovation coupling): TP0 0.62, …;
-    the joint test's under the stated model at Δ: TP0 ≥ 0.12, …, and with every model's sign
-    ("reproduced"): TP0 ≥ 0.09, …' from power.csv's views rows
+    the joint test's under the stated model at Δ: TP0 0.12, …, and with every model's sign
+    ("reproduced"): TP0 0.09, …' from power.csv's views rows
     (``this_design``), or '' without them."""
     here = views[views["this_design"].astype(str).eq("True")] if len(views) else views
     if here.empty:
@@ -160,8 +160,8 @@ def views_power_sentence(views: pd.DataFrame) -> str:
     return (
         f"At this design, the co-movement pair's power at Δ_co (innovation coupling): "
         f"{listed('innovation', 'co-movement pair')}; the joint test's under the stated model at "
-        f'Δ: {listed("level", "joint ≥", "≥ ")}, and with every model\'s sign ("reproduced"): '
-        f"{listed('level', 'reproduced ≥', '≥ ')} (persistent process on the fitted noise; "
+        f'Δ: {listed("level", "joint")}, and with every model\'s sign ("reproduced"): '
+        f"{listed('level', 'reproduced')} (persistent process on the fitted noise; "
         f"every view, 3 / 5 / 8 seeds × 51 / 101 / 201 checkpoints: power.csv)."
     )
 

@@ -50,7 +50,7 @@ from scipy import optimize, signal, stats
 
 from topotrain.analysis.calibration.pass_rule import pass_max
 from topotrain.analysis.calibration.simulator import N_MODELS, NOISE, _trends
-from topotrain.analysis.inference.primary import effect_signs
+from topotrain.analysis.inference.primary import effect_signs, joint_p
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     SCALE,
@@ -70,6 +70,7 @@ NORM_GAIN = -0.7
 NULLS = ("no_coupling", "offset_confound", "progress_warp", "norm_only")
 VIEWS = tuple(CONTRAST_VIEWS)  # seed_contrast, seed_contrast_l2, seed_comove, seed_comove_l2
 PAIRS = {"level": VIEWS[:2], "comove": VIEWS[2:]}  # a claim's p: the larger of plain and partial
+JOINT = "joint"  # the claim's p: the exact joint min-p over both pairs (primary.joint_p)
 DELTA = 0.1  # Δ: the level β (the binding partial view's) the power table plants
 DELTA_CO = 0.1  # Δ_co: the co-movement β (partial) proposed in docs/comovement.md
 
@@ -232,15 +233,18 @@ def row_name(scenario: str, s: Setting) -> str:
 
 
 def study_p(x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray) -> np.ndarray:
-    """One study's one-sided (+) pooled p per view (VIEWS order), arrays (models, seeds, n), then
-    per view 1 where every model's effect has the + sign (``primary.effect_signs``), else 0."""
+    """One study's one-sided (+) pooled p per view (VIEWS order), arrays (models, seeds, n); then
+    the claim's joint p over the two pairs (``primary.joint_p``: the exact Westfall–Young min-p
+    the report computes over ``primary_views`` [level, comove]); then per view 1 where every
+    model's effect has the + sign (``primary.effect_signs``), else 0."""
     mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, norm, strict=True)]
-    ps, held = [], []
+    ps, held, nulls = [], [], {}
     for view in VIEWS:
-        nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
-        ps.append(pooled_row(nulls, view, "greater")["p"])
-        held.append(float((effect_signs(nulls) == 1).all()))
-    return np.array(ps + held)
+        nulls[view] = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
+        ps.append(pooled_row(nulls[view], view, "greater")["p"])
+        held.append(float((effect_signs(nulls[view]) == 1).all()))
+    pairs = [{v: nulls[v] for v in pair} for pair in PAIRS.values()]
+    return np.array([*ps, joint_p(pairs, [1.0] * len(mats)), *held])
 
 
 def _chunk_p(task: tuple) -> np.ndarray:
@@ -249,8 +253,8 @@ def _chunk_p(task: tuple) -> np.ndarray:
 
 
 def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> np.ndarray:
-    """(n_sim, 4) p per study and view (``study_p``), in ``threads`` processes; with ``signs``
-    (n_sim, 8): then whether every model's effect sign is + per view."""
+    """(n_sim, 5) p per study: each view's and the joint (``study_p``), in ``threads``
+    processes; with ``signs`` (n_sim, 9): then whether every model's effect sign is + per view."""
     n = len(sim["x"])
     perms = seed_permutations(sim["x"].shape[2])
     cuts = np.array_split(np.arange(n), max(1, min(n, 4 * threads)))
@@ -260,17 +264,20 @@ def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = Fal
     else:
         with ProcessPoolExecutor(threads) as pool:
             out = np.vstack(list(pool.map(_chunk_p, tasks)))
-    return out if signs else out[:, : len(VIEWS)]
+    return out if signs else out[:, : len(VIEWS) + 1]
 
 
 def rate_rows(p: np.ndarray, head: dict, null: bool, betas: dict | None = None) -> list[dict]:
     """Rows per view and pair (a pair's p: the larger of its two; its β: the partial view's, the
-    binding one): the rate of p ≤ ALPHA, its Clopper–Pearson 95 % interval, and on a null the
-    pass rule's largest passing count and verdict (``pass_rule.pass_max``)."""
+    binding one), then the claim's JOINT p where ``p`` has a fifth column: the rate of p ≤ ALPHA,
+    its Clopper–Pearson 95 % interval, and on a null the pass rule's largest passing count and
+    verdict (``pass_rule.pass_max``)."""
     cols = {v: p[:, i] for i, v in enumerate(VIEWS)}
     cols |= {
         k: np.maximum(p[:, VIEWS.index(a)], p[:, VIEWS.index(b)]) for k, (a, b) in PAIRS.items()
     }
+    if p.shape[1] > len(VIEWS):
+        cols[JOINT] = p[:, len(VIEWS)]
     betas = betas or {}
     rows = []
     for view, ps in cols.items():
