@@ -52,3 +52,19 @@ def test_miss_counts_are_the_reports_own_intervals_against_the_truth():
     assert {(r["view"], r["end"][:5]) for r in rows} == {
         (c, e) for c in ("co_clock", "co_scale") for e in ("lower", "upper")
     }
+
+
+def test_a_redrawn_row_is_decided_on_its_pooled_draws():
+    """18 misses of 400 fail (c(400, 2.5 %) = 15); with 9 of 400 more, 27 of 800 pass
+    (c(800, 2.5 %) = 28), with 11 more, 29 do not; the means are the draws' weighted means."""
+    head = {"scenario": "s", "view": "co_scale", "end": "lower end above β_co", "seconds": 1.0}
+    first = [head | {"draws": 400, "defined": 400, "misses": 18, "passes": False}]
+    first[0] |= {"mean_effect": 0.01, "mean_width": 0.2}
+    again = [head | {"draws": 400, "defined": 400, "misses": 9, "passes": True}]
+    again[0] |= {"mean_effect": 0.03, "mean_width": 0.1}
+    (row,) = iv.pooled(first, again)
+    assert (pass_max(400, 0.025), pass_max(800, 0.025)) == (15, 28)
+    assert (row["draws"], row["misses"], row["pass_max"], row["passes"]) == (800, 27, 28, True)
+    assert row["mean_effect"] == pytest.approx(0.02) and row["mean_width"] == pytest.approx(0.15)
+    (worse,) = iv.pooled(first, [again[0] | {"misses": 11}])
+    assert not worse["passes"] and worse["rate"] == pytest.approx(29 / 800)
