@@ -135,7 +135,7 @@ def test_a_shared_offset_moves_the_level_views_only():
         moved = pe.study_p(sim["x"][i] + off[i], sim["y"][i] + off[i], sim["l"][i], perms)
         assert np.array_equal(base[2:4], moved[2:4]) and np.array_equal(base[7:], moved[7:])
         assert np.array_equal(moved[:2], [1 / 24**3] * 2)  # the offsets own the level views
-        assert moved[4] == 1 / 24**3  # … the joint p, the level pair's smallest …
+        assert moved[4] * 24**3 in (1, 2)  # … the joint p: that arrangement, or a co-movement top
         assert np.array_equal(moved[5:7], [1.0, 1.0])  # … and every model's sign there
 
 

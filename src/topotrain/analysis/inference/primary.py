@@ -31,12 +31,12 @@ from topotrain.analysis.inference.seed_contrast import (
     lag1,
     model_matrices,
     permutation_p,
-    pooled_null,
     pooled_row,
     seed_permutations,
     view_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
+from topotrain.analysis.inference.signs import joint_p
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
 from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
@@ -288,34 +288,6 @@ def _claim_p(out: dict, nulls: dict, signs: list[float], views, seed: int) -> di
         lost = ", ".join(v for v in views if v not in given)
         res["note"] = "; ".join(filter(None, [out.get("note", ""), f"no {lost} view (its loss?)"]))
     return res
-
-
-def joint_p(views: list[dict[str, list[np.ndarray]]], signs: list[float], seed: int = 0) -> float:
-    """Westfall–Young joint p over design views on the same arrangements of seed labels: each
-    view's statistic at an arrangement a is p_v(a) = max over its conditions of the one-sided
-    p of S_c(a) among all arrangements (``pooled_null``: S = mean_m s_m·ρ_m); the joint p is
-    #{a: min_v p_v(a) ≤ min_v p_v(observed)} / #arrangements, exact when the arrangements are
-    enumerated (Monte Carlo on the shared draws of ``mc_draws`` otherwise). Models undefined in
-    any condition are left out of every one, so all share one arrangement set; NaN when a view
-    has no condition or no model is left."""
-    conds = [c for v in views for c in v.values()]
-    if not conds or any(not v for v in views):
-        return float("nan")
-    keep = [i for i in range(len(conds[0])) if all(np.isfinite(c[i][0]) for c in conds)]
-    if not keep:
-        return float("nan")
-    kept = [signs[i] for i in keep]
-    per_view = []
-    for view in views:
-        ps = []
-        for cond in view.values():
-            stat, _ = pooled_null([cond[i] for i in keep], kept, seed)
-            order = np.sort(stat)
-            tol = 1e-12 * max(1.0, float(np.abs(stat).max()))
-            ps.append((stat.size - np.searchsorted(order, stat - tol, "left")) / stat.size)
-        per_view.append(np.max(ps, axis=0))
-    m = np.min(per_view, axis=0)
-    return float(np.count_nonzero(m <= m[0] + 1e-12) / m.size)
 
 
 def weaker_view(row: pd.Series, conds=CONDITIONS) -> str:
