@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import itertools
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
 
 from topotrain.analysis.calibration import persistent as pe
 from topotrain.analysis.calibration.pass_rule import pass_max
+from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import SESOI_CO, VIEWS, claim_views
-from topotrain.analysis.inference.seed_contrast import SCALE, seed_permutations
+from topotrain.analysis.inference.seed_contrast import SCALE
 from topotrain.analysis.inference.stats import ALPHA
 
 CONDITIONS = VIEWS["comove"][1]  # co_clock: seed_comove; co_scale: partial on the norm
@@ -67,14 +67,7 @@ def _chunk(task: tuple) -> np.ndarray:
 
 def intervals(sim: dict[str, np.ndarray], threads: int = 1) -> np.ndarray:
     """(n_sim, conditions, 3): each study's effect and interval ends, over ``threads`` processes."""
-    n = len(sim["x"])
-    perms = seed_permutations(sim["x"].shape[2])
-    cuts = np.array_split(np.arange(n), max(1, min(n, 4 * threads)))
-    tasks = [(sim["x"][i], sim["y"][i], sim["l"][i], perms) for i in cuts if i.size]
-    if threads <= 1:
-        return np.concatenate([_chunk(t) for t in tasks])
-    with ProcessPoolExecutor(threads) as pool:
-        return np.concatenate(list(pool.map(_chunk, tasks)))
+    return np.concatenate(map_tasks(_chunk, pe.study_tasks(sim, threads), threads))
 
 
 def miss_rows(scenario: str, s: pe.Setting, draws: int, threads: int = 1, seed=0) -> list[dict]:

@@ -41,7 +41,6 @@ import itertools
 import math
 import time
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +49,7 @@ from scipy import optimize, signal, stats
 
 from topotrain.analysis.calibration.pass_rule import pass_max
 from topotrain.analysis.calibration.simulator import N_MODELS, NOISE, _trends
+from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import effect_signs, joint_p
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
@@ -252,19 +252,26 @@ def _chunk_p(task: tuple) -> np.ndarray:
     return np.array([study_p(x[i], y[i], norm[i], perms) for i in range(len(x))])
 
 
-def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> np.ndarray:
-    """(n_sim, 5) p per study: each view's and the joint (``study_p``), in ``threads``
-    processes; with ``signs`` (n_sim, 9): then whether every model's effect sign is + per view."""
+def study_tasks(sim: dict[str, np.ndarray], threads: int = 1) -> list[tuple]:
+    """The studies of ``sim`` cut into chunks of (x, y, norm, perms), 4 per process."""
     n = len(sim["x"])
     perms = seed_permutations(sim["x"].shape[2])
     cuts = np.array_split(np.arange(n), max(1, min(n, 4 * threads)))
-    tasks = [(sim["x"][i], sim["y"][i], sim["l"][i], perms) for i in cuts if i.size]
-    if threads <= 1:
-        out = np.vstack([_chunk_p(t) for t in tasks])
-    else:
-        with ProcessPoolExecutor(threads) as pool:
-            out = np.vstack(list(pool.map(_chunk_p, tasks)))
+    return [(sim["x"][i], sim["y"][i], sim["l"][i], perms) for i in cuts if i.size]
+
+
+def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> np.ndarray:
+    """(n_sim, 5) p per study: each view's and the joint (``study_p``), in ``threads``
+    processes; with ``signs`` (n_sim, 9): then whether every model's effect sign is + per view."""
+    out = np.vstack(map_tasks(_chunk_p, study_tasks(sim, threads), threads))
     return out if signs else out[:, : len(VIEWS) + 1]
+
+
+def clopper_pearson(hits: int, n: int) -> tuple[float, float]:
+    """The exact 95 % interval of a rate of ``hits`` in n draws."""
+    low = stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0
+    high = stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+    return float(low), float(high)
 
 
 def rate_rows(p: np.ndarray, head: dict, null: bool, betas: dict | None = None) -> list[dict]:
@@ -282,11 +289,10 @@ def rate_rows(p: np.ndarray, head: dict, null: bool, betas: dict | None = None) 
     rows = []
     for view, ps in cols.items():
         n, hits = len(ps), int(np.count_nonzero(ps <= ALPHA))
-        low = stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0
-        high = stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+        low, high = clopper_pearson(hits, n)
         beta = betas.get(PAIRS[view][1] if view in PAIRS else view, np.nan)
         row = head | {"view": view, "beta": beta, "draws": n, "rate": hits / n}
-        row |= {"mc_low": float(low), "mc_high": float(high)}
+        row |= {"mc_low": low, "mc_high": high}
         if null:
             row |= {"pass_max": pass_max(n, ALPHA), "passes": hits <= pass_max(n, ALPHA)}
         rows.append(row)

@@ -17,6 +17,7 @@ BH over the three claims is not simulated here (``power`` simulates BH for the l
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -87,18 +88,13 @@ def _rows(found: list[dict], signs: float, head: dict) -> list[dict]:
     for r in found:
         view = PAIR_NAMES.get(r["view"], r["view"])
         row = head | {"view": view, "beta": r["beta"], "n_sim": r["draws"]}
-        out.append(row | {"power_at_sesoi": r["rate"]} | _mc(r["rate"], r["draws"]))
-    out.append(head | {"view": SIGNS, "beta": np.nan, "n_sim": found[0]["draws"]})
-    out[-1] |= {"power_at_sesoi": signs} | _mc(signs, found[0]["draws"])
+        out.append(row | {"power_at_sesoi": r["rate"], "power_mc_low": r["mc_low"]})
+        out[-1]["power_mc_high"] = r["mc_high"]
+    n = found[0]["draws"]
+    low, high = pe.clopper_pearson(round(signs * n), n)
+    out.append(head | {"view": SIGNS, "beta": np.nan, "n_sim": n, "power_at_sesoi": signs})
+    out[-1] |= {"power_mc_low": low, "power_mc_high": high}
     return out
-
-
-def _mc(rate: float, n: int) -> dict[str, float]:
-    from scipy import stats
-
-    hits = round(rate * n)
-    low, high = stats.binomtest(hits, n).proportion_ci(0.95, method="exact")
-    return {"power_mc_low": float(low), "power_mc_high": float(high)}
 
 
 def claim_rows(
@@ -106,7 +102,7 @@ def claim_rows(
 ) -> list[dict]:
     """One claim's rows at k seeds × n checkpoints under one coupling cell."""
     label, kind, b, delta = cell
-    at = pe.Setting(k, n, s.white, s.models, s.steps, s.phis, s.whites, s.norm_loss)
+    at = dataclasses.replace(s, seeds=k, checkpoints=n)
     scenario = f"{kind}_b{b:.6g}"
     sim = pe.simulate(scenario, at, pe.row_rng(pe.row_name(scenario, at)), draws)
     out = pe.view_pvalues(sim, threads, signs=True)
