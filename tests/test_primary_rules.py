@@ -108,14 +108,22 @@ def test_a_wrong_sign_model_under_three_strong_ones_is_not_reproduced(paper):
     assert "effect signs held in 3/4 models; effect sign" in rep.loc[T3, "note"]
     assert "tiny-3k (+1/+1, claimed -1)" in rep.loc[T3, "note"]
     sentence = primary_sentence(fam.reset_index(), ALPHA)
-    assert "(rejects the null, effect signs held in 3/4 models); NP effect " in sentence
+    held = "effect signs held in 3/4 models, reversal by Δ ruled out in 0/4"
+    assert f"(rejects the null, {held}); NP effect " in sentence
     bound = f"(≥ {np_row['effect_ci_low']:.4g}, one-sided 95 % bound) at Δ = 0.1: inconclusive"
     assert bound in sentence
-    # the same study with tiny-3k's effect −: every sign holds and the claim is reproduced
+    # the same study with tiny-3k's effect −: every sign holds, but at 3 seeds no model's own
+    # exact test reaches α (p ≥ 1/6), so no reversal by Δ is ruled out: not reproduced
     right = primary_family(study(STRONG | {"tiny-3k": -1.0}), paper, primary_views=LEVEL).set_index(
         "feature"
     )
     assert right.loc["np_mean", "signs_held"] == "4/4"
+    assert right.loc["np_mean", "ruled_out"] == "0/4"
+    assert right.loc["np_mean", "verdict"] == "inconclusive"
+    # at 5 seeds each model's test can: every reversal ruled out, and the claim is reproduced
+    five = study(STRONG | {"tiny-3k": -1.0}, seeds=5)
+    right = primary_family(five, paper, primary_views=LEVEL).set_index("feature")
+    assert right.loc["np_mean", ["signs_held", "ruled_out"]].tolist() == ["4/4", "4/4"]
     assert right.loc["np_mean", "verdict"] == "reproduced"
 
 

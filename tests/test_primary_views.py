@@ -90,7 +90,8 @@ def test_joint_p_leaves_out_a_model_undefined_in_any_view_and_is_nan_without_vie
 
 
 def _row(**kw) -> pd.Series:
-    row = {"p": 0.5, "rejected": False, "signs_held": "5/5", "best_view": "level"}
+    row = {"p": 0.5, "rejected": False, "signs_held": "5/5", "ruled_out": "5/5"}
+    row["best_view"] = "level"
     for c in (c for _, conds in VIEWS.values() for c in conds):
         row[f"effect_{c}_fw_high"] = 1.0
     return pd.Series(row | kw)
@@ -120,6 +121,16 @@ def test_a_reproduced_claim_reads_the_best_views_signs_and_smallness():
     held = row.copy()
     held["signs_held"] = "4/5"
     assert view_verdict(held, ("level", "comove"), {"level": 0.1, "comove": 0.1}) == "inconclusive"
+    # one model's reversal by Δ not ruled out (its own test), or the column missing: not reproduced
+    for ruled in ("4/5", None):
+        one = row.copy()
+        one["ruled_out"] = ruled
+        assert view_verdict(one, ("level", "comove"), {"level": 0.1, "comove": 0.1}) == (
+            "inconclusive"
+        )
+    assert view_verdict(row, ("level", "comove"), {"level": 0.1, "comove": 0.1}, "ruled_x") == (
+        "inconclusive"
+    )
 
 
 def _study(seeds: int = 3, n: int = 12, rng_seed: int = 5) -> pd.DataFrame:

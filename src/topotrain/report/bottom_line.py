@@ -62,6 +62,8 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
         verdict = "rejects the null" if row.p_bh < alpha else "does not reject it"
         held = getattr(row, "signs_held", None)
         signs = f", effect signs held in {held} models" if isinstance(held, str) else ""
+        ruled = getattr(row, "ruled_out", None)
+        signs += f", reversal by Δ ruled out in {ruled}" if isinstance(ruled, str) else ""
         parts.append(
             f"{name} {views_text(row)}, BH p = {format_cell(row.p_bh)} ({verdict}{signs}); "
             + effect_phrase(name, row, alpha)

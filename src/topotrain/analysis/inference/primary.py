@@ -10,10 +10,12 @@ the family's three claims only; everything else in the tables is exploratory.
 
 S tests a global null, so strong models can carry one whose effect has the other sign: a claim
 is reproduced only if, besides, every claimed model's between-seed effect estimate has its
-claimed sign in both views (``effect_signs``; at 3 seeds a model's own exact p is at least 1/6,
-so a sign of its estimate is all one model can show; ``calibration.sign_rule`` measures the
-rule). Beside the one-sided test the effect's bound is the matching one-sided 1 − α bound; the
-"artefact" rule reads upper bounds family-wise over 3 claims × 2 views (``decide_claim``).
+claimed sign in both conditions of the best view (``effect_signs``) and each model's own exact
+test rules out a reversal by that view's Δ at α (``signs.ruled_out``; an intersection–union
+rule, level α however strong the other models are; at 3 seeds a model's smallest exact p is 1/6,
+so nothing is reproduced; ``calibration.sign_rule`` measures the rule). Beside the one-sided
+test the effect's bound is the matching one-sided 1 − α bound; the "artefact" rule reads upper
+bounds family-wise over 3 claims × 2 views (``decide_claim``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,19 @@ from topotrain.analysis.inference.seed_contrast import (
     contrast_cell,
     lag1,
     model_matrices,
-    permutation_p,
     pooled_row,
     seed_permutations,
     view_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
-from topotrain.analysis.inference.signs import joint_p
+from topotrain.analysis.inference.signs import (  # noqa: F401 (effect_signs: re-exported)
+    all_held,
+    effect_signs,
+    joint_p,
+    reversal_ps,
+    ruled_out,
+    signs_held,
+)
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
 from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
@@ -63,6 +71,7 @@ PRIMARY_VIEWS = tuple(DEFAULTS["analysis"]["primary_views"])
 SESOI = DEFAULTS["analysis"]["sesoi"]  # Δ, the smallest effect of interest (docs/study.md)
 SESOI_CO = DEFAULTS["analysis"]["sesoi_co"]  # Δ_co: the co-movement view's own (docs/study.md)
 EFFECT = ["effect", "effect_ci_low", "effect_ci_high"]
+MARGINS = {"": 1.0, "_half": 0.5, "_double": 2.0}  # reversal margins: the verdicts' Δ multiples
 _PER_CONDITION = ["rho", "p", "effect", "effect_ci_low", "effect_ci_high", "effect_bound"]
 
 
@@ -77,6 +86,7 @@ PRIMARY_COLUMNS = [
     "models",
     "signs",
     "signs_held",
+    *[f"ruled_out{sfx}" for sfx in MARGINS],
     *[c for _, conds in VIEWS.values() for name in conds for c in _condition_columns(name)],
     *[f"p_{view}" for view in VIEWS],
     *[f"lag1_{view}" for view in VIEWS],
@@ -130,24 +140,6 @@ def view_nulls(
     ]
 
 
-def effect_signs(nulls: list[np.ndarray]) -> np.ndarray:
-    """Per model, the sign of its between-seed effect's Hodges–Lehmann estimate in the raw
-    direction (``seed_effect``, one model): +1 when its observed ρ lies above the centre of its
-    seed-permutation null (p_greater < p_less), −1 below, 0 on a balance or where undefined. At
-    β0 = 0 the effect's test is the contrast's, and g = p_greater − p_less rises with β0, so the
-    estimate (where g crosses 0) has this sign."""
-    out = np.zeros(len(nulls))
-    for i, null in enumerate(nulls):
-        if np.isfinite(null[0]):
-            out[i] = np.sign(permutation_p(null, "less") - permutation_p(null, "greater"))
-    return out
-
-
-def signs_held(signs: list[float], by_view: list[np.ndarray]) -> np.ndarray:
-    """Per model, whether its effect has its claimed sign s_m in every view (``effect_signs``)."""
-    return np.all([np.asarray(e) == np.asarray(signs) for e in by_view], axis=0)
-
-
 def _sign_text(values) -> str:
     return ";".join({1.0: "+1", -1.0: "-1"}.get(float(v), "0") for v in values)
 
@@ -163,6 +155,7 @@ def claim_views(
     alternative: str = "greater",
     family_tests: int | None = None,
     nulls_out: dict | None = None,
+    margins: dict[str, float] | None = None,
 ) -> dict:
     """Per view (``views``: name → the column its contrast is partial on, None for the plain
     one, or → (contrast view, that column) for another view such as ``seed_comove``; default
@@ -175,11 +168,12 @@ def claim_views(
     effect_*_bound, the one-sided 1 − α lower bound (the equal-tailed 1 − 2α interval's lower
     end), and effect_*_fw_high, the upper bound at 1 − α/family_tests (Bonferroni; the
     equal-tailed 2α/family_tests interval's upper end). ``nulls_out``: filled with each view's
-    per-model nulls (``joint_p``). The report's claims, the calibration suite and the
-    confirmation on fresh seeds all call this."""
+    per-model nulls (``joint_p``). ``margins`` (label → m): ruled_out<label>, "k/K" models whose
+    reversal by m is ruled out in every view (``signs.ruled_out``). The report's claims, the
+    calibration suite and the confirmation on fresh seeds all call this."""
     if family_tests is not None and alternative != "greater":
         raise ValueError("one-sided bounds are drawn for a 'greater' claim only")
-    out, by_view = {}, []
+    out, by_view, reversal = {}, [], {label: [] for label in margins or {}}
     for i, (name, spec) in enumerate((views or CONDITIONS).items()):
         view, cond = spec if isinstance(spec, tuple) else (PARTIAL if spec else None, spec)
         view = view or "seed_contrast"
@@ -193,6 +187,8 @@ def claim_views(
             for m, p, s in zip(mats, perms, signs, strict=True)
         ]
         eff = effect_interval(cells, ALPHA, seed)
+        for label, margin in (margins or {}).items():
+            reversal[label].append(reversal_ps(cells, margin, seed))
         out |= {f"rho_{name}": res["rho"], f"p_{name}": res["p"]}
         out |= {f"effect_{name}{c.removeprefix('effect')}": eff[c] for c in EFFECT}
         out[f"effect_signs_{name}"] = _sign_text(by_view[-1])
@@ -204,6 +200,8 @@ def claim_views(
             out["arrangements"] = math.prod(len(n) for n in nulls)
             out["note"] = "; ".join(filter(None, [res["note"], eff["effect_note"]]))
     held = signs_held(signs, by_view)
+    for label, ps in reversal.items():
+        out[f"ruled_out{label}"] = f"{int(ruled_out(ps).sum())}/{len(held)}"
     return out | {"signs_held": f"{int(held.sum())}/{len(held)}"}
 
 
@@ -213,12 +211,15 @@ def claim_test(
     signs: pd.Series,
     seed: int = 0,
     primary_views=PRIMARY_VIEWS,
+    deltas: dict[str, float] | None = None,
 ) -> dict:
     """claim_views of every design view (VIEWS, each on its own loss) over the claimed models
-    that ``df`` holds, with the family's bounds (``family_tests``); p_<view>, the larger of a
-    view's conditions' p (intersection–union), and p, the claim's over ``primary_views``: that
-    view's p alone, or the joint min-p over them (``joint_p``). The note names each model whose
-    effect lacks its claimed sign."""
+    that ``df`` holds, with the family's bounds (``family_tests``) and each model's reversal
+    test at MARGINS × the view's Δ (``deltas``: view → Δ, default (SESOI, SESOI_CO)); p_<view>,
+    the larger of a view's conditions' p (intersection–union), and p, the claim's over
+    ``primary_views``: that view's p alone, or the joint min-p over them (``joint_p``). The
+    note names each model whose effect lacks its claimed sign."""
+    deltas = deltas or {"level": SESOI, "comove": SESOI_CO}
     models = [m for m in signs.index if m in set(df["model"])]
     out = {"models": ";".join(models), "signs": ";".join(f"{s:+.0f}" for s in signs[models])}
     if feature not in df or not models:
@@ -235,11 +236,23 @@ def claim_test(
             out[f"p_{name}"] = np.nan
             continue
         nulls[name] = {}
+        margins = {sfx: k * deltas[name] for sfx, k in MARGINS.items()}
         res = claim_views(
-            mats, perms, claimed, feature, target, seed, conds, "greater", tests, nulls[name]
+            mats,
+            perms,
+            claimed,
+            feature,
+            target,
+            seed,
+            conds,
+            "greater",
+            tests,
+            nulls[name],
+            margins,
         )
         out |= {k: v for k, v in res.items() if k not in out or name == primary_views[0]}
         out[f"held_{name}"] = res["signs_held"]
+        out |= {f"ruled_{name}{sfx}": res[f"ruled_out{sfx}"] for sfx in MARGINS}
         out[f"p_{name}"] = max(res[f"p_{c}"] for c in conds)
         out[f"lag1_{name}"] = persistence(mats, feature, target, next(iter(conds.values()))[0])
     out |= _claim_p(out, nulls, claimed, primary_views, seed)
@@ -284,6 +297,7 @@ def _claim_p(out: dict, nulls: dict, signs: list[float], views, seed: int) -> di
     best = min(given, key=lambda v: out[f"p_{v}"])
     p = out[f"p_{best}"] if len(given) == 1 else joint_p([nulls[v] for v in given], signs, seed)
     res = {"p": p, "views": "+".join(given), "best_view": best, "signs_held": out[f"held_{best}"]}
+    res |= {f"ruled_out{sfx}": out[f"ruled_{best}{sfx}"] for sfx in MARGINS}
     if len(given) < len(views):
         lost = ", ".join(v for v in views if v not in given)
         res["note"] = "; ".join(filter(None, [out.get("note", ""), f"no {lost} view (its loss?)"]))
@@ -294,12 +308,6 @@ def weaker_view(row: pd.Series, conds=CONDITIONS) -> str:
     """The condition whose p is the view's (the larger: intersection–union); the first on ties."""
     names = list(conds)
     return max(names, key=lambda c: (row[f"p_{c}"], -names.index(c)))
-
-
-def all_held(held: object) -> bool:
-    """Whether signs_held ("k/K") counts every claimed model (K > 0)."""
-    k, _, total = str(held).partition("/")
-    return total.isdigit() and int(total) > 0 and k == total
 
 
 def primary_family(
@@ -329,7 +337,8 @@ def primary_family(
         if df is None:
             rows.append(base | {"note": "no feature table", "views": "+".join(views)})
             continue
-        rows.append(base | claim_test(df, feature, claimed_signs(paper, feature), 0, views))
+        deltas = {"level": sesoi, "comove": sesoi_co}
+        rows.append(base | claim_test(df, feature, claimed_signs(paper, feature), 0, views, deltas))
     out = pd.DataFrame(rows).reindex(columns=PRIMARY_COLUMNS)
     out["p_bh"] = benjamini_hochberg(out["p"].to_numpy(float))
     out["rejected"] = out["p_bh"] < alpha
@@ -339,9 +348,14 @@ def primary_family(
         bound = row[f"effect_{cond}_bound"]
         out.loc[i, EFFECT] = [row[f"effect_{cond}"], bound, np.inf if pd.notna(bound) else np.nan]
     out["sesoi"], out["sesoi_co"] = sesoi, sesoi_co
-    for column, k in (("verdict", 1), ("verdict_half_sesoi", 0.5), ("verdict_double_sesoi", 2)):
+    for column, sfx in (
+        ("verdict", ""),
+        ("verdict_half_sesoi", "_half"),
+        ("verdict_double_sesoi", "_double"),
+    ):
+        k = MARGINS[sfx]
         deltas = {"level": k * sesoi, "comove": k * sesoi_co}
-        out[column] = [view_verdict(row, views, deltas) for _, row in out.iterrows()]
+        out[column] = [view_verdict(r, views, deltas, f"ruled_out{sfx}") for _, r in out.iterrows()]
     undefined = out["p"].isna()
     out.loc[undefined, "note"] = (
         out.loc[undefined, "note"].fillna("").astype(str)
@@ -350,9 +364,10 @@ def primary_family(
     return out
 
 
-def view_verdict(row: pd.Series, views, deltas: dict[str, float]) -> str:
-    """The claim's verdict: reproduced when its test rejects (``rejected``) and every claimed
-    model's effect has its sign in the best primary view (signs_held); "shown small" in a view
+def view_verdict(row: pd.Series, views, deltas: dict[str, float], ruled: str = "ruled_out") -> str:
+    """The claim's verdict: reproduced when its test rejects (``rejected``), every claimed
+    model's effect has its sign in the best primary view (signs_held) and every claimed model's
+    reversal by that view's Δ is ruled out (column ``ruled``, "k/K"); "shown small" in a view
     when one of its conditions' family-wise upper bound (effect_*_fw_high) lies below that
     view's Δ; artefact only when every primary view shows it small (a view that cannot rule an
     effect out leaves the claim open); "reproduced, below Δ" when it rejects and the best view
@@ -367,6 +382,6 @@ def view_verdict(row: pd.Series, views, deltas: dict[str, float]) -> str:
         for v in views
     }
     best = row["best_view"] if isinstance(row["best_view"], str) else views[0]
-    if bool(row["rejected"]) and all_held(row["signs_held"]):
+    if bool(row["rejected"]) and all_held(row["signs_held"]) and all_held(row.get(ruled)):
         return REPRODUCED_SMALL if small[best] else REPRODUCED
     return ARTEFACT if all(small.values()) else INCONCLUSIVE

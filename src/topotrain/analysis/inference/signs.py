@@ -5,7 +5,10 @@ scale tracks it in no one sign: the views' p's alone do not make a claim. The di
 (``confirm.is_hit``), the confirmation, the groups' family, the diagnostics' "beats"
 (``diagnostics.rejects_in_sign``) and the primary family all decide by ``holds_in_one_sign``.
 ``joint_p``: the primary claim's p over several views, each an intersection–union of its
-conditions."""
+conditions. ``reversal_ps`` / ``ruled_out``: the per-model half of "reproduced" — a claim over
+several models holds only where no claimed model's effect is reversed by its view's Δ, each
+model's own exact test at α (an intersection–union rule: level α whatever the other models do;
+at 3 seeds, whose smallest exact p is 1/6, it never rules a reversal out)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from topotrain.analysis.inference.seed_contrast import pooled_null
+from topotrain.analysis.inference.seed_contrast import permutation_p, pooled_null
+from topotrain.analysis.inference.seed_effect import EffectCell, one_sided_ps
 from topotrain.analysis.inference.stats import ALPHA
 
 
@@ -69,3 +73,44 @@ def joint_p(views: list[dict[str, list[np.ndarray]]], signs: list[float], seed: 
         float(np.count_nonzero(np.min(chosen, axis=0) <= m0) / chosen[0].size)
         for chosen in itertools.product(*per_view)
     )
+
+
+def reversal_ps(cells: Sequence[EffectCell | None], margin: float, seed: int = 0) -> np.ndarray:
+    """Per model (``seed_effect.effect_cell`` in its claimed sign), the exact one-sided p of "its
+    effect is at most −margin" — reversed by margin or more: p_greater of its own seed-permutation
+    test at β0 = −margin (``one_sided_ps`` of that one cell). At least 1/k! with k seeds; NaN where
+    the cell is undefined."""
+    return np.array(
+        [np.nan if c is None else one_sided_ps([c], -float(margin), seed)[0] for c in cells]
+    )
+
+
+def ruled_out(ps_by_condition: Sequence[np.ndarray], alpha: float = ALPHA) -> np.ndarray:
+    """Per model, whether its reversal is ruled out (``reversal_ps`` < alpha) in every condition;
+    False where a p is undefined."""
+    ps = np.asarray(ps_by_condition, float)
+    return np.all(np.nan_to_num(ps, nan=1.0) < alpha, axis=0)
+
+
+def effect_signs(nulls: list[np.ndarray]) -> np.ndarray:
+    """Per model, the sign of its between-seed effect's Hodges–Lehmann estimate in the raw
+    direction (``seed_effect``, one model): +1 when its observed ρ lies above the centre of its
+    seed-permutation null (p_greater < p_less), −1 below, 0 on a balance or where undefined. At
+    β0 = 0 the effect's test is the contrast's, and g = p_greater − p_less rises with β0, so the
+    estimate (where g crosses 0) has this sign."""
+    out = np.zeros(len(nulls))
+    for i, null in enumerate(nulls):
+        if np.isfinite(null[0]):
+            out[i] = np.sign(permutation_p(null, "less") - permutation_p(null, "greater"))
+    return out
+
+
+def signs_held(signs: list[float], by_view: list[np.ndarray]) -> np.ndarray:
+    """Per model, whether its effect has its claimed sign s_m in every view (``effect_signs``)."""
+    return np.all([np.asarray(e) == np.asarray(signs) for e in by_view], axis=0)
+
+
+def all_held(held: object) -> bool:
+    """Whether signs_held ("k/K") counts every claimed model (K > 0)."""
+    k, _, total = str(held).partition("/")
+    return total.isdigit() and int(total) > 0 and k == total

@@ -139,6 +139,8 @@ def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[str | None,
     if "signs_held" in row:
         failed = [part for part in str(row["note"]).split("; ") if part.startswith("effect sign")]
         held = "; ".join([f"effect signs held in {row['signs_held']} models", *failed]) + "; "
+        if isinstance(row.get("ruled_out"), str):
+            held += f"reversal by Δ ruled out in {row['ruled_out']} (each model's own test); "
     views = f"level: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}"
     if np.isfinite(float(row.get("p_co_clock", np.nan))):
         views += f"; co-movement: clock p = {row['p_co_clock']:.3g}, scale p = "
