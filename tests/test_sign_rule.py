@@ -5,6 +5,7 @@ draw counts (slow) its false "reproduced" rate under the null is at most α."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -15,7 +16,7 @@ from topotrain.analysis.calibration.sign_rule import (
     planted,
     sign_rule_rows,
 )
-from topotrain.analysis.inference.primary import all_held, claim_views
+from topotrain.analysis.inference.primary import CO_TARGET, TARGET, all_held, claim_test
 from topotrain.analysis.inference.seed_contrast import SCALE, seed_permutations
 from topotrain.analysis.inference.stats import ALPHA
 
@@ -30,25 +31,34 @@ def test_planted_shares_put_one_model_against_its_claimed_sign():
         planted("opposite", signs)
 
 
-def test_the_calibrated_decision_is_the_reports_claim_views():
-    """On 12 hand-built studies (4 models × 3 or 5 seeds, the first model's share flipped in
-    half of them) claim_decision equals claim_views' p < α with every sign held."""
+def test_the_calibrated_decision_is_the_reports_claim_test():
+    """On 8 hand-built studies (4 models × 3 or 5 seeds, the first model's share flipped in
+    half of them; the loss y serves both views) claim_decision equals the report's claim_test:
+    its joint p < α, and with it every sign held and every reversal by Δ ruled out."""
     rng = np.random.default_rng(5)
-    signs = [-1.0, 1.0, 1.0, 1.0]
+    signs = pd.Series([-1.0, 1.0, 1.0, 1.0], index=[f"m{i}" for i in range(4)])
     outcomes = set()
-    for i in range(12):
-        k = 3 if i % 2 else 5
+    for i in range(8):
+        k = 3 if i % 4 == 3 else 5
         perms = [seed_permutations(k)] * 4
-        flip = -1.0 if i % 4 < 2 else 1.0
-        models = []
+        flip = -1.0 if i % 2 else 1.0
+        models, frames = [], []
         for m, s in enumerate(signs):
             u, e = rng.normal(0, 1, (2, k, 20))
             share = (flip if m == 0 else 1.0) * s * rng.uniform(0.3, 0.9)
             models.append({"x": share * u + e, "y": u, SCALE: rng.normal(0, 1, (k, 20))})
-        views = claim_views(models, perms, signs, "x", "y")
-        rejects = max(views["p_clock"], views["p_scale"]) < ALPHA
-        expected = (rejects, rejects and all_held(views["signs_held"]))
-        assert claim_decision(models, perms, signs) == expected
+            for seed in range(k):
+                frames.append(
+                    pd.DataFrame(
+                        {"model": signs.index[m], "seed": seed, "step": np.arange(20)}
+                        | {"x": models[-1]["x"][seed], SCALE: models[-1][SCALE][seed]}
+                        | {TARGET: u[seed], CO_TARGET: u[seed]}
+                    )
+                )
+        row = claim_test(pd.concat(frames, ignore_index=True), "x", signs)
+        rejects = row["p"] < ALPHA
+        expected = (rejects, rejects and all_held(row["signs_held"]) and all_held(row["ruled_out"]))
+        assert claim_decision(models, perms, list(signs)) == expected
         outcomes.add(expected)
     assert {(True, True), (True, False)} <= outcomes  # both decisions are walked
 

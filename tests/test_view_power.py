@@ -76,17 +76,33 @@ def test_the_table_covers_every_design_and_marks_the_studys_own(tmp_path):
     assert again.equals(table)
 
 
-def test_a_studys_sign_flags_are_the_reports_effect_signs():
-    """study_p's last four entries: 1 where every model's effect_signs is + in that view."""
+def test_a_studys_sign_flags_are_the_reports_sign_and_reversal_rule():
+    """study_p's last four entries: 1 where every model's effect_signs is + in that view and
+    each model's own test rules out a reversal by the view's Δ (``signs.ruled_out``); at 3 seeds
+    (smallest exact p 1/6) never."""
     from topotrain.analysis.inference.primary import effect_signs
     from topotrain.analysis.inference.seed_contrast import SCALE, contrast_cell, seed_permutations
+    from topotrain.analysis.inference.seed_effect import effect_cell
+    from topotrain.analysis.inference.signs import reversal_ps, ruled_out
 
-    s = pe.Setting(3, 21, 0.1, models=3)
-    sim = pe.simulate("level_b0.6", s, np.random.default_rng(5), 4)
-    perms = seed_permutations(3)
-    for i in range(4):
-        got = pe.study_p(sim["x"][i], sim["y"][i], sim["l"][i], perms)
-        mats = [{"x": sim["x"][i, m], "y": sim["y"][i, m], SCALE: sim["l"][i, m]} for m in range(3)]
-        for j, view in enumerate(pe.VIEWS):
-            nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
-            assert got[5 + j] == float((effect_signs(nulls) == 1).all())
+    flags = set()
+    for k in (3, 5):
+        s = pe.Setting(k, 21, 0.1, models=3)
+        sim = pe.simulate("level_b0.6", s, np.random.default_rng(5), 4)
+        perms = seed_permutations(k)
+        for i in range(4):
+            got = pe.study_p(sim["x"][i], sim["y"][i], sim["l"][i], perms)
+            mats = [
+                {"x": sim["x"][i, m], "y": sim["y"][i, m], SCALE: sim["l"][i, m]} for m in range(3)
+            ]
+            for j, view in enumerate(pe.VIEWS):
+                nulls = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
+                margin = pe.DELTA_CO if view in pe.PAIRS["comove"] else pe.DELTA
+                cells = [effect_cell(m, "x", "y", view, perms) for m in mats]
+                rule = (effect_signs(nulls) == 1).all() and ruled_out(
+                    [reversal_ps(cells, margin)]
+                ).all()
+                assert got[5 + j] == float(rule)
+                assert k == 5 or got[5 + j] == 0.0
+                flags.add((k, got[5 + j]))
+    assert {(5, 0.0), (5, 1.0)} <= flags

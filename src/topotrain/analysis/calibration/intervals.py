@@ -61,7 +61,7 @@ def study_intervals(x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.nd
 
 
 def _chunk(task: tuple) -> np.ndarray:
-    x, y, norm, perms = task
+    x, y, norm, perms, _ = task
     return np.array([study_intervals(x[i], y[i], norm[i], perms) for i in range(len(x))])
 
 

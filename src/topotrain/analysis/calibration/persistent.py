@@ -58,6 +58,8 @@ from topotrain.analysis.inference.seed_contrast import (
     pooled_row,
     seed_permutations,
 )
+from topotrain.analysis.inference.seed_effect import effect_cell
+from topotrain.analysis.inference.signs import reversal_ps, ruled_out
 from topotrain.analysis.inference.stats import ALPHA
 
 REF_SPACING, STEPS = 100.0, 5000.0  # the study: 51 checkpoints 100 steps apart
@@ -232,39 +234,48 @@ def row_name(scenario: str, s: Setting) -> str:
     return name + (f"|c={s.norm_loss:g}" if s.norm_loss != NORM_LOSS else "")
 
 
-def study_p(x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray) -> np.ndarray:
+def study_p(
+    x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray, signs: bool = True
+) -> np.ndarray:
     """One study's one-sided (+) pooled p per view (VIEWS order), arrays (models, seeds, n); then
     the claim's joint p over the two pairs (``primary.joint_p``: the exact Westfall–Young min-p
-    the report computes over ``primary_views`` [level, comove]); then per view 1 where every
-    model's effect has the + sign (``primary.effect_signs``), else 0."""
+    the report computes over ``primary_views`` [level, comove]); with ``signs``, then per view 1
+    where every model's effect has the + sign (``primary.effect_signs``) and its own exact test
+    rules out a reversal by the view's Δ (DELTA, DELTA_CO; ``signs.reversal_ps``), else 0: the
+    per-model half of "reproduced"."""
     mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, norm, strict=True)]
     ps, held, nulls = [], [], {}
     for view in VIEWS:
         nulls[view] = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
         ps.append(pooled_row(nulls[view], view, "greater")["p"])
-        held.append(float((effect_signs(nulls[view]) == 1).all()))
+        if signs and (effect_signs(nulls[view]) == 1).all():
+            margin = DELTA_CO if view in PAIRS["comove"] else DELTA
+            cells = [effect_cell(m, "x", "y", view, perms) for m in mats]
+            held.append(float(ruled_out([reversal_ps(cells, margin)]).all()))
+        elif signs:
+            held.append(0.0)
     pairs = [{v: nulls[v] for v in pair} for pair in PAIRS.values()]
     return np.array([*ps, joint_p(pairs, [1.0] * len(mats)), *held])
 
 
 def _chunk_p(task: tuple) -> np.ndarray:
-    x, y, norm, perms = task
-    return np.array([study_p(x[i], y[i], norm[i], perms) for i in range(len(x))])
+    x, y, norm, perms, signs = task
+    return np.array([study_p(x[i], y[i], norm[i], perms, signs) for i in range(len(x))])
 
 
-def study_tasks(sim: dict[str, np.ndarray], threads: int = 1) -> list[tuple]:
-    """The studies of ``sim`` cut into chunks of (x, y, norm, perms), 4 per process."""
+def study_tasks(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> list[tuple]:
+    """The studies of ``sim`` cut into chunks of (x, y, norm, perms, signs), 4 per process."""
     n = len(sim["x"])
     perms = seed_permutations(sim["x"].shape[2])
     cuts = np.array_split(np.arange(n), max(1, min(n, 4 * threads)))
-    return [(sim["x"][i], sim["y"][i], sim["l"][i], perms) for i in cuts if i.size]
+    return [(sim["x"][i], sim["y"][i], sim["l"][i], perms, signs) for i in cuts if i.size]
 
 
 def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> np.ndarray:
     """(n_sim, 5) p per study: each view's and the joint (``study_p``), in ``threads``
-    processes; with ``signs`` (n_sim, 9): then whether every model's effect sign is + per view."""
-    out = np.vstack(map_tasks(_chunk_p, study_tasks(sim, threads), threads))
-    return out if signs else out[:, : len(VIEWS) + 1]
+    processes; with ``signs`` (n_sim, 9): then per view whether every model's effect sign is +
+    and its reversal by the view's Δ ruled out."""
+    return np.vstack(map_tasks(_chunk_p, study_tasks(sim, threads, signs), threads))
 
 
 def clopper_pearson(hits: int, n: int) -> tuple[float, float]:

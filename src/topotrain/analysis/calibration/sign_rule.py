@@ -31,17 +31,16 @@ from scipy import stats
 
 from topotrain.analysis.calibration.simulator import SESOI, simulate
 from topotrain.analysis.inference.primary import (
-    CONDITIONS,
+    SESOI_CO,
+    VIEWS,
     effect_signs,
+    joint_p,
     signs_held,
     view_nulls,
 )
-from topotrain.analysis.inference.seed_contrast import (
-    PARTIAL,
-    SCALE,
-    pooled_row,
-    seed_permutations,
-)
+from topotrain.analysis.inference.seed_contrast import SCALE, pooled_row, seed_permutations
+from topotrain.analysis.inference.seed_effect import effect_cell
+from topotrain.analysis.inference.signs import reversal_ps, ruled_out
 from topotrain.analysis.inference.stats import ALPHA
 
 CLAIM_SIGNS = {"mixed (-,+,+,+)": (-1.0, 1.0, 1.0, 1.0), "all + (5 models)": (1.0,) * 5}
@@ -84,19 +83,34 @@ def draw_models(shares: list[float], n: int, k: int, rng: np.random.Generator) -
 
 
 def claim_decision(
-    models: list[dict[str, np.ndarray]], perms: list[np.ndarray], signs: list[float], seed: int = 0
+    models: list[dict[str, np.ndarray]],
+    perms: list[np.ndarray],
+    signs: list[float],
+    seed: int = 0,
+    deltas: tuple[float, float] = (SESOI, SESOI_CO),
 ) -> tuple[bool, bool]:
-    """(the pooled test rejects at α, the claim is reproduced) for one study's models (raw
-    (k, checkpoints) matrices of x, y and SCALE): max over the views of the one-sided pooled p
-    (``pooled_row``, "greater" in the signs) < α, and with it every sign held."""
-    p, by_view = [], []
-    for cond in CONDITIONS.values():
-        nulls = view_nulls(models, perms, "x", "y", cond)
-        view = PARTIAL if cond else "seed_contrast"
-        p.append(pooled_row(nulls, view, "greater", seed, signs, cond)["p"])
-        by_view.append(effect_signs(nulls))
-    rejects = bool(max(p) < ALPHA)
-    return rejects, rejects and bool(signs_held(signs, by_view).all())
+    """(the claim's test rejects at α, the claim is reproduced) for one study's models (raw
+    (k, checkpoints) matrices of x, y and SCALE), by the report's rule over both design views
+    (``primary.VIEWS``, the loss y for each): the joint p over the pairs (``joint_p``) < α, and
+    in the pair of smaller p every model's effect sign held (``signs_held``) and its reversal by
+    that pair's Δ (``deltas``: level, co-movement) ruled out by its own test (``ruled_out``)."""
+    nulls, pair_p, held = {}, {}, {}
+    for (name, (_, conds)), delta in zip(VIEWS.items(), deltas, strict=True):
+        nulls[name], ps, by_view, reversal = {}, [], [], []
+        for cond_name, (view, cond) in conds.items():
+            got = view_nulls(models, perms, "x", "y", cond, view)
+            nulls[name][cond_name] = got
+            ps.append(pooled_row(got, view, "greater", seed, signs, cond)["p"])
+            by_view.append(effect_signs(got))
+            cells = [
+                effect_cell(m, "x", "y", view, p, cond, s)
+                for m, p, s in zip(models, perms, signs, strict=True)
+            ]
+            reversal.append(reversal_ps(cells, delta, seed))
+        pair_p[name] = max(ps)
+        held[name] = bool(signs_held(signs, by_view).all() and ruled_out(reversal).all())
+    rejects = bool(joint_p(list(nulls.values()), signs, seed) < ALPHA)
+    return rejects, rejects and held[min(pair_p, key=lambda v: pair_p[v])]
 
 
 def sign_rule_row(

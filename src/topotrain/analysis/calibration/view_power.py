@@ -12,8 +12,9 @@ strength, so its β_co moves (``persistent.implied``). Each row: the rate of p �
 studies of the claim's models, per view, per pair (the larger of its plain and partial p) and
 "joint", the primary claim's exact joint min-p over the two pairs (``primary.joint_p``, the
 report's); "reproduced", the joint test and the sign rule (every model's effect estimate of the
-claimed sign in both conditions of the pair of smaller p, ``primary.signs_held``). One claim at α:
-BH over the three claims is not simulated here (``power`` simulates BH for the level pair)."""
+claimed sign and its reversal by the pair's Δ ruled out by its own test, in both conditions of
+the pair of smaller p, ``primary.signs_held`` and ``signs.ruled_out``). One claim at α: BH over
+the three claims is not simulated here (``power`` simulates BH for the level pair)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ from topotrain.analysis.inference.stats import ALPHA
 
 SEEDS, CHECKPOINTS = (3, 5, 8), (51, 101, 201)
 DRAWS = 200  # studies per row: power's Monte Carlo half-width ≤ 0.07
-VERSION = 1  # part of the cache key: bump when the computation changes
+VERSION = 2  # part of the cache key: bump when the computation changes
 JOINT = "joint"  # the primary claim's exact joint min-p over the two pairs (primary.joint_p)
-SIGNS = "reproduced"  # the joint test and every model's effect sign (the sign rule)
+SIGNS = "reproduced"  # the joint test, every model's effect sign and its reversal by Δ ruled out
 PAIR_NAMES = {"level": "level pair", "comove": "co-movement pair", pe.JOINT: "joint"}
 COLUMNS = [
     "feature",
