@@ -78,14 +78,15 @@ def test_rows_give_rates_and_exact_binomial_bounds():
 @pytest.mark.slow
 def test_the_sign_rule_under_the_null_and_one_wrong_sign_at_telling_draws():
     """400 studies per row at 3, 5 and 8 seeds: under the null and with one model's effect at
-    Δ against its sign (the others at Δ) the "reproduced" rate is ≤ α (its exact binomial lower
-    end at most α); with the others strong (4Δ) the rule lowers the test's rate but not to α
-    (measured 0.16–0.22 at 1 000 draws: the rule's limit, reported in docs/study.md)."""
+    Δ against its sign — the others at Δ or strong (4Δ), T3's case — the "reproduced" rate is
+    ≤ α (its exact binomial lower end at most α), since each model's own test must rule out a
+    reversal by Δ; at 3 seeds (smallest exact p 1/6) nothing is reproduced."""
     rows = sign_rule_rows(draws=400)
     for row in rows.itertuples(index=False):
         hits = round(row.rate * row.draws)
         low = stats.binomtest(hits, row.draws).proportion_ci(0.95, method="exact").low
-        assert row.scenario == "one_wrong_strong" or low <= ALPHA, row
+        assert low <= ALPHA, row
         assert row.rate <= row.test_rate
+        assert row.seeds > 3 or hits == 0
     strong = rows[rows["scenario"] == "one_wrong_strong"]
     assert (strong["rate"] < strong["test_rate"] / 2).all()
