@@ -1,11 +1,13 @@
 """Calibration of the primary family's sign rule (issue 45): how often a claim over several models
 is "reproduced" when it is false.
 
-A claim is reproduced when its pooled one-sided test rejects at α in both views (p = the larger
-of the clock's and the scale's) and every claimed model's between-seed effect estimate has its
-claimed sign in both views: ``primary.view_nulls``, ``effect_signs`` and ``signs_held``, the
-report's own functions. One claim at α: BH over a family never lowers a claim's p, so this rate
-bounds the family's.
+A claim is reproduced when its joint one-sided p over the two design views (level and
+co-movement, each the larger of its clock's and scale's p; ``primary.joint_p``) is below α and,
+in the view of smaller p, every claimed model's between-seed effect estimate has its claimed sign
+and its own exact test rules out a reversal by that view's Δ at α (``signs.reversal_ps``,
+``ruled_out``): ``claim_decision``, the report's rule and functions (``primary.claim_test``,
+checked in tests/test_sign_rule.py). One claim at α: BH over a family never lowers a claim's
+p, so this rate bounds the family's.
 
 Claims (CLAIM_SIGNS): NP's mixed signs (−, +, +, +) over 4 models and all + over 5. Scenarios:
 ``null``, every model's planted share 0; ``one_wrong``, the first model's share is Δ against its
@@ -14,13 +16,14 @@ false-positive rate too, and the sign rule is calibrated in the issue's sense wh
 ≤ α); ``one_wrong_strong``, the same with the others at STRONG·Δ (T3's case: strong models
 carrying a wrong one). Runs are ``simulator.simulate``'s ``decay_r<r>`` (AR(0.8) noise whose sd
 shrinks with the step), one model at a time with its own signed share r; β = r
-(``simulator.true_effect``).
+(``simulator.true_effect``) in both views: x's own noise has y's law, so their step-to-step
+differences correlate at r too, and one wrong model sits at −Δ = −Δ_co in either view.
 
-Measured (1 000 studies per row, seed 0, 3/5/8 seeds): null 0.016/0.013/0.017 (mixed) and
-0.011/0.007/0.004 (all +); one_wrong 0.034/0.033/0.032 and 0.014/0.021/0.035, every binomial
-upper end < 0.05, where the pooled test alone gives up to 0.163; one_wrong_strong 0.16–0.22 (the
-test alone 0.54–1.00): a sign of an estimate does not control a claim whose other models are
-strong, and a model's own exact test (1/k! ≥ 1/6 at 3 seeds) cannot.
+Measured (1 000 studies per row, seed 0, 3/5/8 seeds, 2026-11-27, after the reversal rule):
+null 0.000/0.002/0.009 (mixed) and 0.000/0.000/0.003 (all +); one_wrong 0.000/0.005/0.027 and
+0.000/0.005/0.025; one_wrong_strong 0.000/0.030/0.044 and 0.000/0.030/0.029 (binomial upper ends
+≤ 0.059), where the test alone gives up to 1.000. With the sign of an estimate alone (until
+2026-11-27) one_wrong_strong was 0.16–0.22. At 3 seeds nothing is reproduced (1/6 > α).
 """
 
 from __future__ import annotations
