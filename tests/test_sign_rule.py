@@ -73,6 +73,9 @@ def test_rows_give_rates_and_exact_binomial_bounds():
         high = 1.0 if hits == row.draws else stats.beta.ppf(0.975, hits + 1, row.draws - hits)
         assert row.rate_ci_high == pytest.approx(high, rel=1e-6)
         assert row.rate <= row.test_rate  # the sign rule only adds a condition
+        # the suite's pass rule: c = the 95 % quantile of Binomial(draws, α)
+        assert row.pass_max == stats.binom.ppf(0.95, row.draws, ALPHA)
+        assert row.passes == (hits <= row.pass_max)
 
 
 @pytest.mark.slow
@@ -85,7 +88,7 @@ def test_the_sign_rule_under_the_null_and_one_wrong_sign_at_telling_draws():
     for row in rows.itertuples(index=False):
         hits = round(row.rate * row.draws)
         low = stats.binomtest(hits, row.draws).proportion_ci(0.95, method="exact").low
-        assert low <= ALPHA, row
+        assert low <= ALPHA and row.passes, row
         assert row.rate <= row.test_rate
         assert row.seeds > 3 or hits == 0
     strong = rows[rows["scenario"] == "one_wrong_strong"]

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from topotrain.analysis.calibration.pass_rule import pass_max, passes
 from topotrain.analysis.calibration.simulator import SESOI, simulate
 from topotrain.analysis.inference.primary import (
     SESOI_CO,
@@ -61,6 +62,8 @@ SIGN_RULE_COLUMNS = [
     "rate_ci_high",
     "test_rate",
     "nominal",
+    "pass_max",
+    "passes",
 ]
 
 
@@ -121,7 +124,8 @@ def sign_rule_row(
 ) -> dict:
     """One SIGN_RULE_COLUMNS row: ``draws`` simulated studies of ``claim`` (CLAIM_SIGNS) under
     ``scenario`` at k seeds per model; rate and test_rate are the shares reproduced and
-    rejected by the pooled test alone, rate_ci_high the exact binomial 95 % upper bound."""
+    rejected by the pooled test alone, rate_ci_high the exact binomial 95 % upper bound, passes
+    the suite's pass rule (``pass_rule``: at most pass_max of the draws reproduced at α)."""
     signs = list(CLAIM_SIGNS[claim])
     rng = np.random.default_rng([seed, k, len(signs), SCENARIOS.index(scenario)])
     sims = draw_models(planted(scenario, tuple(signs), delta), draws, k, rng)
@@ -144,6 +148,8 @@ def sign_rule_row(
         "rate_ci_high": high,
         "test_rate": float(hits[:, 0].mean()),
         "nominal": ALPHA,
+        "pass_max": pass_max(draws, ALPHA),
+        "passes": bool(passes(reproduced, draws, ALPHA)),
     }
 
 
