@@ -248,14 +248,19 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
             view_row("np_mean", "level", "level pair", 0.3, True),
             view_row("h0_total", "level", "reproduced", 0.094, True),
             view_row("np_mean", "level", "reproduced", 0.02, True),
+            view_row("h0_total", "innovation", "joint", 0.712, True),
+            view_row("np_mean", "innovation", "joint", 0.55, True),
+            view_row("h0_total", "innovation", "reproduced", 0.404, True),
+            view_row("np_mean", "innovation", "reproduced", 0.31, True),
         ]
     )
     pd.concat([power_table(), views]).to_csv(tmp_path / "power.csv", index=False)
     line = power_sentence(pd.read_csv(tmp_path / "power.csv"))
     assert line.startswith("TP0: power at Δ = 0.1 is 0.53 [MC 0.50, 0.57]")
     assert (
-        "At this design, the co-movement pair's power at Δ_co (innovation coupling): TP0 0.63, "
-        "NP 0.51; the joint test's under the stated model at Δ: TP0 0.12, NP 0.08, and with "
-        'every model\'s sign ("reproduced"): TP0 0.09, NP 0.02 (persistent'
+        "At this design, the claim's joint test at Δ_co (innovation coupling): TP0 0.71, NP 0.55, "
+        'and "reproduced" (every model\'s sign held and its reversal by Δ ruled out): TP0 0.40, '
+        "NP 0.31; under the stated model at Δ: joint TP0 0.12, NP 0.08, reproduced TP0 0.09, NP "
+        "0.02 (persistent"
     ) in line
     assert "0.99" not in line and "0.30" not in line

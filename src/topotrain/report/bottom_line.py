@@ -144,27 +144,27 @@ def power_sentence(power: pd.DataFrame | None) -> str:
 
 
 def views_power_sentence(views: pd.DataFrame) -> str:
-    """'At this design, the co-movement pair's power at Δ_co (innovation coupling): TP0 0.62, …;
-    the joint test's under the stated model at Δ: TP0 0.12, …, and with every model's sign
-    ("reproduced"): TP0 0.09, …' from power.csv's views rows
-    (``this_design``), or '' without them."""
+    """'At this design, the claim's joint test at Δ_co (innovation coupling): TP0 0.99, …, and
+    "reproduced" (…): TP0 0.74, …; under the stated model at Δ: joint TP0 1.00, …, reproduced TP0
+    0.96, …' from power.csv's views rows (``this_design``), or '' without them."""
     here = views[views["this_design"].astype(str).eq("True")] if len(views) else views
     if here.empty:
         return ""
 
-    def listed(coupling: str, view: str, prefix: str = "") -> str:
+    def listed(coupling: str, view: str) -> str:
         rows = here[(here["coupling"] == coupling) & (here["view"] == view)]
         return ", ".join(
-            f"{NAMES.get(r.feature, r.feature)} {prefix}{r.power_at_sesoi:.2f}"
+            f"{NAMES.get(r.feature, r.feature)} {r.power_at_sesoi:.2f}"
             for r in rows.itertuples(index=False)
         )
 
     return (
-        f"At this design, the co-movement pair's power at Δ_co (innovation coupling): "
-        f"{listed('innovation', 'co-movement pair')}; the joint test's under the stated model at "
-        f'Δ: {listed("level", "joint")}, and with every model\'s sign ("reproduced"): '
-        f"{listed('level', 'reproduced')} (persistent process on the fitted noise; "
-        f"every view, 3 / 5 / 8 seeds × 51 / 101 / 201 checkpoints: power.csv)."
+        "At this design, the claim's joint test at Δ_co (innovation coupling): "
+        f'{listed("innovation", "joint")}, and "reproduced" (every model\'s sign held and its '
+        f"reversal by Δ ruled out): {listed('innovation', 'reproduced')}; under the stated model "
+        f"at Δ: joint {listed('level', 'joint')}, reproduced {listed('level', 'reproduced')} "
+        "(persistent process on the fitted noise; every view, 3 / 5 / 8 seeds × 51 / 101 / 201 "
+        "checkpoints: power.csv)."
     )
 
 
