@@ -2,6 +2,7 @@
 the couplings planted at Δ / Δ_co, the joint bound and power.csv's shape."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from topotrain.analysis.calibration import persistent as pe
@@ -106,3 +107,31 @@ def test_a_studys_sign_flags_are_the_reports_sign_and_reversal_rule():
                 assert k == 5 or got[5 + j] == 0.0
                 flags.add((k, got[5 + j]))
     assert {(5, 0.0), (5, 1.0)} <= flags
+
+
+def test_a_fit_at_another_spacing_is_rescaled_to_the_process_and_back():
+    """φ fitted per checkpoint 50 steps apart (101 checkpoints over 5,000 steps) is the process's
+    φ at that spacing again: claim_setting stores φ^(100/50) at REF_SPACING, and the Setting at
+    101 checkpoints reads it back; a fit at 100 steps is taken as it is."""
+    from topotrain.analysis.calibration.power import Noise
+
+    noise = Noise(loss=0.97, features=(0.99,), scale=0.9, features_white=(0.0,), spacing=50.0)
+    s = vp.claim_setting(noise, 0, 5)
+    assert s.phis == pytest.approx((0.97**2, 0.99**2, 0.9**2))
+    at = pe.Setting(checkpoints=101, phis=s.phis)
+    assert [at.phi(v) for v in "yxl"] == pytest.approx([0.97, 0.99, 0.9])
+    same = vp.claim_setting(Noise(loss=0.94, features=(0.96,), features_white=(0.0,)), 0, 5)
+    assert same.phis == pytest.approx((0.94, 0.96, 0.8))
+
+
+def test_fit_noise_records_the_tables_spacing():
+    from topotrain.analysis.calibration.power_design import fit_noise
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"model": m, "seed": k, "step": t, "train_loss": rng.normal(), "l2_norm_mean": rng.normal()}
+        for m in ("a", "b")
+        for k in range(3)
+        for t in range(0, 1001, 50)
+    ]
+    assert fit_noise(pd.DataFrame(rows), features=()).spacing == 50.0

@@ -90,7 +90,8 @@ class Noise:
     noise e_c (one per claim; empty: 0 for every claim) and the L2 norm's own part w' (what the
     loss does not explain); ``scale_loss`` the correlation c of the norm's fluctuation with u;
     the ``*_white`` fields: each series' white share v of its variance (empty: 0 for every
-    claim). Defaults: the calibration simulator's."""
+    claim); ``spacing``, the steps between the checkpoints the φ's describe (the persistent
+    process rescales them to its own spacing). Defaults: the calibration simulator's."""
 
     loss: float = 0.0
     features: tuple[float, ...] = ()
@@ -99,6 +100,7 @@ class Noise:
     loss_white: float = 0.0
     features_white: tuple[float, ...] = ()
     scale_white: float = 0.0
+    spacing: float = 100.0
 
 
 @dataclass(frozen=True)

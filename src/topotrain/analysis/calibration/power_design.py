@@ -96,8 +96,11 @@ def fit_noise(df: pd.DataFrame, features: tuple[str, ...] = tuple(CLAIMS)) -> No
     feature and the norm's own part (per model, its residual on the loss's deviations, d_l −
     (Σd_l·d_y/Σd_y²)·d_y, as the simulator's w' is what u leaves of w); c the pooled correlation
     of the norm's and the loss's deviations; the calibration's default where a column is absent
-    or nothing varies."""
+    or nothing varies; ``spacing`` the median gap between the table's steps (the φ's are per
+    checkpoint at that spacing)."""
     default = Noise()
+    steps = np.unique(df["step"]) if "step" in df else np.array([])
+    spacing = float(np.median(np.diff(steps))) if steps.size > 1 else default.spacing
     columns = [c for c in (TARGET, SCALE, *features) if c in df]
     devs, pairs = _deviations(df, columns)
     if pairs:
@@ -124,6 +127,7 @@ def fit_noise(df: pd.DataFrame, features: tuple[str, ...] = tuple(CLAIMS)) -> No
         loss_white=loss_white,
         features_white=tuple(v for _, v in fitted),
         scale_white=scale_white,
+        spacing=spacing,
     )
 
 

@@ -33,7 +33,7 @@ from topotrain.analysis.inference.stats import ALPHA
 
 SEEDS, CHECKPOINTS = (3, 5, 8), (51, 101, 201)
 DRAWS = 200  # studies per row: power's Monte Carlo half-width ≤ 0.07
-VERSION = 2  # part of the cache key: bump when the computation changes
+VERSION = 3  # part of the cache key: bump when the computation changes
 JOINT = "joint"  # the primary claim's exact joint min-p over the two pairs (primary.joint_p)
 SIGNS = "reproduced"  # the joint test, every model's effect sign and its reversal by Δ ruled out
 PAIR_NAMES = {"level": "level pair", "comove": "co-movement pair", pe.JOINT: "joint"}
@@ -57,13 +57,17 @@ COLUMNS = [
 
 
 def claim_setting(noise: Noise | None, claim: int, models: int) -> pe.Setting:
-    """The persistent Setting of a claim: its models and ``noise`` (None: the calibration's), φ
-    clipped to [0.05, 0.995] and white shares to [0, 0.95] (the OU needs 0 < φ < 1)."""
+    """The persistent Setting of a claim: its models and ``noise`` (None: the calibration's), its
+    φ's (per checkpoint at ``noise.spacing`` steps) rescaled to REF_SPACING, φ^(REF_SPACING /
+    spacing), then clipped to [0.05, 0.995], and white shares to [0, 0.95] (the OU needs
+    0 < φ < 1)."""
     if noise is None:
         return pe.Setting(models=models)
     feat = noise.features[claim] if noise.features else 0.0
     white = noise.features_white[claim] if noise.features_white else 0.0
-    phis = tuple(float(np.clip(v, 0.05, 0.995)) for v in (noise.loss, feat, noise.scale))
+    ratio = pe.REF_SPACING / noise.spacing
+    phis = (noise.loss, feat, noise.scale)
+    phis = tuple(float(np.clip(max(v, 0.0) ** ratio, 0.05, 0.995)) for v in phis)
     whites = (noise.loss_white, white, noise.scale_white)
     whites = tuple(float(np.clip(v, 0.0, 0.95)) for v in whites)
     c = float(np.clip(noise.scale_loss, -0.99, 0.99))
@@ -160,7 +164,8 @@ def noise_note(noise: Noise | None, features: tuple[str, ...]) -> str:
     return (
         f"persistent process, noise fitted to the study's seed deviations: φ loss "
         f"{noise.loss:g} (w {noise.loss_white:g}), {feats}, norm's own part {noise.scale:g} "
-        f"(w {noise.scale_white:g}); norm–loss c {noise.scale_loss:g}"
+        f"(w {noise.scale_white:g}); norm–loss c {noise.scale_loss:g}; φ per checkpoint "
+        f"{noise.spacing:g} steps apart"
     )
 
 
