@@ -41,7 +41,8 @@ SIZE_RULES = {
     f"evaluated below {MIN_MODELS} models.",
     "t6_peak": f"Fraction of training at the peak |ΔNP| per run (ours: median over runs, range); a "
     f"run agrees if it lies in the paper's {T6_PEAK[0]:.0%}–{T6_PEAK[1]:.0%} widened by one "
-    "checkpoint interval (100 of 5,000 steps: 2%, the resolution of every fraction); artefact if "
+    "checkpoint interval (the run's own, the resolution of every fraction: 1% at 101 checkpoints "
+    "over 5,000 steps, 2% at the paper's 51); artefact if "
     "most agreeing runs peak within one interval of the end of "
     "the learning-rate warm-up or of the peak |Δ L2 norm|; else reproduced if every run agrees, "
     "not reproduced if fewer than half do, inconclusive otherwise; not evaluated below "
