@@ -19,6 +19,13 @@ FAIL_POWER = 0.80  # a row at EXCESS × nominal fails at least this often from d
 EXCESS = 2.0  # the rate, as a multiple of nominal, that the draws must tell from nominal
 
 
+def clopper_pearson(hits: int, n: int) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) 95 % interval of a rate of ``hits`` "yes" in n draws."""
+    low = stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0
+    high = stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+    return float(low), float(high)
+
+
 def pass_max(n: int | np.ndarray, nominal: float) -> int | np.ndarray:
     """c(n, a): the largest "yes" count of n draws that passes at nominal rate a, the smallest c
     with P(Binomial(n, a) ≤ c) ≥ PASS_LEVEL."""

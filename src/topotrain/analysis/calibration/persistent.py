@@ -45,9 +45,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, signal, stats
+from scipy import optimize, signal
 
-from topotrain.analysis.calibration.pass_rule import pass_max
+from topotrain.analysis.calibration.pass_rule import clopper_pearson, pass_max
 from topotrain.analysis.calibration.simulator import N_MODELS, NOISE, _trends
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import effect_signs, joint_p
@@ -276,13 +276,6 @@ def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = Fal
     processes; with ``signs`` (n_sim, 9): then per view whether every model's effect sign is +
     and its reversal by the view's Δ ruled out."""
     return np.vstack(map_tasks(_chunk_p, study_tasks(sim, threads, signs), threads))
-
-
-def clopper_pearson(hits: int, n: int) -> tuple[float, float]:
-    """The exact 95 % interval of a rate of ``hits`` in n draws."""
-    low = stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0
-    high = stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
-    return float(low), float(high)
 
 
 def rate_rows(p: np.ndarray, head: dict, null: bool, betas: dict | None = None) -> list[dict]:

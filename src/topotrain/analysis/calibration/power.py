@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from topotrain.analysis.calibration.pass_rule import clopper_pearson
 from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, NOISE, STEP, _ar, _trends
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import CLAIMS, VIEWS
@@ -304,12 +304,12 @@ def power_rows(
     for claim in range(len(design.models)):
         curve = PowerCurve(sim, design, claim, p_null, sesoi, seed, alpha, threads)
         hits = int(curve.rejects(GRID).sum())
-        low, high = stats.binomtest(hits, n_sim).proportion_ci(0.95, method="exact")
+        low, high = clopper_pearson(hits, n_sim)
         rows.append(
             {
                 "power_at_sesoi": hits / n_sim,
-                "power_mc_low": float(low),
-                "power_mc_high": float(high),
+                "power_mc_low": low,
+                "power_mc_high": high,
                 "mde_80": curve.crossing(TARGET_POWER),
                 "mde_mc_low": curve.crossing(TARGET_POWER - half),
                 "mde_mc_high": curve.crossing(TARGET_POWER + half),

@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from topotrain.analysis.calibration.pass_rule import pass_max, passes
+from topotrain.analysis.calibration.pass_rule import clopper_pearson, pass_max, passes
 from topotrain.analysis.calibration.simulator import SESOI, simulate
 from topotrain.analysis.inference.primary import (
     SESOI_CO,
@@ -137,7 +136,7 @@ def sign_rule_row(
         ]
     )
     reproduced = int(hits[:, 1].sum())
-    high = stats.binomtest(reproduced, draws).proportion_ci(0.95, method="exact").high
+    high = clopper_pearson(reproduced, draws)[1]
     return {
         "claim": claim,
         "scenario": scenario,

@@ -23,7 +23,6 @@ from functools import partial
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from topotrain.analysis.calibration.effect import (
     EFFECT_TESTS,
@@ -32,7 +31,12 @@ from topotrain.analysis.calibration.effect import (
     judge_effect,
     study_effects,
 )
-from topotrain.analysis.calibration.pass_rule import draws_needed, pass_max, passes
+from topotrain.analysis.calibration.pass_rule import (
+    clopper_pearson,
+    draws_needed,
+    pass_max,
+    passes,
+)
 from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
     ALPHA_NULLS,
     ALPHA_SIGNALS,
@@ -284,8 +288,7 @@ def _rows(
 def _estimate(hits: int, n: int, nominal: float, null: bool) -> dict:
     """n_sim, rate, its Clopper–Pearson 95 % interval, nominal, and on a null pass_max and
     passes (hits ≤ pass_max, ``pass_rule``) of ``hits`` "yes" over n draws."""
-    low = stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0  # Clopper–Pearson
-    high = stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+    low, high = clopper_pearson(hits, n)
     out = {"n_sim": n, "rate": hits / n, "mc_low": low, "mc_high": high, "nominal": nominal}
     if not null:
         return out | {"pass_max": pd.NA, "passes": np.nan}

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.calibration import persistent as pe
+from topotrain.analysis.calibration.pass_rule import clopper_pearson
 from topotrain.analysis.calibration.power import Noise
 from topotrain.analysis.inference.primary import CLAIMS, SESOI, SESOI_CO
 from topotrain.analysis.inference.stats import ALPHA
@@ -96,7 +97,7 @@ def _rows(found: list[dict], signs: float, head: dict) -> list[dict]:
         out.append(row | {"power_at_sesoi": r["rate"], "power_mc_low": r["mc_low"]})
         out[-1]["power_mc_high"] = r["mc_high"]
     n = found[0]["draws"]
-    low, high = pe.clopper_pearson(round(signs * n), n)
+    low, high = clopper_pearson(round(signs * n), n)
     out.append(head | {"view": SIGNS, "beta": np.nan, "n_sim": n, "power_at_sesoi": signs})
     out[-1] |= {"power_mc_low": low, "power_mc_high": high}
     return out
