@@ -30,7 +30,8 @@ def test_default_config_is_the_study():
         k: v[:3] for k, v in FAMILY.items()
     }
     steps = checkpoint_steps(DEFAULT["train"])
-    assert len(steps) == 101 and steps[0] == 0 and steps[-1] == 5000
+    assert len(steps) == 201 and steps[0] == 0 and steps[-1] == 5000
+    assert DEFAULT["topology"]["jobs"] == "training"
     assert DEFAULT["train"]["lr"] == 3e-3 and DEFAULT["train"]["batch_size"] == 64
     assert DEFAULT["context"] == 128 and DEFAULT["seeds"] == [42, 43, 44, 45, 46]
 

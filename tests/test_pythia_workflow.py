@@ -175,7 +175,8 @@ def test_default_config_plans_every_pythia_revision():
     assert counts["pythia_weight_topology"] == 7 and counts["pythia_embedding_topology"] == 57
     assert counts["fetch_pythia"] == 7 + 57
     assert counts["train_model"] == 5 * 5  # 5 seeds
-    assert counts["weight_topology"] == 5 * 5 * 101  # 101 checkpoints each
+    assert counts["training_topology"] == 5 * 5  # one job per training: 201 checkpoints each
+    assert "weight_topology" not in counts
 
 
 def test_identical_weights_at_two_steps_stop_the_run_unless_allowed(tmp_path):
