@@ -206,8 +206,11 @@ def test_one_seed_gives_no_interval_but_a_note():
 
 def test_every_correlated_feature_has_one_figure_label():
     from topotrain.report.plots import LABELS
+    from topotrain.topology import registry
 
-    assert set(ALL) <= set(LABELS)
+    labelled = {**registry.labels(), **LABELS}
+    assert set(ALL) <= set(labelled)
+    assert not set(registry.labels()) & set(LABELS)  # a feature's label lives in the registry
 
 
 def test_a_short_run_gets_an_exact_p_no_interval_and_says_it_is_too_short():

@@ -24,18 +24,13 @@ import pandas as pd
 
 from topotrain.analysis.inference.numerics import numerics_label
 from topotrain.io import Writer, atomic_write_all
+from topotrain.topology import registry
+from topotrain.topology.registry import SCALEFREE
 from topotrain.topology.vietoris_rips import UNNAMED
 from topotrain.topology.weightwatcher import METRICS as WW_METRICS
 
 log = logging.getLogger(__name__)
 
-SCALEFREE = "_scalefree"  # suffix of the summaries of W / RMS(W) (topology.layers)
-SUMMED = ["h0_count", "h0_total", "h1_count", "h1_total"]
-SUMMED += [c + SCALEFREE for c in SUMMED]
-AVERAGED = ["h0_entropy", "h1_entropy"]
-AVERAGED += [c + SCALEFREE for c in AVERAGED] + ["l2_norm", "np_rieck", "np_wvar"]
-MAXED = ["h0_max", "h1_max"]
-MAXED += [c + SCALEFREE for c in MAXED]
 SERIES_AGG = {
     "w1_step": "sum",
     "bottleneck_step": "max",
@@ -170,26 +165,27 @@ def checkpoint_features(layers: pd.DataFrame) -> pd.DataFrame:
     """Per-checkpoint topology features from the per-layer table (NP mean/std over layers, etc.)."""
     keys = ["model", "seed", "step"]
     grouped = layers.groupby(keys, sort=True)
-    out = grouped.agg(
-        n_layers=("layer", "size"),
-        np_mean=("np_total", "mean"),
-        np_std=("np_total", lambda x: float(np.std(x, ddof=0))),
-        np_p2_mean=("np_p2", "mean"),
-        np_p2_std=("np_p2", lambda x: float(np.std(x, ddof=0))),
-    )
-    present = [c for c in SUMMED + AVERAGED + MAXED if c in layers]
+    named = {"n_layers": ("layer", "size")}
+    for key, feature in registry.named_columns():  # e.g. np_total → np_mean, np_std
+        named[feature.column] = (key, feature.over_layers)
+        if feature.spread:
+            named[feature.spread] = (key, lambda x: float(np.std(x, ddof=0)))
+    out = grouped.agg(**named)
+    reduce = registry.reductions()  # {"mean" | "max" | "sum": record keys}, the table's order
+    wanted = [c for how in reduce.values() for c in how]
+    present = [c for c in wanted if c in layers]
     stale = [c for c in present if 0 < layers[c].isna().sum() < len(layers)]  # old and new mixed
-    if missing := sorted(set(SUMMED + AVERAGED + MAXED) - set(present)) + stale:
+    if missing := sorted(set(wanted) - set(present)) + stale:
         log.warning(
             "topology records lack %s (written by an older topotrain?): those columns are left "
             "out or partly empty; `snakemake --forcerun weight_topology` recomputes them",
             ", ".join(missing),
         )
-    agg = {c: "mean" if c in AVERAGED else "max" for c in present if c not in SUMMED}
+    agg = {c: how for how in ("mean", "max") for c in reduce[how] if c in present}
     out = out.join(grouped.agg(agg))
-    for c in (c for c in present if c in SUMMED):  # a layer set with no value stays missing
+    for c in (c for c in reduce["sum"] if c in present):  # no value in any layer stays missing
         out[c] = grouped[c].sum(min_count=1)
-    out = out.rename(columns={c: f"{c}_mean" for c in AVERAGED if c in out})
+    out = out.rename(columns={c: f"{c}_mean" for c in reduce["mean"] if c in out})
     for col in ("engine", "numerics"):  # the Rips engine; the numerics it was trained with
         if col in layers:
             out[col] = grouped[col].first()

@@ -13,24 +13,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from topotrain.analysis.aggregate import ww_features
+from topotrain.analysis.aggregate import checkpoint_features, ww_features
 from topotrain.analysis.inference.stats import benjamini_hochberg, spearman_ci
 from topotrain.config import ALPHA, DEFAULTS
+from topotrain.topology import registry
 from topotrain.topology.vietoris_rips import UNNAMED
 
 _PYTHIA = DEFAULTS["pythia"]  # the schema's pythia: defaults
 _ANALYSIS_SEED = DEFAULTS["analysis"]["bootstrap_seed"]
 
-TOPOLOGICAL = [
-    "h0_total",
-    "h1_total",
-    "h0_count",
-    "h1_count",
-    "h0_entropy",
-    "h1_entropy",
-    "h0_max",
-    "h1_max",
-]
+TOPOLOGICAL = registry.diagram_features()  # of the embedding cloud, in the tested order
 SPECTRAL = ["effective_rank", "participation_ratio", "spectral_alpha"]
 
 
@@ -44,28 +36,18 @@ def read_records(paths: list[str | Path]) -> list[dict]:
 
 
 def weights_table(docs: list[dict]) -> pd.DataFrame:
-    """One row per (model, step): NP mean/std over layers, H0/H1 totals summed over layers, the
-    Rips engine that computed them, and WeightWatcher's ``ww_*_mean`` (over the layers it fitted),
-    ``ww_small_layers`` and ``ww_skipped_layers`` where the records carry its fields."""
-    rows, ww = [], []
+    """One row per (model, step): the checkpoint table's reductions over layers of every
+    registered feature (``aggregate.checkpoint_features``: NP mean/std, H0/H1 totals summed, …),
+    the Rips engine that computed them, and WeightWatcher's ``ww_*_mean`` (over the layers it
+    fitted), ``ww_small_layers`` and ``ww_skipped_layers`` where the records carry its fields."""
+    layers, ww = [], []
     for doc in docs:
-        layers = pd.DataFrame(doc["layers"])
         keys = {"model": doc["model"], "seed": 0, "step": doc["step"]}
-        rows.append(
-            {
-                "model": doc["model"],
-                "step": doc["step"],
-                "n_layers": len(layers),
-                "np_mean": layers["np_total"].mean(),
-                "np_std": layers["np_total"].std(ddof=0),
-                "h0_total": layers["h0_total"].sum(),
-                "h1_total": layers["h1_total"].sum(),
-                "engine": doc.get("engine", UNNAMED),
-            }
-        )
-        if "ww_fit" in layers:
-            ww.append(layers.assign(**keys))
-    table = pd.DataFrame(rows)
+        frame = pd.DataFrame(doc["layers"]).assign(**keys)
+        layers.append(frame.assign(engine=doc.get("engine", UNNAMED)))
+        if "ww_fit" in frame:
+            ww.append(frame)
+    table = checkpoint_features(pd.concat(layers, ignore_index=True)).drop(columns="seed")
     if ww:
         means = ww_features(pd.concat(ww, ignore_index=True)).drop(columns="seed")
         table = table.merge(means, on=["model", "step"], how="left")

@@ -16,23 +16,13 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from topotrain.io import atomic_write  # noqa: E402
+from topotrain.topology import registry  # noqa: E402
 
-LABELS = {  # every column of the feature table a figure or heatmap shows
+LABELS = {  # the feature table's columns that are no feature (the features': topology.registry)
     "val_loss": "validation loss (nats/char)",
     "train_loss": "train loss (nats/char)",
-    "np_mean": "neural persistence (mean over layers)",
-    "h0_total": "H0 total persistence (sum over layers)",
-    "h1_total": "H1 total persistence (sum over layers)",
-    "h0_count": "number of H0 bars",
-    "h1_count": "number of H1 bars",
-    "h0_entropy_mean": "H0 persistence entropy (mean over layers)",
-    "h1_entropy_mean": "H1 persistence entropy (mean over layers)",
-    "h0_max": "longest H0 bar",
-    "h1_max": "longest H1 bar",
-    "np_rieck_mean": "neural persistence, reference definition (mean over layers)",
     "grad_norm": "gradient norm (baseline)",
     "lr": "learning rate (baseline)",
-    "l2_norm_mean": "weight L2 norm, mean over layers (baseline)",
     "step": "training step",
     "n_params": "parameters N",
 }
@@ -61,7 +51,8 @@ def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path | None = None)
 
 
 def _label(feature: str) -> str:
-    return LABELS.get(feature, feature.replace("_", " "))
+    """A column's label: the registry's for a feature, LABELS' for the rest, else its name."""
+    return {**registry.labels(), **LABELS}.get(feature, feature.replace("_", " "))
 
 
 def plot_over_steps(ax: plt.Axes, df: pd.DataFrame, feature: str, palette: dict) -> None:

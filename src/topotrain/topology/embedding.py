@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from topotrain.config import DEFAULTS, ENGINE
+from topotrain.topology import registry
 from topotrain.topology.layers import diagrams_summaries
 from topotrain.topology.spectral import covariance_spectrum, pca, spectral_summary
-from topotrain.topology.summaries import DIAGRAM_KEYS, max_persistence, total_persistence
+from topotrain.topology.summaries import max_persistence, total_persistence
 from topotrain.topology.vietoris_rips import check_cloud, subsample_rows, vr_diagrams
 
 _EMBEDDINGS = DEFAULTS["pythia"]["embeddings"]  # the schema's defaults
@@ -29,7 +30,7 @@ EMBEDDING_KEYS = (
     "pca_dims",
     "pca_variance_ratio",
     "n_points",
-    *DIAGRAM_KEYS,
+    *registry.diagram_keys(),
     "effective_rank",
     "participation_ratio",
     "spectral_alpha",

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from topotrain.config import DEFAULTS, ENGINE
+from topotrain.topology import registry
 from topotrain.topology.neural_persistence import (
     normalised_variance,
     np_summaries,
@@ -26,32 +27,13 @@ from topotrain.topology.neural_persistence import (
     spanning_pairs,
 )
 from topotrain.topology.spanning import row_blocks
-from topotrain.topology.summaries import (
-    DIAGRAM_KEYS,
-    feature_count,
-    max_persistence,
-    persistence_entropy,
-    total_persistence,
-)
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 OPTIONS = ("max_points", "seed", "maxdim", "engine")  # layer_records' settings a record keeps
 SPREAD_ENTRIES = 1 << 24  # Σ rows·cols above which a checkpoint's layers go over threads
 
-RECORD_KEYS = (
-    "layer",
-    "rows",
-    "cols",
-    "n_points",
-    "np_total",
-    "np_p2",
-    "np_rieck",
-    *DIAGRAM_KEYS,
-    "l2_norm",
-    *(f"{key}_scalefree" for key in DIAGRAM_KEYS),
-    "np_wvar",
-)  # one record per layer, in this order (README: `weights_layers` columns)
+RECORD_KEYS = registry.record_keys()  # one record per layer, in this order (topology.registry)
 
 
 def shapes_of(tensors: Mapping) -> dict[str, tuple[int, ...]]:
@@ -94,14 +76,10 @@ def layer_rng(seed: int, layer: str) -> np.random.Generator:
 
 
 def diagram_summaries(d: np.ndarray | None, dim: int) -> dict:
-    """h{dim}_count/_total/_max/_entropy of one diagram; None for each when it was not computed."""
-    funcs = {
-        "count": feature_count,
-        "total": total_persistence,
-        "max": max_persistence,
-        "entropy": persistence_entropy,
-    }
-    return {f"h{dim}_{k}": (None if d is None else f(d)) for k, f in funcs.items()}
+    """The registry's diagram features of one diagram (h{dim}_count, _total, _max, _entropy, …);
+    None for each when it was not computed."""
+    features = registry.diagram_entries()
+    return {f.name.format(k=dim): (None if d is None else f.compute(d)) for f in features}
 
 
 def diagrams_summaries(dgms: list[np.ndarray], maxdim: int) -> dict:
@@ -183,7 +161,10 @@ def layer_parts(
         **scalefree_summaries(dgms, scale, maxdim),  # "shape, not size"
         "np_wvar": normalised_variance(W, top),  # NP's own scale control (Girrbach et al. 2023)
     }
-    return LayerParts({key: record[key] for key in RECORD_KEYS}, dgms, pairs, top)
+    for feature in registry.entries():  # a matrix feature with its own function
+        if feature.on == "matrix" and feature.compute is not None:
+            record[feature.name] = feature.compute(W)
+    return LayerParts({key: record[key] for key in registry.record_keys()}, dgms, pairs, top)
 
 
 def layer_topology(

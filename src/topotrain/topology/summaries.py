@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-DIAGRAM_KEYS = tuple(
-    f"h{k}_{stat}" for k in (0, 1) for stat in ("count", "total", "max", "entropy")
-)  # the summaries of an H0 and an H1 diagram, in the records' order
-
 
 def finite_bars(d: np.ndarray) -> np.ndarray:
     """The (m, 2) rows of diagram d whose death is finite."""

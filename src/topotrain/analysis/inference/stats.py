@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS
+from topotrain.topology import registry
 from topotrain.topology.weightwatcher import METRICS as WW_METRICS
 
 EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
@@ -55,26 +56,15 @@ def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
-FEATURES = [
-    "h0_total",
-    "h1_total",
-    "np_mean",
-    "h0_count",
-    "h1_count",
-    "h0_entropy_mean",
-    "h1_entropy_mean",
-    "h0_max",
-    "h1_max",
-    "np_rieck_mean",
-]
+FEATURES = registry.tested()  # the features the tests contrast, in order (topology.registry)
 BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
 # WeightWatcher's metrics, mean over layers (aggregate.ww_features of topology.weightwatcher's)
 WW_FEATURES = [f"ww_{m}_mean" for m in WW_METRICS]
 
 
 def gradient_features(df: pd.DataFrame) -> list[str]:
-    """The gradient-topology versions (grad_<feature>) of FEATURES that the table holds."""
-    return [f"grad_{f}" for f in FEATURES if f"grad_{f}" in df]
+    """The gradient-topology versions (grad_<feature>) of the tested features the table holds."""
+    return [f"grad_{f}" for f in registry.tested() if f"grad_{f}" in df]
 
 
 CLOCK_AND_SCALE = ("step", "l2_norm_mean")  # baselines every topological ρ stands beside

@@ -1,0 +1,134 @@
+"""The feature table (``topology.registry``): the record, the checkpoint table, the tested family,
+the figures' labels and docs/outputs.md derive from it, and a toy feature added as one entry plus
+its function appears in a record, the feature table, associations.csv and a figure's label."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.analysis.inference.associations import association_table
+from topotrain.report.plots import _label
+from topotrain.topology import registry
+from topotrain.topology.layers import RECORD_KEYS, layer_records
+from topotrain.topology.summaries import bar_lengths
+
+ROOT = Path(__file__).resolve().parents[1]
+STATS = ("count", "total", "max", "entropy")
+# the record's keys as documented before the registry existed (docs/outputs.md, 2026-11-27)
+HAND_RECORD = (
+    "layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck",
+    *(f"h{k}_{s}" for k in (0, 1) for s in STATS), "l2_norm",
+    *(f"h{k}_{s}_scalefree" for k in (0, 1) for s in STATS), "np_wvar",
+)  # fmt: skip
+HAND_TESTED = [
+    "h0_total", "h1_total", "np_mean", "h0_count", "h1_count", "h0_entropy_mean",
+    "h1_entropy_mean", "h0_max", "h1_max", "np_rieck_mean",
+]  # fmt: skip
+
+
+def test_the_record_and_the_tested_family_are_the_documented_ones():
+    assert registry.record_keys() == RECORD_KEYS == HAND_RECORD
+    assert registry.tested() == HAND_TESTED
+
+
+def test_each_reduction_is_the_one_the_entry_names():
+    """Two layers, every record value chosen by hand: sums, means, maxima and the SD over layers
+    as the registry says, each column under its registered name."""
+    rng = np.random.default_rng(3)
+    keys = [k for k in RECORD_KEYS if k not in registry.META]
+    layers = pd.DataFrame(
+        [
+            {
+                "layer": f"l{i}",
+                **{k: float(v) for k, v in zip(keys, rng.random(len(keys)), strict=True)},
+            }
+            for i in (0, 1)
+        ]
+    ).assign(model="m", seed=1, step=0)
+    row = checkpoint_features(layers).iloc[0]
+    a, b = layers.iloc[0], layers.iloc[1]
+    assert row["h1_total"] == pytest.approx(a["h1_total"] + b["h1_total"])
+    assert row["h0_count_scalefree"] == pytest.approx(
+        a["h0_count_scalefree"] + b["h0_count_scalefree"]
+    )
+    assert row["h0_max"] == max(a["h0_max"], b["h0_max"])
+    assert row["h1_entropy_mean"] == pytest.approx((a["h1_entropy"] + b["h1_entropy"]) / 2)
+    assert row["np_wvar_mean"] == pytest.approx((a["np_wvar"] + b["np_wvar"]) / 2)
+    assert row["np_mean"] == pytest.approx((a["np_total"] + b["np_total"]) / 2)
+    assert row["np_std"] == pytest.approx(abs(a["np_total"] - b["np_total"]) / 2)
+    assert row["n_layers"] == 2
+
+
+def median_bar(diagram: np.ndarray) -> float:
+    """The toy feature: the median finite bar length (0 without a finite bar)."""
+    lengths = bar_lengths(diagram)
+    return float(np.median(lengths)) if lengths.size else 0.0
+
+
+TOY = registry.Feature(
+    "h{k}_median", "diagram", median_bar, "mean", "topological", "median H{k} bar", "weight units",
+    tested=10,
+)  # fmt: skip
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    monkeypatch.setattr(registry, "FEATURES", [*registry.FEATURES, TOY])
+
+
+def test_a_toy_feature_in_one_entry_reaches_the_record_the_table_the_tests_and_a_label(toy):
+    rng = np.random.default_rng(0)
+    matrices = {f"h.{i}.w": rng.normal(size=(30, 6)) for i in range(2)}
+    records, diagrams = layer_records(matrices, ["h.*.w"], max_points=30)
+    for record in records:  # the record: the median of the diagram's own bars, by numpy
+        for k in (0, 1):
+            lengths = diagrams[f"{record['layer']}/h{k}"]
+            finite = lengths[np.isfinite(lengths[:, 1])]
+            assert record[f"h{k}_median"] == pytest.approx(np.median(finite[:, 1] - finite[:, 0]))
+    layers = pd.DataFrame(records).assign(model="m", seed=1, step=0)
+    table = checkpoint_features(layers)
+    assert table["h1_median_mean"].iloc[0] == pytest.approx(
+        np.mean([r["h1_median"] for r in records])
+    )
+    assert registry.tested()[-2:] == ["h0_median_mean", "h1_median_mean"]
+    assert _label("h1_median_mean") == "median H1 bar"
+    assoc = association_table(study_with(table.columns), n_resamples=20, seed=1)
+    assert {"h0_median_mean", "h1_median_mean"} <= set(assoc["feature"])
+    assert set(assoc.loc[assoc["feature"] == "h0_median_mean", "kind"]) == {"topological"}
+
+
+def study_with(columns) -> pd.DataFrame:
+    """A small feature table (1 model, 3 seeds, 12 checkpoints) of random walks holding every
+    tested feature (the toy's too) and the baselines."""
+    rng = np.random.default_rng(5)
+    runs = []
+    for seed in (1, 2, 3):
+        step = np.arange(12) * 10
+        loss = 3 - np.log1p(step) / 3 + rng.normal(0, 0.02, 12)
+        run = {f: np.cumsum(rng.normal(0, 1, 12)) for f in registry.tested()}
+        run.update(model="m", seed=seed, n_params=100, step=step, train_loss=loss)
+        run.update(val_loss=loss + 0.1, lr=np.full(12, 1e-3), grad_norm=rng.gamma(2, 1, 12))
+        run.update(l2_norm_mean=10 + np.sqrt(step) + rng.normal(0, 0.1, 12))
+        runs.append(pd.DataFrame(run))
+    return pd.concat(runs, ignore_index=True)
+
+
+def test_docs_outputs_lists_every_registered_column_and_the_record_in_order():
+    text = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    table_rows = [line for line in text.splitlines() if line.startswith("| `")]
+    documented = {
+        m for line in table_rows for m in re.findall(r"`([a-z0-9_]+)`", line.split("|")[1])
+    }
+    columns = [c for c in registry.labels() if registry.SCALEFREE not in c]
+    assert set(columns) - documented == set()
+    section = text.split("## `weights_layers` columns", 1)[1]
+    named = re.findall(r"`([a-z0-9_]+)`", section)
+    order = [k for k in named if k in RECORD_KEYS]
+    first = [order.index(k) for k in RECORD_KEYS if not k.endswith("_scalefree")]
+    assert first == sorted(first), "docs/outputs.md lists the record's keys out of order"
