@@ -8,7 +8,6 @@ from scipy import stats
 
 from topotrain.analysis.inference.associations import (
     ASSOCIATION_COLUMNS,
-    BASELINES,
     RUN_VIEWS,
     TARGETS,
     VIEWS,
@@ -22,7 +21,7 @@ from topotrain.analysis.inference.associations import (
 )
 from topotrain.analysis.inference.rank_stats import detrended_spearman, partial_spearman
 from topotrain.analysis.inference.seed_contrast import CONTRAST_VIEWS
-from topotrain.analysis.inference.stats import FEATURES, benjamini_hochberg
+from topotrain.analysis.inference.stats import BASELINES, FEATURES, benjamini_hochberg
 
 
 def hand_partial_spearman(x, y, z) -> float:

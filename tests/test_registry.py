@@ -132,3 +132,31 @@ def test_docs_outputs_lists_every_registered_column_and_the_record_in_order():
     order = [k for k in named if k in RECORD_KEYS]
     first = [order.index(k) for k in RECORD_KEYS if not k.endswith("_scalefree")]
     assert first == sorted(first), "docs/outputs.md lists the record's keys out of order"
+
+
+def test_scale_free_twins_repeat_their_feature_and_are_tested_once():
+    """Bar counts and entropies do not move when W is scaled (checked on real records); the mean
+    H0 bar is the total over one count per model; the tests keep the originals only."""
+    from topotrain.analysis.inference.associations import feature_kinds
+
+    rng = np.random.default_rng(4)
+    matrices = {f"h.{i}.w": rng.normal(size=(20, 5)) * (i + 1) for i in range(3)}
+    records, _ = layer_records(matrices, ["h.*.w"], max_points=20)
+    for r in records:
+        for k in (0, 1):
+            assert r[f"h{k}_count_scalefree"] == r[f"h{k}_count"]
+            assert r[f"h{k}_entropy_scalefree"] == pytest.approx(r[f"h{k}_entropy"], rel=1e-12)
+    assert registry.repeats() == {
+        "h0_count_scalefree": "h0_count", "h1_count_scalefree": "h1_count",
+        "h0_entropy_scalefree_mean": "h0_entropy_mean",
+        "h1_entropy_scalefree_mean": "h1_entropy_mean",
+        "h0_mean_bar": "h0_total", "h0_mean_bar_scalefree": "h0_total_scalefree",
+    }  # fmt: skip
+    df = study_with([]).assign(h0_count=19.0 * 3)
+    df["h0_mean_bar"] = df["h0_total"] / df["h0_count"]
+    df["h0_total_scalefree"] = df["h0_total"] / df["l2_norm_mean"]
+    assert registry.repeated(df) == ["h0_mean_bar"]
+    kinds = dict(feature_kinds(df))
+    assert "h0_mean_bar" not in kinds and "h0_total_scalefree" in kinds
+    df.loc[3, "h0_mean_bar"] += 1.0  # no longer the total over a constant: tested
+    assert registry.repeated(df) == [] and "h0_mean_bar" in dict(feature_kinds(df))

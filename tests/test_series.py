@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from topotrain.analysis.aggregate import series_features
+from topotrain.jobs.topology import write_run_series
 from topotrain.topology.series import (
     LAYER_COLUMNS,
     betti_curve,
@@ -17,7 +18,6 @@ from topotrain.topology.series import (
     persistence_image,
     run_series,
     w1_distance,
-    write_run_series,
 )
 
 A = np.array([[0.0, 1.0], [0.0, 3.0], [0.0, np.inf]])

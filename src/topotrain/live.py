@@ -27,7 +27,7 @@ from topotrain.sources.architectures import (
     pattern_maps,
     select_maps,
 )
-from topotrain.topology.layers import layer_records
+from topotrain.topology.record import Options, record
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
@@ -124,16 +124,15 @@ def matrix_topology(
     n_threads: int = 1,
     engine: str = ENGINE,
 ) -> tuple[dict[str, float | int], list[dict]]:
-    """(summary columns, per-layer records) of oriented matrices: ``layer_records`` over all of them
-    (rows subsampled to ``max_points``), then ``summary_columns``.
+    """(summary columns, per-layer records) of oriented matrices: ``topology.record`` over all of
+    them (rows subsampled to ``max_points``), then ``summary_columns``.
 
     NumPy's BLAS runs at one thread meanwhile: its idle threads spin for a while after each call
     and, on a small CPU, slow the training step that follows by about as much as this call takes.
     """
+    options = Options(max_points, seed, maxdim, engine)
     with threadpool_limits(limits=1, user_api="blas"):
-        records, _ = layer_records(
-            mats, ["*"], max_points, seed, maxdim, n_threads, SOURCE, engine=engine
-        )
+        records, _ = record(mats, ["*"], options, n_threads=n_threads, source=SOURCE)
     return summary_columns(records, maxdim), records
 
 

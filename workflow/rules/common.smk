@@ -68,7 +68,7 @@ RESULTS = config["results"].rstrip("/")
 # The Vietoris–Rips engine every topology job runs, resolved once: auto → giotto-ph (the `fast`
 # extra) when importable here, unless jobs run in the conda envs (envs/*.yaml hold ripser only).
 CONDA_JOBS = "CONDA" in {m.name for m in workflow.deployment_settings.deployment_method}
-ENGINE = resolve_engine(
+RIPS_ENGINE = resolve_engine(
     config["topology"]["engine"], fast=None if not CONDA_JOBS else False
 )
 SPINE_ON = spine_enabled(config)  # the paper's study, trained here (spine.enabled)

@@ -51,12 +51,12 @@ def get_calibration():
 
 def get_provenance():
     """What REPORT.md's header names: the package version that runs (its code, imported from
-    src/ or the install), the validated config's hash and the Rips engine resolved (ENGINE).
+    src/ or the install), the validated config's hash and the Rips engine resolved (RIPS_ENGINE).
     """
     return dict(
         version=topotrain.__version__,
         config_sha256=config_hash(config),
-        engine=ENGINE,
+        engine=RIPS_ENGINE,
     )
 
 

@@ -117,7 +117,7 @@ def get_run_topology_params(wildcards):
     """The spine's topology settings (max_points, seed, maxdim, the Rips engine) for a run's
     checkpoints, and WeightWatcher's version when topology.weightwatcher is on."""
     topo = {k: config["topology"][k] for k in ("max_points", "seed", "maxdim")}
-    return {**topo, "engine": ENGINE, **ww_param()}
+    return {**topo, "engine": RIPS_ENGINE, **ww_param()}
 
 
 def get_run_checkpoint_diagrams(wildcards):

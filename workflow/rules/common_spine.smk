@@ -54,14 +54,14 @@ def uses_gpu():
 
 
 def get_topology_params(wildcards):
-    """A checkpoint's topology settings, the Rips engine resolved (ENGINE): a change reruns it."""
+    """A checkpoint's topology settings, the Rips engine resolved (RIPS_ENGINE): a change reruns it."""
     topo = config["topology"]
     return dict(
         patterns=layer_patterns(topo),
         max_points=topo["max_points"],
         seed=topo["seed"],
         maxdim=topo["maxdim"],
-        engine=ENGINE,
+        engine=RIPS_ENGINE,
     )
 
 

@@ -83,7 +83,7 @@ rule pythia_weight_topology:
     params:
         weights=lambda wc: {
             **{k: PYTHIA["weights"][k] for k in ("layers", "max_points", "seed")},
-            "engine": ENGINE,
+            "engine": RIPS_ENGINE,
             **ww_param(),
         },
     script:
@@ -114,7 +114,7 @@ rule pythia_embedding_topology:
                 for k, v in PYTHIA["embeddings"].items()
                 if k not in ("models", "steps")
             },
-            "engine": ENGINE,
+            "engine": RIPS_ENGINE,
         },
     script:
         "../scripts/pythia_embedding_topology.py"

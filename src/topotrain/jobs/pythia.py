@@ -10,19 +10,26 @@ from topotrain.jobs.common import _hub_corpus, _read_json, _release, _write_json
 
 
 def revision_topology(
-    snapshot: str | Path, patterns: Sequence[str] = GPT_NEOX_LAYERS, *args, **options
+    snapshot: str | Path,
+    patterns: Sequence[str] = GPT_NEOX_LAYERS,
+    max_points: int | None = None,
+    seed: int | None = None,
+    maxdim: int | None = None,
+    n_threads: int = 1,
+    engine: str = ENGINE,
+    weightwatcher: bool = False,
 ) -> list[dict]:
-    """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns: the
-    spine's per-layer loop ``layers.layer_records`` (max_points, seed, maxdim, n_threads as there;
-    NaN/inf refused), with WeightWatcher's ``ww_*`` fields when ``weightwatcher=True``; errors
-    name the revision and the layer."""
+    """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns, through
+    ``topology.record`` (None: the setting's default; NaN/inf refused), with WeightWatcher's
+    ``ww_*`` fields when ``weightwatcher``; errors name the revision and the layer."""
     from topotrain.sources.pythia import revision_weight_matrices, snapshot_label
-    from topotrain.topology.layers import layer_records
+    from topotrain.topology.record import Options, record
 
-    options["source"] = snapshot_label(snapshot)
-    weightwatcher = options.pop("weightwatcher", False)
+    settings = {"max_points": max_points, "seed": seed, "maxdim": maxdim, "engine": engine}
+    options = Options.of({k: v for k, v in settings.items() if v is not None})
     tensors = revision_weight_matrices(snapshot)
-    records, _ = layer_records(tensors, patterns, *args, **options)
+    source = snapshot_label(snapshot)
+    records, _ = record(tensors, patterns, options, n_threads=n_threads, source=source)
     if weightwatcher:
         from topotrain.topology.weightwatcher import with_ww
 
@@ -34,10 +41,10 @@ def weight_record(revision: dict, params: dict) -> dict:
     """The weight-topology record of one fetched revision: per-layer records under "layers", the
     Rips engine that computed them under "engine"."""
     from topotrain.sources.pythia import revision_doc, weights_present
-    from topotrain.topology.vietoris_rips import resolve_engine
+    from topotrain.topology.record import Options
 
     weights_present(revision)
-    engine = resolve_engine(params.get("engine", ENGINE))
+    engine = Options.of(params).engine
     layers = revision_topology(
         revision["snapshot"],
         params["layers"],
@@ -63,7 +70,7 @@ def embedding_record(revision: dict, texts: Sequence[str], params: dict) -> tupl
         weights_present,
     )
     from topotrain.topology.embedding import embedding_features
-    from topotrain.topology.vietoris_rips import resolve_engine
+    from topotrain.topology.record import Options
 
     weights_present(revision)
     start = time.perf_counter()
@@ -73,7 +80,7 @@ def embedding_record(revision: dict, texts: Sequence[str], params: dict) -> tupl
     E, nll, n_tokens = embed_texts(
         model, tokenizer, texts, params["max_length"], params["batch_size"]
     )
-    engine = resolve_engine(params.get("engine", ENGINE))
+    engine = Options.of({"engine": params.get("engine", ENGINE)}).engine
     features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"], engine=engine)
     features = {**features, "perplexity": perplexity(nll, n_tokens), "n_tokens": n_tokens}
     seconds = time.perf_counter() - start

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from topotrain.config import ENGINE
 from topotrain.jobs.common import _read_json, _release, _tables, _write_json, log
 
 
@@ -78,11 +77,11 @@ def run_checkpoint_topology(
     (``sources.runs.run_matrices``) through the spine's per-layer loop (``layer_records``), with
     WeightWatcher's ``ww_*`` fields when ``params["weightwatcher"]``."""
     from topotrain.sources.runs import run_matrices
-    from topotrain.topology.layers import OPTIONS, layer_records
+    from topotrain.topology.record import Options, record
 
     matrices = run_matrices(files, layers, label)
-    options = {k: params[k] for k in OPTIONS if k in params}
-    records, diagrams = layer_records(matrices, ["*"], n_threads=n_threads, source=label, **options)
+    options = Options.of(params)
+    records, diagrams = record(matrices, ["*"], options, n_threads=n_threads, source=label)
     if params.get("weightwatcher"):
         from topotrain.topology.weightwatcher import with_ww
 
@@ -96,7 +95,7 @@ def run_weight_topology_job(
     """Weight topology of one checkpoint of a run → JSON record (with its files' sha256) + npz."""
     from topotrain.io import write_record
     from topotrain.sources.hub_files import weight_hashes
-    from topotrain.topology.vietoris_rips import resolve_engine
+    from topotrain.topology.record import Options
 
     if not checkpoint:
         from topotrain.sources.runs import RunError
@@ -108,7 +107,7 @@ def run_weight_topology_job(
         )
     files, hashes, label = checkpoint_files(checkpoint)
     topo = dict(params["topology"])
-    topo["engine"] = resolve_engine(topo.get("engine", ENGINE))
+    topo["engine"] = Options.of(topo).engine  # resolved: the record names the engine that ran
     records, diagrams = run_checkpoint_topology(files, _read_json(layers), label, topo, threads)
     if hashes is None:
         hashes = weight_hashes(files)

@@ -11,16 +11,24 @@ from topotrain.config import DEFAULTS, GPT_LAYERS
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
 
-def checkpoint_topology(path: str | Path, patterns: Sequence[str] = GPT_LAYERS, *args, **options):
+def checkpoint_topology(
+    path: str | Path,
+    patterns: Sequence[str] = GPT_LAYERS,
+    max_points: int = _TOPOLOGY["max_points"],
+    seed: int = _TOPOLOGY["seed"],
+    maxdim: int = _TOPOLOGY["maxdim"],
+    n_threads: int = 1,
+    engine: str = _TOPOLOGY["engine"],
+):
     """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint: its tensors
-    read one at a time (``sources.checkpoint.open_checkpoint``) through the per-layer loop
-    (``topology.layers.layer_records``: max_points, seed, maxdim, n_threads, engine as there);
+    read one at a time (``sources.checkpoint.open_checkpoint``) through ``topology.record``;
     errors name the checkpoint and the layer."""
     from topotrain.sources.checkpoint import open_checkpoint
-    from topotrain.topology.layers import layer_records
+    from topotrain.topology.record import Options, record
 
-    options["source"] = f"checkpoint {path}"
-    return layer_records(open_checkpoint(path), patterns, *args, **options)
+    options = Options(max_points, seed, maxdim, engine)
+    source = f"checkpoint {path}"
+    return record(open_checkpoint(path), patterns, options, n_threads=n_threads, source=source)
 
 
 def write_checkpoint_topology(
@@ -43,10 +51,9 @@ def write_checkpoint_topology(
     """
     from topotrain.io import write_record
     from topotrain.sources.checkpoint import trained_numerics
-    from topotrain.topology.vietoris_rips import resolve_engine
+    from topotrain.topology.record import Options
 
-    params = {"patterns": list(patterns), "max_points": max_points, "seed": seed, "maxdim": maxdim}
-    params["engine"] = resolve_engine(engine)
+    params = {"patterns": list(patterns), **Options(max_points, seed, maxdim, engine).params()}
     records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
     numerics = trained_numerics(ckpt_path)
     doc = {"checkpoint": str(ckpt_path), "params": params, "numerics": numerics, "layers": records}
@@ -107,10 +114,28 @@ def _one_record(task: tuple[str, tuple[str, str]], params: dict) -> None:
 def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
     """One run's diagram series: step distances and vectorised diagrams (topology.series)."""
     from topotrain.jobs.common import with_kept
-    from topotrain.topology.series import write_run_series
 
     diagrams = with_kept(diagrams, params["steps"], params.get("kept"), ".npz")
     write_run_series(diagrams, params["steps"], params["series"], out)
+
+
+def write_run_series(npz_paths: Sequence[str], steps: Sequence[int], params: dict, out: dict):
+    """Read a run's per-checkpoint diagram files (``sources.checkpoint.read_diagram_series``),
+    write its series table (``table``: parquet) and arrays (``arrays``: npz), both or neither."""
+    import numpy as np
+
+    from topotrain.io import atomic_write_all
+    from topotrain.sources.checkpoint import read_diagram_series
+    from topotrain.topology.series import run_series
+
+    table, arrays = run_series(read_diagram_series(npz_paths, steps), params)
+    atomic_write_all(
+        {
+            out["table"]: lambda fh: table.to_parquet(fh, index=False),
+            out["arrays"]: lambda fh: np.savez_compressed(fh, **arrays),
+        }
+    )
+    return table
 
 
 def gradient_topology_job(
@@ -118,7 +143,7 @@ def gradient_topology_job(
 ) -> None:
     """Topology of the probe-batch gradients of each checkpoint of one training → a JSON record
     and npz diagrams per checkpoint (one process for the training's checkpoints)."""
-    from topotrain.topology.layers import OPTIONS
+    from topotrain.topology.record import Options
     from topotrain.training.gradients import write_training_gradients
 
     topo = params["topology"]
@@ -129,7 +154,7 @@ def gradient_topology_job(
         topo["patterns"],
         params["batch_size"],
         params["seed"],
-        {k: topo[k] for k in OPTIONS},
+        Options.of(topo),
         n_threads=threads,
     )
 

@@ -30,7 +30,6 @@ from topotrain.topology.spanning import row_blocks
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
-OPTIONS = ("max_points", "seed", "maxdim", "engine")  # layer_records' settings a record keeps
 SPREAD_ENTRIES = 1 << 24  # Σ rows·cols above which a checkpoint's layers go over threads
 
 RECORD_KEYS = registry.record_keys()  # one record per layer, in this order (topology.registry)

@@ -8,9 +8,10 @@ whether it is also measured on W / RMS(W) (``scalefree``: a ``<name>_scalefree``
 record (``layers.RECORD_KEYS``), the checkpoint table (``analysis.aggregate``), the tested
 features, the figures' labels and docs/outputs.md's feature list derive from it.
 
-``same_as`` declares a feature that equals another up to a positive constant or by construction
-(its rank statistics are the other's: a test of it repeats the other's), so a reader and a
-correction count it once.
+``twin_same`` declares a feature whose W / RMS(W) twin equals it by construction (bar counts and
+entropies do not change when the cloud is scaled), and ``REPEATS`` a checkpoint column that equals
+another up to a constant per model: a test of either repeats the other's, so the tests run the
+original only, once the data show the repeat (``repeats``).
 
 Adding a feature: one entry here and its function (``summaries.py`` for a diagram's, a function of
 W for a matrix's); ``tests/test_registry.py`` walks a toy one through the record, the feature
@@ -52,7 +53,7 @@ class Feature:
     scalefree: bool = False  # also on W / RMS(W): <name>_scalefree
     column: str | None = None  # the checkpoint table's column (default: name, + _mean if a mean)
     spread: str | None = None  # also the SD over layers, in this column
-    same_as: str | None = None  # equals this one up to a positive constant or by construction
+    twin_same: bool = False  # the W / RMS(W) twin equals it by construction (a scale-free feature)
 
 
 FEATURES: list[Feature | str] = [
@@ -71,7 +72,7 @@ FEATURES: list[Feature | str] = [
     ),
     Feature(
         "h{k}_count", "diagram", feature_count, "sum", "topological", "number of H{k} bars",
-        "bars", tested=3, scalefree=True,
+        "bars", tested=3, scalefree=True, twin_same=True,
     ),
     Feature(
         "h{k}_total", "diagram", total_persistence, "sum", "topological",
@@ -84,6 +85,7 @@ FEATURES: list[Feature | str] = [
     Feature(
         "h{k}_entropy", "diagram", persistence_entropy, "mean", "topological",
         "H{k} persistence entropy (mean over layers)", "nats", tested=5, scalefree=True,
+        twin_same=True,
     ),
     Feature(
         "l2_norm", "matrix", None, "mean", "norm",
@@ -95,6 +97,11 @@ FEATURES: list[Feature | str] = [
         "normalised weight variance (mean over layers)", "1",
     ),
 ]  # fmt: skip
+
+
+# Σ h0_total / Σ h0_count, where Σ h0_count = Σ (n_points − 1) over layers is one number per model
+# (a Rips H0 diagram of n distinct points has n − 1 finite bars): the total up to that constant
+REPEATS = {"h0_mean_bar": "h0_total", "h0_mean_bar_scalefree": "h0_total_scalefree"}
 
 
 def entries() -> list[Feature]:
@@ -206,4 +213,36 @@ def labels() -> dict[str, str]:
         if key.endswith(SCALEFREE):
             label += ", of W / RMS(W)"
         out[column(key)] = label
+    return out
+
+
+def repeats() -> dict[str, str]:
+    """{column: the column it repeats}: each ``twin_same`` feature's twin and REPEATS."""
+    out = {}
+    for key, feature in _expanded():
+        if key.endswith(SCALEFREE) and feature.twin_same:
+            out[column(key)] = column(key[: -len(SCALEFREE)])
+    return out | REPEATS
+
+
+def repeated(df, by: str = "model") -> list[str]:
+    """The columns of ``df`` that repeat another (``repeats``) in these data: equal to it times
+    one positive constant per ``by`` group (a twin: the constant 1, to 1e-9 relative). A declared
+    repeat the data do not show (duplicate weight rows, say) is not listed: it is tested."""
+    import numpy as np
+
+    out = []
+    for col, original in repeats().items():
+        if col not in df or original not in df:
+            continue
+        ratio = df[col].astype(float) / df[original].astype(float).where(df[original] != 0)
+        both_zero = (df[col] == 0) & (df[original] == 0)
+        spread = ratio.groupby(df[by]).agg(
+            lambda r: np.nanmax(r) - np.nanmin(r) if r.notna().any() else 0.0
+        )
+        level = ratio.groupby(df[by]).agg(
+            lambda r: np.nanmax(np.abs(r)) if r.notna().any() else 1.0
+        )
+        if ((ratio.notna() | both_zero).all()) and (spread <= 1e-9 * level).all():
+            out.append(col)
     return out

@@ -1,10 +1,11 @@
 """Per-run diagram series: how far each checkpoint's diagrams moved from the previous checkpoint's
 (the "topological velocity"), and the diagrams as vectors (landscapes, images, Betti curves).
 
-One job per run reads the Rips diagrams the per-checkpoint jobs saved (``{layer}/h{k}`` in each
-checkpoint's npz), so there is no chain of per-checkpoint dependencies. Distances come from
-``topology.distances`` (exact, SciPy's assignment solver), vectorisations are NumPy here (their
-values equal gudhi's, tested; gudhi itself is not a dependency: its package loads GPL-3 modules):
+One job per run hands this module the Rips diagrams the per-checkpoint jobs saved (``{layer}/h{k}``
+in each checkpoint's npz, read by ``sources.checkpoint``), so there is no chain of per-checkpoint
+dependencies. Distances come from ``topology.distances`` (exact, SciPy's assignment solver),
+vectorisations are NumPy here (their values equal gudhi's, tested; gudhi itself is not a
+dependency: its package loads GPL-3 modules):
 
 - ``h{k}_w1_step``: the 1-Wasserstein distance (L∞ ground metric, unmatched points to the diagonal)
   between the layer's H_k diagram at this checkpoint and at the previous one;
@@ -147,22 +148,3 @@ def run_series(diagrams: Sequence[tuple[int, dict[str, np.ndarray]]], params: di
         arrays |= {f"{key}/{name}": a for name, a in series.items()}
     rows = [{"step": s, "layer": layer, **cells} for (s, layer), cells in table.items()]
     return pd.DataFrame(rows).reindex(columns=LAYER_COLUMNS), arrays
-
-
-def write_run_series(npz_paths: Sequence[str], steps: Sequence[int], params: dict, out: dict):
-    """Read a run's per-checkpoint diagram files, write its series table (``table``: parquet) and
-    arrays (``arrays``: npz), both or neither."""
-    from topotrain.io import atomic_write_all
-
-    diagrams = []
-    for step, path in zip(steps, npz_paths, strict=True):
-        with np.load(path) as f:
-            diagrams.append((int(step), {k: f[k] for k in f.files}))
-    table, arrays = run_series(diagrams, params)
-    atomic_write_all(
-        {
-            out["table"]: lambda fh: table.to_parquet(fh, index=False),
-            out["arrays"]: lambda fh: np.savez_compressed(fh, **arrays),
-        }
-    )
-    return table

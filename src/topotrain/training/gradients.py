@@ -16,10 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from topotrain.config import ENGINE
 from topotrain.io import write_record
-from topotrain.topology.layers import layer_records
-from topotrain.topology.vietoris_rips import resolve_engine
+from topotrain.topology.record import Options, record
 from topotrain.training.model import GPT
 from topotrain.training.run_state import load_checkpoint
 from topotrain.training.train import get_batch, load_tokens, sample_offsets
@@ -59,12 +57,12 @@ def gradient_topology(
     patterns,
     batch_size: int,
     seed: int,
-    topology: dict,
+    topology: Options | dict,
     n_threads: int = 1,
 ) -> tuple[dict, dict[str, np.ndarray]]:
     """The record {"checkpoint", "params", "probe_loss", "layers"} and the diagrams of one
-    checkpoint's probe-batch gradients; ``topology`` holds max_points, seed, maxdim and the
-    Rips engine (``engine``, default auto; the record's params name the one that ran).
+    checkpoint's probe-batch gradients; ``topology``: the record's ``Options`` (or a mapping of
+    max_points, seed, maxdim and engine; the record's params name the engine that ran).
     ``train_tokens``: the training split's file, or its tokens already loaded (``probe_tokens``)."""
     model, step = load_checkpoint(checkpoint)
     tokens = (
@@ -74,19 +72,11 @@ def gradient_topology(
     grads, loss = probe_gradients(model, tokens, offsets)
     if not np.isfinite(loss):
         raise ValueError(f"{checkpoint}: probe loss is {loss}: the checkpoint's weights diverged")
-    engine = resolve_engine(topology.get("engine", ENGINE))
-    records, diagrams = layer_records(
-        grads,
-        patterns,
-        topology["max_points"],
-        topology["seed"],
-        topology["maxdim"],
-        n_threads,
-        source=f"gradients of checkpoint {checkpoint}",
-        engine=engine,
-    )
-    params = {"patterns": list(patterns), "batch_size": batch_size, "probe_seed": seed, **topology}
-    params["engine"] = engine
+    options = topology if isinstance(topology, Options) else Options.of(topology)
+    source = f"gradients of checkpoint {checkpoint}"
+    records, diagrams = record(grads, patterns, options, n_threads=n_threads, source=source)
+    params = {"patterns": list(patterns), "batch_size": batch_size, "probe_seed": seed}
+    params |= options.params()
     doc = {
         "checkpoint": str(checkpoint),
         "step": step,

@@ -28,9 +28,8 @@ from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.inference.numerics import numerics_label
 from topotrain.config import DEFAULTS, ENGINE
 from topotrain.topology.embedding import embedding_topology, fourier_share
-from topotrain.topology.layers import layer_records
+from topotrain.topology.record import Options, record
 from topotrain.topology.spectral import spectral_summary
-from topotrain.topology.vietoris_rips import resolve_engine
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +71,8 @@ def checkpoint_row(
 ):
     """(row, records) of one checkpoint's ``tensors`` (read from ``path``): the weights' L2 norm
     √(Σ w²) over every tensor and the residues' embedding features; records: the workflow's
-    weight topology of every 2-D matrix (``topology.layers.layer_records`` with ``topology``'s
-    max_points, seed, maxdim, engine)."""
+    weight topology of every 2-D matrix (``topology.record`` with ``topology``'s max_points,
+    seed, maxdim, engine and n_threads)."""
     if EMBEDDING not in tensors:
         raise ValueError(f"{path}: no {EMBEDDING} tensor (a grokking-control checkpoint has one)")
     emb = tensors[EMBEDDING][:p].astype(np.float64)
@@ -88,7 +87,9 @@ def checkpoint_row(
         **spectral_summary(emb),
         f"fourier_top{k}": fourier_share(emb, k),
     }
-    records, _ = layer_records(tensors, ["*"], **(topology or {}), source=f"checkpoint {path}")
+    topology = topology or {}
+    options, threads = Options.of(topology), topology.get("n_threads", 1)
+    records, _ = record(tensors, ["*"], options, n_threads=threads, source=f"checkpoint {path}")
     return row, records
 
 
@@ -115,7 +116,7 @@ def control_features(
         odd = sorted(set(files) ^ set(metrics["step"]))
         raise ValueError(f"{run_dir}: checkpoints and metrics.csv disagree at steps {odd}")
     topology = dict(topology or {})
-    topology["engine"] = resolve_engine(topology.get("engine", ENGINE))
+    topology["engine"] = Options.of(topology).engine  # resolved: the tables name the engine
     rows, layers = [], []
     for step in sorted(files):
         log.info("control features: %s step %d", run_dir, step)

@@ -47,19 +47,15 @@ from topotrain.analysis.inference.seed_contrast import (
 from topotrain.analysis.inference.seed_effect import effect_table
 from topotrain.analysis.inference.stats import (
     ALPHA,
-    BASELINES,
     MIN_RUN,
     TOO_SHORT,
-    WW_FEATURES,
     benjamini_hochberg,
-    gradient_features,
+    feature_kinds,
     kind,
     spearman_ci,
     spearman_rows,
 )
 from topotrain.config import CONFIDENCE, DEFAULTS
-from topotrain.topology import registry
-from topotrain.topology.registry import SCALEFREE
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
@@ -70,7 +66,6 @@ RUN_VIEWS = ["raw", "detrended", "partial_step", "partial_l2"]  # one run's chec
 VIEWS = [*RUN_VIEWS, *CONTRAST_VIEWS]  # then between seeds of a model (seed_contrast)
 CLOCK_VIEWS = {"beats_clock": "seed_contrast", "beats_scale": "seed_contrast_l2"}
 CONDITION = {"partial_step": "step", "partial_l2": "l2_norm_mean"}  # view -> conditioning variable
-SIZE_NORMALISED = ("h0_mean_bar",)  # TP0 per bar: included when the table has it
 BLOCK = "stationary block bootstrap (arch; Politis–White block length)"
 CI_METHOD = {"raw": "iid bootstrap (paper's method, not valid for trending series)"}
 CI_METHOD |= dict.fromkeys(RUN_VIEWS[1:], BLOCK)
@@ -85,17 +80,6 @@ ASSOCIATION_COLUMNS = (  # the cell, the association, the flags
     + ["effect", "effect_ci_low", "effect_ci_high"]  # between-seed rows (seed_effect)
     + ["beats_clock", "beats_scale", "family", "note"]
 )
-
-
-def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
-    """(feature, kind) pairs: the tested features (topology.registry), the table's
-    size-normalised and scale-free columns (``h0_mean_bar``, ``*_scalefree*``), gradient
-    features (``grad_*``) and WeightWatcher's
-    (``ww_*_mean``, kind 'weightwatcher'), then BASELINES."""
-    extra = [c for c in df.columns if c in SIZE_NORMALISED or SCALEFREE in c]
-    extra += gradient_features(df)
-    extra += [c for c in WW_FEATURES if c in df]
-    return [(f, kind(f)) for f in [*registry.tested(), *extra, *BASELINES]]
 
 
 def cell_seed(base: int, *keys: object) -> int:

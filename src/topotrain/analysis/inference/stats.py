@@ -86,6 +86,24 @@ CORRELATION_COLUMNS = [
 ]
 
 
+SIZE_NORMALISED = ("h0_mean_bar",)  # TP0 per bar: included when the table has it
+
+
+def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
+    """(feature, kind) pairs: the tested features (topology.registry), ``h0_mean_bar`` and the
+    ``*_scalefree*`` columns but those that repeat another here (``registry.repeated``), the
+    gradient's (``grad_*``) and WeightWatcher's (``ww_*_mean``), then BASELINES."""
+    repeats = set(registry.repeated(df))
+    extra = [
+        c
+        for c in df.columns
+        if (c in SIZE_NORMALISED or registry.SCALEFREE in c) and c not in repeats
+    ]
+    extra += gradient_features(df)
+    extra += [c for c in WW_FEATURES if c in df]
+    return [(f, kind(f)) for f in [*registry.tested(), *extra, *BASELINES]]
+
+
 def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     """Spearman ρ along ``axis``: Pearson r of average ranks (scipy),
     NaN where a row is constant."""
