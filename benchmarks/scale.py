@@ -124,8 +124,8 @@ def live_path(spec: dict, totals: dict) -> tuple[list[dict], dict]:
 def weightwatcher_path(spec: dict, totals: dict) -> tuple[list[dict], dict]:
     """WeightWatcher's metrics of the analysed matrices (``topology.weightwatcher``), the package
     imported beforehand (the workflow imports it once per training)."""
+    from topotrain.baselines.weightwatcher import ww_layers
     from topotrain.topology.layers import select_names
-    from topotrain.topology.weightwatcher import ww_layers
 
     matrices, patterns = analysed(spec, lazy=True)
     ww_layers({name: matrices[name] for name in select_names(matrices, patterns)})
@@ -154,7 +154,7 @@ def memory_mb(field: str) -> float:
 PRELOAD = {  # modules a path imports, loaded before the memory baseline
     "live": ("torch", "transformers", "topotrain.live"),
     "gradients": ("torch", "topotrain.training.gradients"),
-    "weightwatcher": ("torch", "weightwatcher", "topotrain.topology.weightwatcher"),
+    "weightwatcher": ("torch", "weightwatcher", "topotrain.baselines.weightwatcher"),
 }
 TOPOLOGY_MODULES = (
     "topotrain.jobs.topology",

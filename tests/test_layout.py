@@ -21,6 +21,7 @@ LEVEL = {  # lower levels never import higher ones; a package may import itself
     "analysis": 1,
     "report": 1,
     "topology": 2,
+    "baselines": 2,  # WeightWatcher (torch): measured on the same matrices, beside topology
     "config": 3,
     "devices": 3,
     "hub": 3,
@@ -253,3 +254,24 @@ def test_the_readme_is_a_front_door_that_links_every_docs_page():
     linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)\)", readme))
     pages = {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")}
     assert pages <= linked, f"docs pages the README does not link: {sorted(pages - linked)}"
+
+
+IO_CALLS = {"open", "load", "save", "savez", "savez_compressed", "read_parquet", "to_parquet"}
+IO_CALLS |= {"read_csv", "to_csv", "read_text", "write_text", "read_bytes", "write_bytes"}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "topology").glob("*.py")), ids=lambda p: p.name)
+def test_topology_reads_and_writes_no_file_and_imports_no_torch(path):
+    """The kernels take matrices and return records: no torch or safetensors, nothing of io or
+    sources, no call that reads or writes a file (those live in sources/ and the jobs)."""
+    tree = ast.parse(path.read_text())
+    modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert not {m.split(".")[0] for m in modules} & {"torch", "safetensors"}
+    assert not imported_units(path) & {"io", "sources"}
+    calls = {
+        n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+    }
+    assert not calls & IO_CALLS, f"{path.name} calls {calls & IO_CALLS}"

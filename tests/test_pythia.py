@@ -261,7 +261,7 @@ def test_revision_records_carry_weightwatcher_on_the_same_matrices_and_the_table
     from safetensors.numpy import load_file
 
     from topotrain.analysis.pythia import weights_table
-    from topotrain.topology.weightwatcher import ww_layers
+    from topotrain.baselines.weightwatcher import ww_layers
 
     home, commits = cache
     snapshot = snapshot_path(home, commits[1])

@@ -100,7 +100,7 @@ def test_trainer_run_topology_is_the_per_layer_loop_on_transposed_conv1d_rows(ru
     assert rows["transformer.h.0.mlp.c_fc.weight"] == 4 * 16
     # WeightWatcher's fields in the same record (topology.weightwatcher), the package on the
     # matrices read here: 16 eigenvalues each, fits it calls small
-    from topotrain.topology.weightwatcher import ww_layers
+    from topotrain.baselines.weightwatcher import ww_layers
 
     last_layers = layers[layers["step"] == 80].set_index("layer")
     for r in ww_layers(matrices):

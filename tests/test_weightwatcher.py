@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from topotrain.topology.weightwatcher import COLUMNS, fit_status, ww_layers
+from topotrain.baselines.weightwatcher import COLUMNS, fit_status, ww_layers
 
 pytest.importorskip("weightwatcher")
 
@@ -86,7 +86,7 @@ def test_a_record_with_a_layer_too_small_to_fit_is_json_and_averages_without_it(
     import pandas as pd
 
     from topotrain.analysis.aggregate import ww_features
-    from topotrain.topology.weightwatcher import with_ww
+    from topotrain.baselines.weightwatcher import with_ww
 
     rng = np.random.default_rng(3)
     matrices = {"big": rng.normal(size=(64, 32)), "lora": rng.normal(size=(48, 4))}

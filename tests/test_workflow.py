@@ -76,7 +76,7 @@ def test_weightwatcher_columns_are_its_metrics_of_each_checkpoint(tiny_run):
     safetensors file (tiny models: 8 and 16 eigenvalues, every fit a small one)."""
     from safetensors.numpy import load_file
 
-    from topotrain.topology.weightwatcher import ww_layers
+    from topotrain.baselines.weightwatcher import ww_layers
 
     workdir, config, _ = tiny_run
     table = pd.read_parquet(workdir / "results/features/weights.parquet")

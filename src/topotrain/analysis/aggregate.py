@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.inference.numerics import numerics_label
+from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
 from topotrain.io import Writer, atomic_write_all
 from topotrain.topology import registry
 from topotrain.topology.registry import SCALEFREE
 from topotrain.topology.vietoris_rips import UNNAMED
-from topotrain.topology.weightwatcher import METRICS as WW_METRICS
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ def revision_topology(
     source = snapshot_label(snapshot)
     records, _ = record(tensors, patterns, options, n_threads=n_threads, source=source)
     if weightwatcher:
-        from topotrain.topology.weightwatcher import with_ww
+        from topotrain.baselines.weightwatcher import with_ww
 
         records = with_ww(records, {r["layer"]: tensors[r["layer"]] for r in records})
     return records

@@ -83,7 +83,7 @@ def run_checkpoint_topology(
     options = Options.of(params)
     records, diagrams = record(matrices, ["*"], options, n_threads=n_threads, source=label)
     if params.get("weightwatcher"):
-        from topotrain.topology.weightwatcher import with_ww
+        from topotrain.baselines.weightwatcher import with_ww
 
         records = with_ww(records, matrices)
     return records, diagrams

@@ -165,11 +165,11 @@ def weightwatcher_job(checkpoints: list[str], params: dict, out: str) -> None:
     ``params["patterns"]``) → one parquet table, a row per (step, layer), written atomically."""
     import pandas as pd
 
+    from topotrain.baselines.weightwatcher import ww_layers
     from topotrain.io import atomic_write
     from topotrain.jobs.common import log
     from topotrain.sources.checkpoint import open_checkpoint
     from topotrain.topology.layers import select_layers
-    from topotrain.topology.weightwatcher import ww_layers
 
     rows = []
     for path, step in zip(checkpoints, params["steps"], strict=True):

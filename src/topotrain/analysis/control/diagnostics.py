@@ -40,7 +40,7 @@ from topotrain.analysis.inference.seed_contrast import (
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
 from topotrain.analysis.inference.stats import ALPHA
-from topotrain.topology.weightwatcher import METRICS as WW_METRICS
+from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
 
 WW = [f"ww_{m}_mean" for m in WW_METRICS]
 REFERENCES = [FOURIER, NORM]

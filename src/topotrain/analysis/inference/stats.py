@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
 from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS
 from topotrain.topology import registry
-from topotrain.topology.weightwatcher import METRICS as WW_METRICS
 
 EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
 MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
