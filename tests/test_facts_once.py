@@ -1,20 +1,44 @@
 """Each fact once: the Rips engine's default, the vocabulary size, α and the confidence level come
 from their one constant (``topotrain.config.constants``), never a literal retyped in a signature,
-a dataclass field or a ``.get`` default."""
+a dataclass field or a ``.get`` default. α and the confidence level are typed nowhere else either:
+no float of their values (α, 1 − α, α/2, 1 − α/2, z at 1 − α/2) outside NOT_ALPHA's list, no
+module constant named as a level set to a number, no "p < 0.05" or "95 %" in a message, a rule
+text or a report template (a template says ``$alpha``, ``$alpha_pct``, ``$confidence_pct``)."""
 
 from __future__ import annotations
 
 import ast
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS, ENGINE, VOCAB_SIZE
+from topotrain.report import prose
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "topotrain"
 FACTS = {"engine", "vocab_size", "alpha", "confidence"}
 HOME = PACKAGE / "config" / "constants.py"
 SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p != HOME)
+TEMPLATES = sorted((PACKAGE / "report" / "templates").rglob("*.md"))
+LEVELS = {0.05, 0.95, 0.025, 0.975, 1.959963984540054}  # α, 1 − α, α/2, 1 − α/2, z(1 − α/2)
+TYPED = re.compile(r"\b0\.05\b|\b95 ?%|\b5 %")  # α or the confidence level typed in prose
+LEVEL_NAME = re.compile(r"ALPHA|CONFIDENCE|LEVEL")  # a module constant named as a level
+# The literals of those values (and constants of those names) that are not α or the confidence
+# level, each counted and said why: (file, value or name) -> (how many, why). A new one fails.
+NOT_ALPHA = {
+    ("analysis/calibration/pass_rule.py", 0.95): (1, "PASS_LEVEL, below"),
+    ("analysis/calibration/pass_rule.py", "PASS_LEVEL"): (1, "the suite's own pass rule"),
+    ("analysis/calibration/simulator.py", 0.05): (2, "noise sd; the smallest planted effect"),
+    ("analysis/calibration/simulator.py", 0.95): (1, "the AR(0.95) noise's coefficient"),
+    ("analysis/calibration/view_power.py", 0.05): (1, "an AR coefficient's lower clip"),
+    ("analysis/calibration/view_power.py", 0.95): (1, "a white share's upper clip"),
+    ("analysis/control/features.py", 0.95): (1, "GROKKED: the test accuracy of generalised"),
+    ("analysis/prediction/learned.py", "RIDGE_ALPHA"): (1, "the ridge penalty, no level"),
+    ("report/plots.py", 0.05): (2, "a text's axes coordinates"),
+    ("training/train.py", 0.95): (1, "AdamW's beta2"),
+}
 
 
 def literal_defaults(tree: ast.AST) -> list[tuple[int, str]]:
@@ -75,3 +99,102 @@ def test_the_constants_hold_the_schema_and_the_study_values():
     assert ENGINE == DEFAULTS["topology"]["engine"] == "auto"
     assert (VOCAB_SIZE, ALPHA) == (128, 0.05)
     assert CONFIDENCE == pytest.approx(1 - ALPHA)
+
+
+def docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the module's, classes' and functions' docstring nodes (prose, not facts)."""
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+
+
+def level_literals(tree: ast.AST) -> Counter:
+    """How often each LEVELS float is typed, and each module constant named as a level
+    (LEVEL_NAME) is set to a number."""
+    found = Counter(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and type(node.value) is float and node.value in LEVELS
+    )
+    for node in getattr(tree, "body", []):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        value = getattr(node, "value", None)
+        number = isinstance(value, ast.Constant) and type(value.value) in (int, float)
+        for target in targets:
+            if number and isinstance(target, ast.Name) and LEVEL_NAME.search(target.id):
+                found[target.id] += 1
+    return found
+
+
+def typed_levels(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of every string but a docstring that types α or the confidence level."""
+    skip = docstrings(tree)
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in skip
+        and TYPED.search(node.value)
+    ]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_unexplained_literal_of_a_level(path):
+    name = path.relative_to(PACKAGE).as_posix()
+    listed = {what: n for (file, what), (n, _) in NOT_ALPHA.items() if file == name}
+    found = dict(level_literals(ast.parse(path.read_text())))
+    assert found == listed, f"{name}: use ALPHA / CONFIDENCE, or list the literal in NOT_ALPHA"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_message_types_a_level(path):
+    found = typed_levels(ast.parse(path.read_text()))
+    assert not found, f"{path.relative_to(PACKAGE)}: {found}: format ALPHA / CONFIDENCE in"
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_no_template_types_a_level(path):
+    found = TYPED.findall(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.name}: {found}: say $alpha, $alpha_pct or $confidence_pct"
+
+
+def test_the_checks_find_each_kind_of_typed_level():
+    code = (
+        '"""A docstring may say p < 0.05."""\n'
+        "P_LEVEL = 0.01\nZ = 1.959963984540054\nLEVEL = ALPHA\n"
+        'def f(p):\n    """95 % here is prose."""\n    return p < 0.05 or p > 1 - 0.025\n'
+        "NOTE = f'p < 0.05 with {n} seeds'\nHEAD = 'effect [95 %]'\nCI = 'MC 95% [x]'\n"
+        "RATE = 'about 5 % of rows'\n"
+    )
+    tree = ast.parse(code)
+    assert level_literals(tree) == {"P_LEVEL": 1, 1.959963984540054: 1, 0.05: 1, 0.025: 1}
+    assert sorted(line for line, _ in typed_levels(tree)) == [8, 9, 10, 11]
+    said = "p < 0.05, 95% CI, 95 % interval, 5 % of rows; 0.5, 0.95, 0.055, 195 %, 2.5 %"
+    assert TYPED.findall(said) == ["0.05", "95%", "95 %", "5 %", "5 %"]
+
+
+def test_a_template_says_the_levels_of_the_constants(monkeypatch):
+    before = prose.render("sections/correlations")
+    assert "95% bootstrap CI" in before and "BH-adjusted p < 0.05" in before
+    monkeypatch.setattr(prose, "ALPHA", 0.01)
+    monkeypatch.setattr(prose, "CONFIDENCE", 0.99)
+    after = prose.render("sections/correlations")
+    assert after == before.replace("95% bootstrap", "99% bootstrap").replace("< 0.05", "< 0.01")
+    keys = (
+        "group",
+        "n_runs",
+        "members",
+        "steps",
+        "notes",
+        "power",
+        "checked",
+        "family",
+        "exploratory",
+    )
+    shared = prose.render("groups/section", **dict.fromkeys(keys, ""), n_explore=9, n_both=1)
+    assert "1 of 9 exploratory rows have p < 0.01 beyond both" in shared
+    assert "about 1 % of the time" in shared

@@ -64,7 +64,7 @@ def test_the_code_fills_every_placeholder_of_each_template_and_no_other():
     sections = {f"sections/{name}" for name in SECTIONS} | {"sections/confirmed"}
     assert set(calls) | sections == set(prose.names())  # every template is used
     for name in prose.names():
-        keys = placeholders(name)
+        keys = placeholders(name) - prose.levels().keys()  # the levels: every template's
         assert keys == calls.get(name, set()), name
         text = prose.render(name, **{key: "<filled>" for key in keys})
         assert "$" not in text and not text.endswith("\n"), name  # the file's newline dropped
@@ -80,6 +80,11 @@ def test_every_section_template_is_a_heading_and_its_text():
 def test_a_placeholder_left_unfilled_is_named():
     with pytest.raises(KeyError, match="results"):
         prose.render("header/where")
+
+
+def test_a_caller_may_not_restate_a_level():
+    with pytest.raises(ValueError, match="alpha"):
+        prose.render("confirm/reversed", alpha="0.1")
 
 
 RENDER = """

@@ -1,20 +1,21 @@
 # Helpers of the report: the tables REPORT.md is assembled from, the replication inputs.
 import topotrain
 from topotrain.config import config_hash
-from topotrain.report.markdown import ORDER as REPORT_ORDER
+from topotrain.report.markdown import FROM_CSVS, ORDER as REPORT_ORDER
 
 
 def report_tables():
-    """The Markdown tables REPORT.md is assembled from, in reading order (the spine's only when
-    spine.enabled), the calibration suite's table when present, and each run's section
-    (``runs``)."""
+    """The Markdown tables REPORT.md is assembled from (the spine's only when spine.enabled;
+    none for a section built from CSVs: FROM_CSVS), in any order (report.markdown.compose
+    orders them), the CSVs, the calibration suite's table when present, and each run's
+    section (``runs``)."""
     parts = {
         "control": CONTROL_ON,
         "spine": SPINE_ON,
         "pythia_weights": bool(pythia_revisions("weights")),
         "pythia_embeddings": bool(pythia_revisions("embeddings")),
     }
-    tables = [name for name, part in REPORT_ORDER if parts[part]]
+    tables = [n for n, part in REPORT_ORDER if parts[part] and n not in FROM_CSVS]
     md = {name: f"{RESULTS}/tables/{name}.md" for name in tables}
     csv = {
         f"{name}_csv": f"{RESULTS}/tables/{name}.csv"
@@ -29,7 +30,6 @@ def report_tables():
         if SPINE_ON
     }
     if CONTROL_ON:  # the control's section is built from its CSVs
-        md.pop("control")
         csv |= {f"{name}_csv": path for name, path in CONTROL_TABLES.items()}
         csv["control_curves_png"] = f"{RESULTS}/figures/control_curves.png"
     if SPINE_ON:  # NP against its layers' weight variance, in the control's section

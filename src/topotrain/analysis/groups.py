@@ -51,10 +51,11 @@ from topotrain.analysis.inference.verdicts import (
     REPRODUCED_SMALL,
     decide_claim,
 )
+from topotrain.config import SEEDS_FOR_ALPHA
 
 TARGETS = ("train_loss", "val_loss")
 MIN_CHECKPOINTS = 3  # a loss logged at fewer shared checkpoints is no target
-P_POSSIBLE = 4  # seeds of one size below which no one-sided p < 0.05 exists (1/4! = 1/24)
+P_POSSIBLE = SEEDS_FOR_ALPHA  # seeds of one size below which no one-sided p < α exists
 USEFUL = 5  # seeds of one size from which the calibration suite finds useful power
 WORDS = {
     REPRODUCED: "tracks the loss beyond clock and scale",
@@ -163,7 +164,7 @@ def group_frame(
         raise GroupError(
             f"group {group}: no size has two seeds sharing two checkpoint steps "
             f"({', '.join(f'{m}: {len(r)} seed(s)' for m, r in by_size.items())}): a between-seed "
-            "contrast needs at least 2 seeds of one size (4 for p < 0.05)"
+            f"contrast needs at least 2 seeds of one size ({P_POSSIBLE} for p < {ALPHA:g})"
         )
     df = pd.concat(kept, ignore_index=True).sort_values(["model", "seed", "step"])
     return df.reset_index(drop=True), members, notes
@@ -365,14 +366,15 @@ def power_note(df: pd.DataFrame) -> str:
     most = int(k.max())
     if most < P_POSSIBLE and len(k) == 1:
         say = (
-            f"with {most} seeds no p below 0.05 is possible (smallest one-sided 1/{pooled}): the "
-            f"group needs at least {P_POSSIBLE} seeds for that and {USEFUL} for useful power"
+            f"with {most} seeds no p below {ALPHA:g} is possible (smallest one-sided "
+            f"1/{pooled}): the group needs at least {P_POSSIBLE} seeds for that and {USEFUL} for "
+            "useful power"
         )
     elif most < USEFUL:
         say = (
-            f"p < 0.05 is possible (smallest one-sided p 1/{pooled}, two-sided 2/{pooled}) but "
-            f"power is low below {USEFUL} seeds of a size: a real effect is easily missed, so an "
-            "inconclusive row is no evidence of no effect"
+            f"p < {ALPHA:g} is possible (smallest one-sided p 1/{pooled}, two-sided "
+            f"2/{pooled}) but power is low below {USEFUL} seeds of a size: a real effect is easily "
+            "missed, so an inconclusive row is no evidence of no effect"
         )
     else:
         say = (

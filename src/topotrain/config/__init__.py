@@ -28,7 +28,7 @@ from topotrain.config.checks import (
     train_problems,
 )
 from topotrain.config.coerce import coerce_config, float_integers, order_like_schema
-from topotrain.config.constants import ALPHA, CONFIDENCE, ENGINE, VOCAB_SIZE
+from topotrain.config.constants import ALPHA, CONFIDENCE, ENGINE, SEEDS_FOR_ALPHA, VOCAB_SIZE
 from topotrain.config.schema import (
     DEFAULTS,
     RUN_DEFAULTS,
@@ -45,6 +45,7 @@ __all__ = [
     "CONFIDENCE",
     "DEFAULTS",
     "ENGINE",
+    "SEEDS_FOR_ALPHA",
     "VOCAB_SIZE",
     "RUN_DEFAULTS",
     "EMBEDDING_LAYERS",

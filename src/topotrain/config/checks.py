@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from topotrain.config.coerce import float_integers
-from topotrain.config.constants import VOCAB_SIZE
+from topotrain.config.constants import ALPHA, SEEDS_FOR_ALPHA, VOCAB_SIZE
 from topotrain.config.schema import DEFAULTS, load_schema, section_problems
 
 GPT_LAYERS = tuple(DEFAULTS["topology"]["layers"])  # the spine's four linear maps per block
@@ -189,7 +189,7 @@ def group_problems(runs: dict, groups: dict) -> list[str]:
         if len(names) < 2:
             problems.append(
                 f"group {group} has one run ({names[0]}): a between-seed contrast needs at least "
-                "2 seeds of one recipe (4 for p < 0.05)"
+                f"2 seeds of one recipe ({SEEDS_FOR_ALPHA} for p < {ALPHA:g})"
             )
     for group in groups:
         if group not in members:

@@ -67,33 +67,28 @@ def report_markdown_job(
     from topotrain.report.bottom_line import bottom_line, replication_section, to_html
     from topotrain.report.confirm import confirm_sections
     from topotrain.report.control import control_section
-    from topotrain.report.markdown import SECTIONS, Body, assemble_report, findings
+    from topotrain.report.markdown import Body, assemble_report, compose, findings
 
     runs = list(tables.get("runs", []))  # each run's own section, after the study's
     preface, top = "", ""
     if "best_feature_csv" in tables:  # the spine's findings (spine.enabled)
         preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
-    bodies = {}
+    # every Markdown table is a section (compose orders them and names one it does not know)
+    sections = {k: p for k, p in tables.items() if k != "runs" and not k.endswith(("_csv", "_png"))}
     if "replication_csv" in tables:
         rep = pd.read_csv(tables["replication_csv"])
         primary, summary = _csv(tables, "primary_csv"), _csv(tables, "associations_summary_csv")
         calibration = _csv(tables, "calibration_csv")  # only when make calibrate has written it
         power = _csv(tables, "power_csv")
         top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power)
-        bodies["replication"] = Body(replication_section(rep, RULES))
-    if "control_csv" in tables:  # the positive control, before the replication table
+        if "replication" in sections:
+            sections["replication"] = Body(replication_section(rep, RULES))
+    if "control_csv" in tables:  # the positive control: built from its CSVs (FROM_CSVS)
         wvar = _csv(tables, "np_variance_csv")
-        bodies["control"] = Body(control_section(tables, _csv(tables, "primary_csv"), wvar))
-        tables = {"control": "", **tables}
-    sections = [
-        (SECTIONS[k][0], SECTIONS[k][1], bodies.get(k, p))
-        for k, p in tables.items()
-        if k in SECTIONS
-    ]
-    lead = int("control" in tables) + int("replication" in tables)
+        sections["control"] = Body(control_section(tables, _csv(tables, "primary_csv"), wvar))
     confirmed = confirm_sections(tables)  # "Confirmed on fresh seeds" (when confirm: is on)
-    sections[lead:lead] = confirmed
-    assemble_report(sections, out, preface, lead + len(confirmed), runs, top, provenance)
+    ordered, lead = compose(sections, confirmed)
+    assemble_report(ordered, out, preface, lead, runs, top, provenance)
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
         text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
         atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))

@@ -2,7 +2,9 @@
 then the replication table with a rule id per row and the rules listed once below it.
 
 ``rules`` (rule id → text) and ``alpha`` come from the analysis (``replication.RULES``,
-``stats.ALPHA``), handed over by the report job: the report does not import the analysis.
+``stats.ALPHA``), handed over by the report job: the report does not import the analysis. The
+sentences are templates/bottom_line/*.md, filled with the numbers (a word chosen by a rule, such
+as "rejects the null", stays beside the rule).
 """
 
 from __future__ import annotations
@@ -57,41 +59,50 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
     for row in primary.itertuples(index=False):
         name = NAMES.get(row.feature, row.feature)
         if not np.isfinite(row.p):
-            parts.append(f"{name}: cannot be measured")
+            parts.append(prose.render("bottom_line/unmeasured", name=name))
             continue
-        verdict = "rejects the null" if row.p_bh < alpha else "does not reject it"
-        held = getattr(row, "signs_held", None)
-        signs = f", effect signs held in {held} models" if isinstance(held, str) else ""
-        ruled = getattr(row, "ruled_out", None)
-        signs += f", reversal by Δ ruled out in {ruled}" if isinstance(ruled, str) else ""
+        held, ruled = getattr(row, "signs_held", None), getattr(row, "ruled_out", None)
+        signs = prose.render("bottom_line/signs_held", held=held) if isinstance(held, str) else ""
+        if isinstance(ruled, str):
+            signs += prose.render("bottom_line/ruled_out", ruled=ruled)
         parts.append(
-            f"{name} {views_text(row)}, BH p = {format_cell(row.p_bh)} ({verdict}{signs}); "
-            + effect_phrase(name, row, alpha)
+            prose.render(
+                "bottom_line/primary_claim",
+                name=name,
+                views=views_text(row),
+                p_bh=format_cell(row.p_bh),
+                verdict="rejects the null" if row.p_bh < alpha else "does not reject it",
+                signs=signs,
+                effect=effect_phrase(name, row, alpha),
+            )
         )
     smallest = int(primary["arrangements"].max()) if primary["arrangements"].notna().any() else 0
-    floor = f"; smallest attainable p = 1/{smallest:,}" if smallest else ""
-    return (
-        "Primary family (between-seed contrasts pooled over sizes, exact seed permutation"
-        f"{floor}): " + "; ".join(parts) + "."
-    )
+    floor = prose.render("bottom_line/primary_floor", smallest=f"{smallest:,}") if smallest else ""
+    return prose.render("bottom_line/primary", floor=floor, claims="; ".join(parts))
 
 
 def views_text(row) -> str:
     """'level (train loss) p_clock = …, p_scale = …; co-movement (val loss) p_clock = …, p_scale
     = …; joint p over level+comove = …': each view's conditions and the claim's p over the
     primary views (a table without views: the level's two p's)."""
-    parts = [f"p_clock = {format_cell(row.p_clock)}, p_scale = {format_cell(row.p_scale)}"]
+    level = view_p(row.p_clock, row.p_scale)
     views = getattr(row, "views", None)
     if not isinstance(views, str):
-        return parts[0]
-    parts = [f"level (train loss) {parts[0]}"]
+        return level
+    comove = ""
     if hasattr(row, "p_co_clock"):
-        parts.append(
-            f"co-movement (val loss) p_clock = {format_cell(row.p_co_clock)}, p_scale = "
-            f"{format_cell(row.p_co_scale)}"
-        )
+        pair = view_p(row.p_co_clock, row.p_co_scale)
+        comove = prose.render("bottom_line/view_comove", pair=pair)
     how = "joint min-p" if "+" in views else "p"
-    return "; ".join(parts) + f"; claim's {how} over {views} = {format_cell(row.p)}"
+    p = format_cell(row.p)
+    return prose.render("bottom_line/views", level=level, comove=comove, how=how, views=views, p=p)
+
+
+def view_p(p_clock: float, p_scale: float) -> str:
+    """'p_clock = …, p_scale = …' of one view."""
+    return prose.render(
+        "bottom_line/view_p", p_clock=format_cell(p_clock), p_scale=format_cell(p_scale)
+    )
 
 
 def effect_phrase(name: str, row, alpha: float) -> str:
@@ -100,19 +111,29 @@ def effect_phrase(name: str, row, alpha: float) -> str:
     (an infinite end: '≥ low' or '≤ high'; two finite ends: the interval), and the claim's
     verdicts by the rule."""
     low, high = float(row.effect_ci_low), float(row.effect_ci_high)
-    level = f"one-sided {100 * (1 - alpha):g} % bound"
-    if np.isfinite(low) and np.isposinf(high):
-        shown = f"{format_cell(row.effect)} (≥ {format_cell(low)}, {level})"
-    elif np.isneginf(low) and np.isfinite(high):
-        shown = f"{format_cell(row.effect)} (≤ {format_cell(high)}, {level})"
-    else:
-        shown = interval_text(row.effect, low, high)
+    # a one-sided bound (the other end infinite) is said as one; else the interval
+    side, end = ("≥", low) if np.isposinf(high) else ("≤", high) if np.isneginf(low) else ("", 0)
+    shown = (
+        prose.render(
+            "bottom_line/bound",
+            effect=format_cell(row.effect),
+            side=side,
+            end=format_cell(end),
+            level=f"{100 * (1 - alpha):g}",
+        )
+        if side and np.isfinite(end)
+        else interval_text(row.effect, low, high)
+    )
     co = getattr(row, "best_view", None) == "comove"
-    delta = f"Δ_co = {format_cell(row.sesoi_co)}" if co else f"Δ = {format_cell(row.sesoi)}"
-    which = " (co-movement view)" if co else ""
-    return (
-        f"{name} effect{which} {shown} at {delta}: {row.verdict} (at Δ/2: "
-        f"{row.verdict_half_sesoi}, at 2Δ: {row.verdict_double_sesoi})"
+    return prose.render(
+        "bottom_line/effect",
+        name=name,
+        which=" (co-movement view)" if co else "",
+        shown=shown,
+        delta=f"Δ_co = {format_cell(row.sesoi_co)}" if co else f"Δ = {format_cell(row.sesoi)}",
+        verdict=row.verdict,
+        half=row.verdict_half_sesoi,
+        double=row.verdict_double_sesoi,
     )
 
 
@@ -128,17 +149,26 @@ def power_sentence(power: pd.DataFrame | None) -> str:
     for row in power.itertuples(index=False):
         name = NAMES.get(row.feature, row.feature)
         if not np.isfinite(row.power_at_sesoi):
-            parts.append(f"{name}: {row.note}.")
+            parts.append(prose.render("bottom_line/power_none", name=name, note=row.note))
             continue
         need = (
-            f"80 % power needs β ≥ {row.mde_80:.2f}"
+            prose.render("bottom_line/power_needs", mde=f"{row.mde_80:.2f}")
             if np.isfinite(row.mde_80)
-            else "80 % power is not reached at any β ≤ 1"
+            else prose.render("bottom_line/power_unreached")
         )
         parts.append(
-            f"{name}: power at Δ = {row.sesoi:g} is {row.power_at_sesoi:.2f} [MC "
-            f"{row.power_mc_low:.2f}, {row.power_mc_high:.2f}]; {need} ({row.models:.0f} models × "
-            f"{row.seeds:.0f} seeds × {row.checkpoints:.0f} checkpoints; simulator's model)."
+            prose.render(
+                "bottom_line/power",
+                name=name,
+                sesoi=f"{row.sesoi:g}",
+                power=f"{row.power_at_sesoi:.2f}",
+                low=f"{row.power_mc_low:.2f}",
+                high=f"{row.power_mc_high:.2f}",
+                need=need,
+                models=f"{row.models:.0f}",
+                seeds=f"{row.seeds:.0f}",
+                checkpoints=f"{row.checkpoints:.0f}",
+            )
         )
     return " ".join([*parts, views_power_sentence(views)]).strip()
 
@@ -158,13 +188,12 @@ def views_power_sentence(views: pd.DataFrame) -> str:
             for r in rows.itertuples(index=False)
         )
 
-    return (
-        "At this design, the claim's joint test at Δ_co (innovation coupling): "
-        f'{listed("innovation", "joint")}, and "reproduced" (every model\'s sign held and its '
-        f"reversal by Δ ruled out): {listed('innovation', 'reproduced')}; under the stated model "
-        f"at Δ: joint {listed('level', 'joint')}, reproduced {listed('level', 'reproduced')} "
-        "(persistent process on the fitted noise; every view, 3 / 5 / 8 seeds × 51 / 101 / 201 "
-        "checkpoints: power.csv)."
+    return prose.render(
+        "bottom_line/views_power",
+        innovation_joint=listed("innovation", "joint"),
+        innovation_reproduced=listed("innovation", "reproduced"),
+        level_joint=listed("level", "joint"),
+        level_reproduced=listed("level", "reproduced"),
     )
 
 
@@ -190,10 +219,13 @@ def beats_sentence(
     if not total:
         return ""
     rate = null_rate("beats_clock (pooled)", study_seeds(summary), calibration)
-    return (
-        f"Exploratory: {k} of {total} topological features beat the clock against train "
-        f"loss (pooled seed contrast, p < {alpha:g} with the raw ρ's sign; expected under the "
-        f"null ≈ {rate.expected(total)}: {rate.label()})."
+    return prose.render(
+        "bottom_line/beats",
+        k=k,
+        total=total,
+        threshold=f"{alpha:g}",
+        expected=rate.expected(total),
+        rate=rate.label(),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from topotrain.config import CONFIDENCE
 from topotrain.report import prose
 from topotrain.report.markdown import Body, format_cell, to_markdown
 
@@ -40,8 +41,9 @@ def confirmation_view(conf: pd.DataFrame) -> pd.DataFrame:
     again = ["effect", "effect_ci_low", "effect_ci_high"]
     out = conf[["feature", "target", "sign", "source", "view"]].copy()
     out["sign"] = [f"{int(s):+d}" for s in conf["sign"]]
-    out["discovery effect [95 %]"] = [with_interval(*r) for r in conf[found].to_numpy(float)]
-    out["confirmation effect [95 %]"] = [with_interval(*r) for r in conf[again].to_numpy(float)]
+    level = f"[{100 * CONFIDENCE:g} %]"
+    out[f"discovery effect {level}"] = [with_interval(*r) for r in conf[found].to_numpy(float)]
+    out[f"confirmation effect {level}"] = [with_interval(*r) for r in conf[again].to_numpy(float)]
     out["p"], out["p_bh"] = conf["p"].astype(float), conf["p_bh"].astype(float)
     out["p_bh, other sign"] = conf["p_bh_reversed"].astype(float)
     out["verdict"] = conf["verdict"]

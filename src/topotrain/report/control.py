@@ -1,4 +1,5 @@
-"""The grokking control in the report: per-seed curves and the "Positive control" section."""
+"""The grokking control in the report: per-seed curves and the "Positive control" section, its
+sentences templates/control/*.md filled with the numbers."""
 
 from __future__ import annotations
 
@@ -96,10 +97,8 @@ def comove_clause(leads: pd.DataFrame, feature: str) -> str:
     if feature not in rows.index or "co_effect" not in rows:
         return ""
     row = rows.loc[feature]
-    return (
-        f"its step-to-step co-movement with test loss (`seed_comove`, exploratory) has "
-        f"β_co {_interval(row, 'co_')}, beyond the norm {_interval(row, 'co_norm_')}"
-    )
+    plain, norm = _interval(row, "co_"), _interval(row, "co_norm_")
+    return prose.render("control/comove", plain=plain, norm=norm)
 
 
 def power_sentence(
@@ -110,37 +109,32 @@ def power_sentence(
     topological feature here, beside what it gives TP0 in the GPT study."""
     row = verdicts.iloc[0]  # the positive control's own claim (emb_h1_total)
     found = row["verdict"] == "reproduced"
-    parts = [
-        f"The between-seed contrast with test loss {'finds' if found else 'does not find'} "
-        f"the pre-named embedding H1 here ({_contrast(row['statistic'], row['p'])}, "
-        f"{row['note']})"
-    ]
+    contrast = _contrast(row["statistic"], row["p"])
+    finds = "finds" if found else "does not find"
+    parts = [prose.render("control/power_h1", finds=finds, contrast=contrast, note=row["note"])]
     if "feature" in verdicts:
         parts.append(comove_clause(leads, row["feature"]))
     known = leads.set_index("feature").loc[KNOWN] if KNOWN in set(leads["feature"]) else None
     works = known is not None and known["contrast_p"] < ALPHA
     if known is not None:
-        parts.append(
-            f"it {'finds' if works else 'does not find'} the known progress measure, "
-            f"the Fourier share ({_contrast(known['contrast_rho'], known['contrast_p'])})"
-        )
+        contrast = _contrast(known["contrast_rho"], known["contrast_p"])
+        finds = "finds" if works else "does not find"
+        parts.append(prose.render("control/power_known", finds=finds, contrast=contrast))
     if primary is not None and "h0_total" in set(primary.get("feature", [])):
         tp0 = primary.set_index("feature").loc["h0_total"]
         parts.append(
-            f"in the GPT study the same test, pooled over "
-            f"{len(str(tp0['models']).split(';'))} models, gives TP0 p = "
-            f"{_fmt_p(tp0['p_clock'])} against the clock and {_fmt_p(tp0['p_scale'])} "
-            f"against the scale (primary family, BH-adjusted {_fmt_p(tp0['p_bh'])})"
+            prose.render(
+                "control/power_gpt",
+                models=len(str(tp0["models"]).split(";")),
+                p_clock=_fmt_p(tp0["p_clock"]),
+                p_scale=_fmt_p(tp0["p_scale"]),
+                p_bh=_fmt_p(tp0["p_bh"]),
+            )
         )
-    if works:
-        parts.append(
-            "so the test does find a real signal in real training at 8 seeds of one "
-            "model; the GPT study has 3 seeds per model pooled over 5, whose power the "
-            "calibration suite gives (about half the time for a signal a tenth of the "
-            "loss's fluctuation)"
-        )
+    if works:  # the test finds the known effect: the GPT study's power is what limits it
+        parts.append(prose.render("control/power_shown"))
     else:
-        parts.append("so the test's power behind the GPT study's negative findings is not shown")
+        parts.append(prose.render("control/power_not_shown"))
     return "; ".join(filter(None, parts)) + "."
 
 
@@ -153,12 +147,14 @@ def _said(row: pd.Series, alpha: float) -> str:
     effect = (
         f"effect {interval_text(*ends, lambda v: f'{v:.2f}')}"
         if np.isfinite(ends[0]) and np.isfinite(ends[1])
-        else "no effect interval with this few seeds"
+        else prose.render("control/no_effect_interval")
     )
-    found = _found(row, alpha)
-    return (
-        f"{'tracks' if found else 'does not track'} each seed's test loss between seeds "
-        f"(ρ {row['contrast_rho']:.2f}, exact p {row['contrast_p']:.2g}, {effect})"
+    return prose.render(
+        "control/tracks",
+        tracks="tracks" if _found(row, alpha) else "does not track",
+        rho=f"{row['contrast_rho']:.2f}",
+        p=f"{row['contrast_p']:.2g}",
+        effect=effect,
     )
 
 
@@ -167,31 +163,26 @@ def monitor_sentence(table: pd.DataFrame, alpha: float = ALPHA) -> str:
     answer) beside WeightWatcher's α's, and whether α's survives the Fourier measure."""
     rows = table.set_index("feature")
     if KNOWN not in rows.index:
-        return "The control's table has no Fourier measure: nothing known to compare with."
+        return prose.render("control/monitor_no_fourier")
     known = rows.loc[KNOWN]
-    text = "In the control, Nanda et al.'s Fourier measure, the known progress measure, " + _said(
-        known, alpha
-    )
+    text = prose.render("control/monitor_known", said=_said(known, alpha))
     if "ww_alpha_mean" not in rows.index:
-        return (
-            text
-            + "; WeightWatcher's α is not in the control's tables (topology.weightwatcher is off)."
-        )
+        return prose.render("control/monitor_no_alpha", known=text)
     a = rows.loc["ww_alpha_mean"]
     if not _found(known, alpha):
-        judged = "the test does not find the known answer here, so it cannot judge α"
+        judged = prose.render("control/judged_cannot")
     elif _found(a, alpha):
-        judged = "as a monitor of generalisation α agrees with the known answer here"
+        judged = prose.render("control/judged_agrees")
     else:
-        judged = "as a monitor of generalisation α misses what the known measure shows here"
-    beyond = (
-        f"beyond the Fourier measure p {a['p_fourier']:.2g}"
-        if np.isfinite(a["p_fourier"])
-        else "beyond the Fourier measure undefined"
-    )
-    return (
-        f"{text}; WeightWatcher's α (mean over the control's matrices) {_said(a, alpha)}, "
-        f"raw ρ {a['raw_rho']:.2f} within seeds; {beyond}: {judged}."
+        judged = prose.render("control/judged_misses")
+    p = f"p {a['p_fourier']:.2g}" if np.isfinite(a["p_fourier"]) else "undefined"
+    return prose.render(
+        "control/monitor",
+        known=text,
+        said=_said(a, alpha),
+        raw_rho=f"{a['raw_rho']:.2f}",
+        beyond=prose.render("control/beyond_fourier", p=p),
+        judged=judged,
     )
 
 

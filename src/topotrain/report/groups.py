@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from topotrain.config import ALPHA
 from topotrain.report import prose
 from topotrain.report.markdown import interval_text, to_markdown
 
@@ -27,7 +28,6 @@ FAMILY_COLUMNS = [
     "p_bh",
     "verdict",
 ]
-ALPHA_SHOWN = 0.05
 
 
 def _effect(row: pd.Series, view: str) -> str:
@@ -69,7 +69,7 @@ def group_section(
     else:
         family_text = prose.render("groups/no_family", group=group)
     explore = contrasts[contrasts["role"] == "exploratory"]
-    both = explore[explore["p"] < ALPHA_SHOWN]  # p < α in both views, of one sign (claim_p)
+    both = explore[explore["p"] < ALPHA]  # p < α in both views, of one sign (claim_p)
     if len(both):
         exploratory = to_markdown(_shown(both).drop(columns=["p_bh", "verdict"]))
     else:

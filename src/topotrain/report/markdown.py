@@ -204,5 +204,24 @@ ORDER = (
     ("pythia_correlations", "pythia_embeddings"),
 )
 
+LEAD = 2  # ORDER's first two (control, replication): the confirmed sections, the findings follow
+FROM_CSVS = frozenset({"control"})  # sections the report builds from CSVs: no tables/<name>.md
+
 # table name -> (section heading, what the reader learns from it): templates/sections/<name>.md
 SECTIONS = {name: prose.section(name) for name, _ in ORDER}
+
+
+def compose(
+    tables: Mapping[str, str | Path], confirmed: Sequence[tuple[str, str, Body]] = ()
+) -> tuple[list[tuple[str, str, str | Path]], int]:
+    """REPORT.md's sections in ORDER, whatever the order of ``tables`` (section name → its
+    Markdown table file or a Body), the ``confirmed`` ones (``confirm.confirm_sections``) after
+    the LEAD sections present; and how many sections come before the findings. A name ORDER
+    lacks is an error that names it (its heading and text would be missing)."""
+    if unknown := sorted(set(tables) - {name for name, _ in ORDER}):
+        raise ValueError(f"no report section {unknown}: add it to report.markdown.ORDER")
+    present = [name for name, _ in ORDER if name in tables]
+    sections = [(*SECTIONS[name], tables[name]) for name in present]
+    lead = sum(name in tables for name, _ in ORDER[:LEAD])
+    sections[lead:lead] = confirmed
+    return sections, lead + len(confirmed)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from topotrain.config import CONFIDENCE
+
 FALSE_POSITIVE = "false-positive rate"  # calibration.csv's ``measures`` on a null scenario
 DOCUMENTED_SIMULATIONS = 1000  # simulated studies per scenario behind DOCUMENTED
 DOCUMENTED_NULL = "random_walk"  # the worst null of both pooled flags at every seed count
@@ -46,7 +48,7 @@ class NullRate:
         """What the rate is and where it comes from, for the report's text."""
         return (
             f"the calibrated false-positive rate, {self.seeds}, worst null `{self.scenario}`, "
-            f"MC 95% [{self.mc_low:.3f}, {self.mc_high:.3f}]; {self.source}"
+            f"MC {100 * CONFIDENCE:g}% [{self.mc_low:.3f}, {self.mc_high:.3f}]; {self.source}"
         )
 
 
@@ -58,7 +60,7 @@ def documented(test: str) -> pd.DataFrame:
     rows = []
     for seeds, rate in DOCUMENTED.get(test, {}).items():
         hits = round(rate * DOCUMENTED_SIMULATIONS)
-        ci = stats.binomtest(hits, DOCUMENTED_SIMULATIONS).proportion_ci(0.95, method="exact")
+        ci = stats.binomtest(hits, DOCUMENTED_SIMULATIONS).proportion_ci(CONFIDENCE, method="exact")
         rows.append([str(seeds), DOCUMENTED_NULL, rate, ci.low, ci.high])
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -4,7 +4,9 @@
 A template is one UTF-8 Markdown file, ``string.Template`` syntax (``$name`` or ``${name}``); the
 newline that ends the file is not part of it. A placeholder that stands for lines (``${notes}``)
 gets each line with its own newline, nothing when there is none. ``sections/<name>.md`` is one
-REPORT.md section's head: its ``## `` heading on the first line, then the text under it.
+REPORT.md section's head: its ``## `` heading on the first line, then the text under it. Every
+template also gets the levels (``levels``): ``$alpha`` ('0.05'), ``$alpha_pct`` ('5') and
+``$confidence_pct`` ('95'; a template writes ``${confidence_pct}%`` or ``$confidence_pct %``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 from string import Template
+
+from topotrain.config.constants import ALPHA, CONFIDENCE
 
 ROOT = "templates"
 SUFFIX = ".md"
@@ -40,9 +44,22 @@ def template(name: str) -> Template:
     return Template(text.removesuffix("\n"))
 
 
+def levels() -> dict[str, str]:
+    """The placeholders every template gets, from the one constant each (ALPHA, CONFIDENCE)."""
+    return {
+        "alpha": f"{ALPHA:g}",
+        "alpha_pct": f"{100 * ALPHA:g}",
+        "confidence_pct": f"{100 * CONFIDENCE:g}",
+    }
+
+
 def render(name: str, /, **values: object) -> str:
-    """The template ``name`` with every placeholder filled (KeyError names one left unfilled)."""
-    return template(name).substitute(values)
+    """The template ``name`` with every placeholder filled, the levels (``levels``) and
+    ``values`` (KeyError names one left unfilled; a value may not restate a level)."""
+    shared = levels()
+    if restated := sorted(shared.keys() & values.keys()):
+        raise ValueError(f"{name}: {restated} come from the constants, not the caller")
+    return template(name).substitute(shared, **values)
 
 
 def lines(items: list[str]) -> str:

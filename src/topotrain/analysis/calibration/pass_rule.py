@@ -14,15 +14,21 @@ import functools
 import numpy as np
 from scipy import stats
 
-PASS_LEVEL = 0.95  # a row at its nominal rate passes at least this often
+from topotrain.config import ALPHA
+
+# a row at its nominal rate passes at least this often: the suite's own design (with FAIL_POWER
+# it sets the draws a row needs), not the study's α, which the suite checks each test keeps
+PASS_LEVEL = 0.95
 FAIL_POWER = 0.80  # a row at EXCESS × nominal fails at least this often from draws_needed on
 EXCESS = 2.0  # the rate, as a multiple of nominal, that the draws must tell from nominal
+Z95 = float(stats.norm.ppf(1 - ALPHA / 2))  # the normal quantile of a 95 % (CONFIDENCE) interval
 
 
 def clopper_pearson(hits: int, n: int) -> tuple[float, float]:
-    """The exact (Clopper–Pearson) 95 % interval of a rate of ``hits`` "yes" in n draws."""
-    low = stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0
-    high = stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+    """The exact (Clopper–Pearson) interval at CONFIDENCE = 1 − ALPHA (95 %) of a rate of
+    ``hits`` "yes" in n draws: the beta quantiles at ALPHA/2 and 1 − ALPHA/2."""
+    low = stats.beta.ppf(ALPHA / 2, hits, n - hits + 1) if hits else 0.0
+    high = stats.beta.ppf(1 - ALPHA / 2, hits + 1, n - hits) if hits < n else 1.0
     return float(low), float(high)
 
 

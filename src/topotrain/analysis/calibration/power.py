@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.calibration.pass_rule import clopper_pearson
+from topotrain.analysis.calibration.pass_rule import Z95, clopper_pearson
 from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, NOISE, STEP, _ar, _trends
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import CLAIMS, VIEWS
@@ -62,7 +62,6 @@ SESOI = DEFAULTS["analysis"]["sesoi"]
 SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]
 TARGET_POWER = 0.8
 GRID = 4  # the MDE search grid: β = j·Δ/GRID for j = 0, 1, … while β ≤ 1
-Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
 NOTE = "simulator's model: β planted in the level view's scale; the level pair only"
 VERSION = 2  # part of the cache key: bump when the computation changes
 LEVEL = VIEWS["level"][1]  # the level view's conditions: clock and scale → (contrast, partial on)

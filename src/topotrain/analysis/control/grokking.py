@@ -57,7 +57,7 @@ from topotrain.analysis.inference.verdicts import (
     REPRODUCED,
     decide_claim,
 )
-from topotrain.config import DEFAULTS
+from topotrain.config import CONFIDENCE, DEFAULTS
 
 TARGET = "test_loss"
 NORM, FOURIER, WVAR = "weight_l2", "fourier_top5", "np_wvar_mean"
@@ -219,17 +219,18 @@ def feature_table(df: pd.DataFrame, seeds: pd.DataFrame, features: list[str]) ->
 
 
 VERDICT_COLUMNS = ["claim", "feature", "verdict", "statistic", "p", "rule", "note"]
+SAID_ALPHA, SAID_LEVEL = f"{ALPHA:g}", f"{100 * CONFIDENCE:g} %"  # the rules' "0.05", "95 %"
 RULES = {
-    "tracks": "between-seed contrast with test loss p < 0.05 (exact, all k! seed orders)",
-    "leads": "reproduced: median lead > 0 with sign-flip p < 0.05 and onset–grokking Spearman "
-    "p < 0.05 with ρ > 0; artefact: leads, and the onset's effect on the grokking step is shown "
-    "below Δ = {delta:g} (its 95 % interval's upper end: the onset does not follow its seed's "
-    "grokking, the clock); inconclusive: leads, neither shown; not reproduced: lags (median < 0, "
-    "p < 0.05)",
-    "beats": "reproduced: the contrast partial on {what} has p < 0.05 with the plain contrast's "
-    "sign; artefact: the plain contrast is significant and the partial's effect in its sign is "
-    "shown below Δ = {delta:g} (the 95 % interval's end: {what} explains it); inconclusive: "
-    "neither shown (a partial p ≥ 0.05 alone shows nothing)",
+    "tracks": f"between-seed contrast with test loss p < {SAID_ALPHA} (exact, all k! seed orders)",
+    "leads": f"reproduced: median lead > 0 with sign-flip p < {SAID_ALPHA} and onset–grokking "
+    f"Spearman p < {SAID_ALPHA} with ρ > 0; artefact: leads, and the onset's effect on the "
+    f"grokking step is shown below Δ = {{delta:g}} (its {SAID_LEVEL} interval's upper end: the "
+    "onset does not follow its seed's grokking, the clock); inconclusive: leads, neither shown; "
+    f"not reproduced: lags (median < 0, p < {SAID_ALPHA})",
+    "beats": f"reproduced: the contrast partial on {{what}} has p < {SAID_ALPHA} with the plain "
+    "contrast's sign; artefact: the plain contrast is significant and the partial's effect in "
+    f"its sign is shown below Δ = {{delta:g}} (the {SAID_LEVEL} interval's end: {{what}} "
+    f"explains it); inconclusive: neither shown (a partial p ≥ {SAID_ALPHA} alone shows nothing)",
 }
 SMALL = "; reproduced, below Δ: reproduced, and the effect is shown below Δ too"
 

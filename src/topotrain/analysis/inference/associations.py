@@ -341,7 +341,7 @@ def association_table(
     contrast = contrast_table(df, list(features), list(targets), seed, inputs).assign(
         ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]
     )
-    log.info("associations: effects [95 %% intervals] of the between-seed contrasts")
+    log.info("associations: effects [%g %% intervals] of the seed contrasts", 100 * CONFIDENCE)
     effects = effect_table(df, [f for f, _ in features], list(targets), seed, inputs)
     contrast = with_effects(contrast, effects)
     table = pd.DataFrame(rows)

@@ -35,6 +35,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from topotrain.config import ALPHA
+
 RESIDUAL_TOL = 1e-12  # rank residuals with Σe² below this fraction of Σ(r − r̄)² are exactly zero
 EXACT_SEEDS = 8  # all k! permutations up to this many seeds (40 320)
 EXACT_LIMIT = 2_000_000  # pooled null enumerated up to this many arrangements
@@ -309,7 +311,7 @@ def contrast_cell(
         what = f"after conditioning on {cond}'s" if cond else "in the"
         return row | {"note": f"nothing varies {what} seed deviations: ρ undefined"}, null
     row |= {"rho": float(null[0]), "p": permutation_p(null, "two-sided", exact)}
-    if exact and 2 / len(perms) >= 0.05:
+    if exact and 2 / len(perms) >= ALPHA:
         row["note"] = f"{k} seeds: smallest attainable two-sided p = 2/{len(perms)}"
     return row, null
 
@@ -384,11 +386,8 @@ def pooled_row(
         method += ", on the seeds' co-movement (differenced deviations, RMS-scaled per step)"
     if cond:
         method += f" (the feature re-regressed on {cond} each time)"
-    note = (
-        f"{len(per_model) - len(keep)} models undefined, left out"
-        if len(keep) < len(per_model)
-        else ""
-    )
+    missing = len(per_model) - len(keep)
+    note = f"{missing} models undefined, left out" if missing else ""
     note = "; ".join(
         filter(None, [note, f"{null.size} arrangements: smallest p = {1 / null.size:.3g}"])
     )

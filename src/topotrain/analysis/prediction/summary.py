@@ -12,10 +12,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from topotrain.analysis.inference.stats import sign_flip_p, spearman_exact
+from topotrain.analysis.inference.stats import ALPHA, sign_flip_p, spearman_exact
 from topotrain.analysis.prediction.predict import METHODS, PLACEBOS, TOPOLOGY_METHODS
 
-P_LEVEL = 0.05  # significance level used for the Wilcoxon note
 REFERENCE = "loss_only"
 CONTROLS = {"topology_only": "last_loss", "combined": "mean_loss_only_last"}  # same averaging
 RIVALS = {  # what a topology method must beat (beats_placebos); its strongest is ``rival``
@@ -47,7 +46,7 @@ def wilcoxon_vs_reference(err: np.ndarray, ref: np.ndarray) -> tuple[float, floa
     """Paired two-sided Wilcoxon signed-rank of err vs ref: (statistic, p, n non-zero, note).
 
     Rule: with n non-zero differences the smallest exact two-sided p is 2^(1−n); if that is
-    ≥ P_LEVEL (n < 6 for 0.05) the note says the test cannot reach p < P_LEVEL. Runs are treated
+    ≥ ALPHA (n < 6 for 0.05) the note says the test cannot reach p < ALPHA. Runs are treated
     as independent (the paper's test) though a model's seeds share a fit: see model_paired_test.
     """
     n = int(np.count_nonzero(err - ref))
@@ -58,9 +57,9 @@ def wilcoxon_vs_reference(err: np.ndarray, ref: np.ndarray) -> tuple[float, floa
     except ValueError as exc:
         return float("nan"), float("nan"), n, f"wilcoxon failed: {exc}"
     note, p_min = "", 2.0 ** (1 - n)
-    if p_min >= P_LEVEL:
+    if p_min >= ALPHA:
         note = f"with n={n} paired runs the smallest two-sided p is {p_min:.4g}: "
-        note += f"cannot reach p<{P_LEVEL}"
+        note += f"cannot reach p<{ALPHA:g}"
     return float(res.statistic), float(res.pvalue), n, note
 
 

@@ -49,7 +49,7 @@ A_RULES = {
     f"< {T2_P:g} but a model's row is an artefact (t2's: the effect shown below Δ); "
     f"inconclusive if < {T2_P:g} otherwise; not reproduced if ≥ {T2_P:g}; not evaluated if a "
     "model is absent.",
-    "t3": "Models where the paper's ρ(NP, train loss) has p < 0.05: ours = how many have a "
+    "t3": f"Models where the paper's ρ(NP, train loss) has p < {ALPHA:g}: ours = how many have a "
     "between-seed effect estimate of its sign in both views (the raw ρ of each seed, which the "
     f"clock drives, does not decide); reproduced if {PRIMARY} rejects {SIGNS} (below Δ if its "
     f"effect is also shown small); artefact if not and {SMALL}; inconclusive otherwise and if "
@@ -57,7 +57,7 @@ A_RULES = {
     f"never not reproduced); not evaluated if one is absent. {WORD}",
     "t4": "Spearman of mean |raw ρ(TP1, train loss)| vs N, exact permutation p (5 sizes: smallest "
     f"1/120); reproduced if ρ < 0 with p < {ALPHA:g}, neither of {TREND} falls as strongly and "
-    "the model the paper finds non-significant has a seed_contrast exact p ≥ 0.05 (with 3 "
+    f"the model the paper finds non-significant has a seed_contrast exact p ≥ {ALPHA:g} (with 3 "
     "seeds that p cannot go below 1/6, so that part always holds and is noted); artefact if a "
     f"baseline falls as strongly; not reproduced if ρ ≥ 0; inconclusive otherwise; not "
     f"evaluated below {MIN_MODELS} models or without that model.",

@@ -25,6 +25,7 @@ from topotrain.analysis.inference.verdicts import (
     paper_series,
     rank_rho,
 )
+from topotrain.config import CONFIDENCE
 
 T6_PEAK = (0.04, 0.06)  # Table 6's "peak change at 4–6% of training"
 SIZE_RULES = {
@@ -48,9 +49,10 @@ SIZE_RULES = {
     "not reproduced if fewer than half do, inconclusive otherwise; not evaluated below "
     f"{MIN_MODELS} models.",
     "t7": "Log-log slope of the final value against N (OLS of log y on log N, the paper's "
-    "exponent) with its 95% t-interval (5 models: 3 degrees of freedom); inconclusive if the "
-    "interval spans 0 or is undefined; reproduced if the paper's exponent lies in it; not "
-    f"reproduced otherwise; not evaluated if the feature is absent or below {MIN_MODELS} models.",
+    f"exponent) with its {100 * CONFIDENCE:g}% t-interval (5 models: 3 degrees of freedom); "
+    "inconclusive if the interval spans 0 or is undefined; reproduced if the paper's exponent "
+    "lies in it; not reproduced otherwise; not evaluated if the feature is absent or below "
+    f"{MIN_MODELS} models.",
 }
 
 
