@@ -106,9 +106,10 @@ def run_weight_topology_job(
             f"{out['record']} (and its .npz) to drop the step from the run"
         )
     files, hashes, label = checkpoint_files(checkpoint)
+    layer_map = _read_json(layers)
     topo = dict(params["topology"])
     topo["engine"] = Options.of(topo).engine  # resolved: the record names the engine that ran
-    records, diagrams = run_checkpoint_topology(files, _read_json(layers), label, topo, threads)
+    records, diagrams = run_checkpoint_topology(files, layer_map, label, topo, threads)
     if hashes is None:
         hashes = weight_hashes(files)
     doc = {

@@ -26,9 +26,9 @@ def checkpoint_topology(
     from topotrain.sources.checkpoint import open_checkpoint
     from topotrain.topology.record import Options, record
 
+    tensors = open_checkpoint(path)  # source → topology
     options = Options(max_points, seed, maxdim, engine)
-    source = f"checkpoint {path}"
-    return record(open_checkpoint(path), patterns, options, n_threads=n_threads, source=source)
+    return record(tensors, patterns, options, n_threads=n_threads, source=f"checkpoint {path}")
 
 
 def write_checkpoint_topology(
@@ -50,14 +50,16 @@ def write_checkpoint_topology(
     unrecorded), "layers"}.
     """
     from topotrain.io import write_record
-    from topotrain.sources.checkpoint import trained_numerics
-    from topotrain.topology.record import Options
+    from topotrain.sources.checkpoint import open_checkpoint, trained_numerics
+    from topotrain.topology.record import Options, record
 
-    params = {"patterns": list(patterns), **Options(max_points, seed, maxdim, engine).params()}
-    records, diagrams = checkpoint_topology(ckpt_path, n_threads=n_threads, **params)
-    numerics = trained_numerics(ckpt_path)
+    tensors, numerics = open_checkpoint(ckpt_path), trained_numerics(ckpt_path)  # source
+    options = Options(max_points, seed, maxdim, engine)
+    source = f"checkpoint {ckpt_path}"
+    records, diagrams = record(tensors, patterns, options, n_threads=n_threads, source=source)
+    params = {"patterns": list(patterns), **options.params()}
     doc = {"checkpoint": str(ckpt_path), "params": params, "numerics": numerics, "layers": records}
-    write_record(out_json, out_npz, doc, diagrams)
+    write_record(out_json, out_npz, doc, diagrams)  # write
     return records
 
 
