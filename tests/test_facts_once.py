@@ -198,3 +198,45 @@ def test_a_template_says_the_levels_of_the_constants(monkeypatch):
     shared = prose.render("groups/section", **dict.fromkeys(keys, ""), n_explore=9, n_both=1)
     assert "1 of 9 exploratory rows have p < 0.01 beyond both" in shared
     assert "about 1 % of the time" in shared
+
+
+NAMED_ONCE = {  # a fact stated as a literal: where it lives
+    ("train_loss", "val_loss"): "config/constants.py",  # LOSSES
+    ("effective_rank", "participation_ratio", "spectral_alpha"): "topology/spectral.py",  # SPECTRAL
+    ("resume.pt",): "training/run_state.py",  # RESUME
+    ("_scalefree",): "topology/registry.py",  # SCALEFREE
+}
+
+
+def literal_facts(tree: ast.AST) -> list[tuple]:
+    """Every tuple or list literal of strings, and every lone string, that states a NAMED_ONCE fact
+    (a docstring aside)."""
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+        ):
+            value = tuple(e.value for e in node.elts)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            value = () if id(node) in docstrings else (node.value,)
+        else:
+            continue
+        if value in NAMED_ONCE:
+            found.append(value)
+    return found
+
+
+def test_the_losses_the_spectral_keys_resume_and_the_scale_free_suffix_are_stated_once():
+    where = {fact: [] for fact in NAMED_ONCE}
+    for path in PACKAGE.rglob("*.py"):
+        for fact in literal_facts(ast.parse(path.read_text(encoding="utf-8"))):
+            where[fact].append(str(path.relative_to(PACKAGE)))
+    assert where == {fact: [home] for fact, home in NAMED_ONCE.items()}

@@ -51,9 +51,9 @@ from topotrain.analysis.inference.verdicts import (
     REPRODUCED_SMALL,
     decide_claim,
 )
-from topotrain.config import SEEDS_FOR_ALPHA
+from topotrain.config import LOSSES, SEEDS_FOR_ALPHA
 
-TARGETS = ("train_loss", "val_loss")
+TARGETS = LOSSES  # the losses a group's features are tested against
 MIN_CHECKPOINTS = 3  # a loss logged at fewer shared checkpoints is no target
 P_POSSIBLE = SEEDS_FOR_ALPHA  # seeds of one size below which no one-sided p < α exists
 USEFUL = 5  # seeds of one size from which the calibration suite finds useful power

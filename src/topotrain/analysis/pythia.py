@@ -17,13 +17,14 @@ from topotrain.analysis.aggregate import checkpoint_features, ww_features
 from topotrain.analysis.inference.stats import benjamini_hochberg, spearman_ci
 from topotrain.config import ALPHA, DEFAULTS
 from topotrain.topology import registry
+from topotrain.topology.spectral import SPECTRAL as SPECTRAL_KEYS
 from topotrain.topology.vietoris_rips import UNNAMED
 
 _PYTHIA = DEFAULTS["pythia"]  # the schema's pythia: defaults
 _ANALYSIS_SEED = DEFAULTS["analysis"]["bootstrap_seed"]
 
 TOPOLOGICAL = registry.diagram_features()  # of the embedding cloud, in the tested order
-SPECTRAL = ["effective_rank", "participation_ratio", "spectral_alpha"]
+SPECTRAL = list(SPECTRAL_KEYS)  # the embedding cloud's spectral baselines
 
 
 def read_records(paths: list[str | Path]) -> list[dict]:

@@ -31,7 +31,7 @@ from topotrain.analysis.inference.associations import (
     feature_kinds,
 )
 from topotrain.analysis.inference.stats import MIN_RUN, TOO_SHORT
-from topotrain.config import DEFAULTS
+from topotrain.config import DEFAULTS, LOSSES
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
@@ -90,7 +90,7 @@ def run_tables(
 
 def logged_targets(table: pd.DataFrame) -> list[str]:
     """The losses with at least MIN_CHECKPOINTS finite values: what associations can target."""
-    return [t for t in ("train_loss", "val_loss") if table[t].notna().sum() >= MIN_CHECKPOINTS]
+    return [t for t in LOSSES if table[t].notna().sum() >= MIN_CHECKPOINTS]
 
 
 def run_features(table: pd.DataFrame) -> list[str]:
@@ -119,7 +119,7 @@ def run_analysis(
         assoc = association_table(table, features, n_resamples, seed, targets=targets)
         summary = association_summary(assoc)
     else:
-        logged = int(table[["train_loss", "val_loss"]].notna().any(axis=1).sum())
+        logged = int(table[list(LOSSES)].notna().any(axis=1).sum())
         why = (
             "give the run `losses:`"
             if not logged

@@ -28,7 +28,14 @@ from topotrain.config.checks import (
     train_problems,
 )
 from topotrain.config.coerce import coerce_config, float_integers, order_like_schema
-from topotrain.config.constants import ALPHA, CONFIDENCE, ENGINE, SEEDS_FOR_ALPHA, VOCAB_SIZE
+from topotrain.config.constants import (
+    ALPHA,
+    CONFIDENCE,
+    ENGINE,
+    LOSSES,
+    SEEDS_FOR_ALPHA,
+    VOCAB_SIZE,
+)
 from topotrain.config.schema import (
     DEFAULTS,
     RUN_DEFAULTS,
@@ -42,6 +49,7 @@ from topotrain.config.schema import (
 
 __all__ = [
     "ALPHA",
+    "LOSSES",
     "CONFIDENCE",
     "DEFAULTS",
     "ENGINE",

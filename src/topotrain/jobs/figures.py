@@ -7,13 +7,12 @@ def training_figures_job(table: str, out: dict[str, str]) -> None:
     """Overview, loss curves, NP evolution and H0/H1 evolution figures."""
     import pandas as pd
 
+    from topotrain.config import LOSSES
     from topotrain.report import plots
 
     df = pd.read_parquet(table)
     plots.figure_overview(df, out["overview_png"], out["overview_pdf"])
-    plots.figure_curves(
-        df, ["train_loss", "val_loss"], out["loss_curves_png"], out["loss_curves_pdf"]
-    )
+    plots.figure_curves(df, list(LOSSES), out["loss_curves_png"], out["loss_curves_pdf"])
     plots.figure_curves(df, ["np_mean", "np_std"], out["np_evolution_png"], out["np_evolution_pdf"])
     plots.figure_curves(
         df, ["h0_total", "h1_total"], out["homology_evolution_png"], out["homology_evolution_pdf"]

@@ -17,6 +17,7 @@ import seaborn as sns  # noqa: E402
 
 from topotrain.io import atomic_write  # noqa: E402
 from topotrain.topology import registry  # noqa: E402
+from topotrain.topology.spectral import SPECTRAL  # noqa: E402
 
 LABELS = {  # the feature table's columns that are no feature (the features': topology.registry)
     "val_loss": "validation loss (nats/char)",
@@ -266,7 +267,7 @@ def figure_scaling_fits(df: pd.DataFrame, fits: pd.DataFrame, png: str, pdf: str
 
 # ---- Pythia branch ---------------------------------------------------------------------------
 PYTHIA_TOPOLOGICAL = ["h0_total", "h1_total", "h1_count", "h1_entropy"]
-PYTHIA_SPECTRAL = ["effective_rank", "participation_ratio", "spectral_alpha"]
+PYTHIA_SPECTRAL = list(SPECTRAL)
 EMBEDDING_LABELS = {  # features of the embedding cloud (not summed over layers)
     "h0_total": "H0 total persistence (embeddings)",
     "h1_total": "H1 total persistence (embeddings)",

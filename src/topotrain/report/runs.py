@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from topotrain.config import LOSSES
 from topotrain.report import prose
 
 if TYPE_CHECKING:
     import pandas as pd
 
 RUN_FIGURES = {  # figure name → the feature-table columns it draws over training steps
-    "run_losses": ["train_loss", "val_loss"],
+    "run_losses": list(LOSSES),
     "run_np": ["np_mean", "np_std"],
     "run_homology": ["h0_total", "h1_total"],
 }
@@ -180,9 +181,7 @@ def run_section(
     topology moves with its losses beyond the clock and the scale, and its phases."""
     from topotrain.report.markdown import to_markdown
 
-    counts = ", ".join(
-        f"`{c}` at {int(table[c].notna().sum())}" for c in ("train_loss", "val_loss")
-    )
+    counts = ", ".join(f"`{c}` at {int(table[c].notna().sum())}" for c in LOSSES)
     losses = f"`{params['losses']}`: {counts} checkpoints" if params.get("losses") else "none given"
     if params.get("losses_found"):
         losses += " (found: the newest checkpoint's trainer_state.json; `losses:` was not given)"

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from topotrain.config import LOSSES
+
 SPELLINGS = {
     "train_loss": ("train_loss", "loss"),
     "val_loss": ("val_loss", "eval_loss", "validation_loss"),
@@ -25,7 +27,6 @@ SPELLINGS = {
     "grad_norm": ("grad_norm",),
 }
 MEANS = ("train_loss", "grad_norm")  # averaged over a checkpoint's window; the others: last value
-LOSSES = ("train_loss", "val_loss")
 SUMMARY_KEY = "train_runtime"  # Trainer's end-of-training entry: its train_loss is the run's mean
 
 

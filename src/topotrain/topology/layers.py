@@ -118,7 +118,7 @@ def scalefree_summaries(dgms: list[np.ndarray], scale: float, maxdim: int) -> di
     diagrams hold no finite bar, and every summary is 0.
     """
     scaled = [d / scale if scale > 0 else d for d in dgms]
-    return {f"{key}_scalefree": v for key, v in diagrams_summaries(scaled, maxdim).items()}
+    return {key + registry.SCALEFREE: v for key, v in diagrams_summaries(scaled, maxdim).items()}
 
 
 class LayerParts(NamedTuple):

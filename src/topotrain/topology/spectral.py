@@ -99,6 +99,9 @@ def spectral_decay_alpha(lam: np.ndarray, k_min: int = 1, k_max: int | None = No
     return float(-slope)
 
 
+SPECTRAL = ("effective_rank", "participation_ratio", "spectral_alpha")  # spectral_summary's keys
+
+
 def spectral_summary(E: np.ndarray) -> dict[str, float]:
     """effective_rank, participation_ratio and spectral_alpha (all ranks) of cov(E).
 

@@ -22,7 +22,12 @@ from torch import nn
 from topotrain.config import DEFAULTS, check_settings
 from topotrain.io import atomic_save_safetensors, atomic_torch_save
 from topotrain.training.numerics import run_numerics
-from topotrain.training.run_state import METRICS_FILE, checkpoint_name, write_csv
+from topotrain.training.run_state import (
+    METRICS_FILE,
+    RESUME,  # model, optimizer, step, metrics at the last checkpoint
+    checkpoint_name,
+    write_csv,
+)
 
 METRICS = ("step", "train_loss", "test_loss", "train_acc", "test_acc")
 ATTENTION = "mha"  # torch's nn.MultiheadAttention, the numerics' attention field
@@ -98,9 +103,6 @@ def save_weights(model: ModularTransformer, step: int, cfg: ControlConfig, out: 
     numerics = run_numerics(model, compiled=False, attention=ATTENTION)
     meta = {"step": str(step), "control": repr(asdict(cfg)), "numerics": json.dumps(numerics)}
     atomic_save_safetensors(tensors, out / checkpoint_name(step), metadata=meta)
-
-
-RESUME = "resume.pt"  # model, optimizer, step and metric rows at the last checkpoint
 
 
 def _resume(path: Path, cfg: ControlConfig, model: nn.Module, opt: torch.optim.Optimizer):

@@ -55,13 +55,13 @@ from topotrain.analysis.inference.stats import (
     spearman_ci,
     spearman_rows,
 )
-from topotrain.config import CONFIDENCE, DEFAULTS
+from topotrain.config import CONFIDENCE, DEFAULTS, LOSSES
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 log = logging.getLogger(__name__)
 
-TARGETS = ["train_loss", "val_loss"]
+TARGETS = list(LOSSES)
 RUN_VIEWS = ["raw", "detrended", "partial_step", "partial_l2"]  # one run's checkpoints
 VIEWS = [*RUN_VIEWS, *CONTRAST_VIEWS]  # then between seeds of a model (seed_contrast)
 CLOCK_VIEWS = {"beats_clock": "seed_contrast", "beats_scale": "seed_contrast_l2"}

@@ -23,6 +23,7 @@ from topotrain.analysis.inference.seed_contrast import (
     seed_permutations,
 )
 from topotrain.analysis.inference.stats import ALPHA
+from topotrain.config import LOSSES
 
 WVAR = "np_wvar_mean"
 NP_FEATURES = ["np_mean", "np_p2_mean", "np_rieck_mean"]
@@ -70,9 +71,7 @@ def _model_rows(df, features, targets, nulls) -> list[dict]:
     return rows
 
 
-def np_variance_table(
-    df: pd.DataFrame, targets=("train_loss", "val_loss"), alpha: float = ALPHA
-) -> pd.DataFrame:
+def np_variance_table(df: pd.DataFrame, targets=LOSSES, alpha: float = ALPHA) -> pd.DataFrame:
     """COLUMNS per (model, NP feature, target), then pooled over models; an empty table with a
     note when the checkpoint table has no ``np_wvar_mean`` (records of an older topotrain)."""
     features = [f for f in NP_FEATURES if f in df]
