@@ -85,13 +85,11 @@ ROOM_LEVEL = {  # analysis/'s rooms and modules: lower ones never import higher 
     "confirm": 0,  # discovery then confirmation: the GPT study's and the control's hits
     "calibration": 1,  # simulates the verdicts' own tests, replication's rules among them
     "replication": 2,
-    "runs": 2,
     "groups": 2,  # your seeds: the GPT study's claims' test on a group of runs
     "control": 2,
     "dynamics": 3,
     "prediction": 4,
-    "pythia": 3,  # its weight table averages WeightWatcher's columns as aggregate does
-    "aggregate": 4,
+    "tables": 4,  # the feature tables: the spine's, the Pythia revisions', your runs'
     "inference": 5,
 }
 

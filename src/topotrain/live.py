@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.config import DEFAULTS, ENGINE
 from topotrain.sources.architectures import (
     WeightMap,
