@@ -223,10 +223,10 @@ def run_group_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     """The group's members, between-seed contrasts and REPORT.md section. ``inputs``: the
     members' feature tables (``tables``, in the order of ``params["members"]``) and each member's
     latest checkpoint inputs (``probes``, ``params["members"][run]["probes"]`` of them each),
-    read for what they record of the training (``analysis.groups.check_recorded``)."""
+    read for what they record of the training (``analysis.inference.groups.check_recorded``)."""
     import pandas as pd
 
-    from topotrain.analysis.groups import (
+    from topotrain.analysis.inference.groups import (
         check_recorded,
         group_contrasts,
         group_frame,
