@@ -6,7 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.aggregate import aggregate_weights, checkpoint_features, interval_means
+from topotrain.analysis.tables.aggregate import (
+    aggregate_weights,
+    checkpoint_features,
+    interval_means,
+)
 
 
 def test_interval_means_average_the_steps_before_each_checkpoint():
@@ -136,7 +140,7 @@ def test_records_from_an_older_version_are_reported_not_silently_dropped(caplog)
     aggregates, and the log names the missing columns and the command that recomputes them."""
     import logging
 
-    from topotrain.analysis.aggregate import SCALEFREE
+    from topotrain.analysis.tables.aggregate import SCALEFREE
 
     layers = pd.DataFrame(
         {
@@ -157,7 +161,7 @@ def test_records_from_an_older_version_are_reported_not_silently_dropped(caplog)
             "l2_norm": [1.0, 3.0],
         }
     )
-    with caplog.at_level(logging.WARNING, logger="topotrain.analysis.aggregate"):
+    with caplog.at_level(logging.WARNING, logger="topotrain.analysis.tables.aggregate"):
         out = checkpoint_features(layers)
     assert out["h0_total"].iloc[0] == 3.0 and f"h0_total{SCALEFREE}" not in out
     assert f"h0_total{SCALEFREE}" in caplog.text and "--forcerun weight_topology" in caplog.text

@@ -1,4 +1,4 @@
-"""Discovery, then confirmation on fresh seeds (analysis.confirm): the hits and their p against
+"""Discovery, then confirmation on fresh seeds (confirmation.confirm): the hits and their p against
 the control's and the associations' own contrasts, the confirmation's one-sided p against brute
 force over every seed order, BH over the family, the verdicts, the seeds kept apart."""
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.confirm import (
+from topotrain.analysis.confirmation.confirm import (
     BRANCHES,
     confirmation_table,
     discovery_screen,

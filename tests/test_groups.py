@@ -1,4 +1,4 @@
-"""Your own seeds under the between-seed test (analysis.groups): the group's frame, the recorded
+"""Your own seeds under the between-seed test (inference.groups): the group's frame, the recorded
 training checked across seeds, the contrasts against a direct computation, the verdict words and
 what the report says of the seeds' power."""
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.groups import (
+from topotrain.analysis.inference.groups import (
     GroupError,
     check_recorded,
     group_contrasts,

@@ -1,4 +1,4 @@
-"""A group's co-movement pair (analysis.groups.comove_columns): β_co against val_loss beside the
+"""A group's co-movement pair (inference.groups.comove_columns): β_co against val_loss beside the
 level view, planted where the feature moves as the loss does, independent of it, and absent (NaN,
 said) where the group logged no val_loss; the verdicts stay the level view's."""
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.groups import CO_COLUMNS, NO_CO, group_contrasts, group_frame
+from topotrain.analysis.inference.groups import CO_COLUMNS, NO_CO, group_contrasts, group_frame
 from topotrain.analysis.inference.seed_contrast import comovement
 from topotrain.report.groups import group_section
 

@@ -13,12 +13,12 @@ import torch
 from conftest import write_random_tokens
 from safetensors import safe_open
 
-from topotrain.analysis.aggregate import aggregate_weights
 from topotrain.analysis.inference.numerics import (
     check_seed_numerics,
     numerics_fields,
     numerics_label,
 )
+from topotrain.analysis.tables.aggregate import aggregate_weights
 from topotrain.jobs.topology import write_checkpoint_topology
 from topotrain.training.model import GPTConfig
 from topotrain.training.numerics import run_numerics

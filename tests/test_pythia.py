@@ -260,7 +260,7 @@ def test_revision_records_carry_weightwatcher_on_the_same_matrices_and_the_table
     directly; weights_table's ww_alpha_mean is their mean over the fitted layers."""
     from safetensors.numpy import load_file
 
-    from topotrain.analysis.pythia import weights_table
+    from topotrain.analysis.tables.pythia import weights_table
     from topotrain.baselines.weightwatcher import ww_layers
 
     home, commits = cache

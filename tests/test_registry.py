@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.inference.associations import association_table
+from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.report.plots import _label
 from topotrain.topology import registry
 from topotrain.topology.layers import RECORD_KEYS, layer_records

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.aggregate import series_features
+from topotrain.analysis.tables.aggregate import series_features
 from topotrain.jobs.topology import write_run_series
 from topotrain.topology.series import (
     LAYER_COLUMNS,

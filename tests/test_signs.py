@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from topotrain.analysis.confirm import is_hit
+from topotrain.analysis.confirmation.confirm import is_hit
 from topotrain.analysis.inference.diagnostics import rejects_in_sign
 from topotrain.analysis.inference.signs import common_sign, holds_in_one_sign
 

@@ -85,7 +85,7 @@ def test_a_record_with_a_layer_too_small_to_fit_is_json_and_averages_without_it(
 
     import pandas as pd
 
-    from topotrain.analysis.aggregate import ww_features
+    from topotrain.analysis.tables.aggregate import ww_features
     from topotrain.baselines.weightwatcher import with_ww
 
     rng = np.random.default_rng(3)
@@ -107,7 +107,7 @@ def test_alpha_halves_are_the_means_over_alternate_layers():
     layer's missing α left out); ww_alpha_mean all four."""
     import pandas as pd
 
-    from topotrain.analysis.aggregate import ww_features
+    from topotrain.analysis.tables.aggregate import ww_features
 
     alphas = [2.0, 3.0, 4.0, None]
     table = pd.DataFrame(

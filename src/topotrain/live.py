@@ -1,6 +1,6 @@
 """Weight topology of a live model or a state dict, in one call: ``weight_topology(model)``.
 
-The per-checkpoint summaries of the study (``analysis.aggregate.checkpoint_features``: np_mean,
+The per-checkpoint summaries of the study (``tables.aggregate.checkpoint_features``: np_mean,
 h0_total, …) of the weight matrices a model holds now, for a plain PyTorch loop or a notebook. An
 ``nn.Module``'s linear maps are found from its module tree (``sources.architectures``); a state dict
 has no module tree, so its matrices are chosen by fnmatch patterns. No torch import here: tensors
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from topotrain.analysis.aggregate import checkpoint_features
+from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.config import DEFAULTS, ENGINE
 from topotrain.sources.architectures import (
     WeightMap,

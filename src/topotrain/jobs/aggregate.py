@@ -18,7 +18,7 @@ def aggregate_features_job(
     when given: one per record, same order; each training's WeightWatcher table, when given)
     with the training logs (metrics.csv, evals.csv of
     each of ``params["trainings"]``, in its order) into the feature tables."""
-    from topotrain.analysis.aggregate import aggregate_weights
+    from topotrain.analysis.tables.aggregate import aggregate_weights
 
     for path in out.values():
         Path(path).parent.mkdir(parents=True, exist_ok=True)

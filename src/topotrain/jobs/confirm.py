@@ -33,10 +33,10 @@ def control_confirm_features_job(tables: list[str], out: dict[str, str]) -> None
 
 def hypotheses_job(table: str, params: dict, out: dict[str, str]) -> None:
     """The branch's hits on the discovery seeds' table and its named hypotheses, frozen with the
-    table's sha256 (``analysis.confirm.hypotheses_table``); reads nothing else."""
+    table's sha256 (``analysis.confirmation.confirm.hypotheses_table``); reads nothing else."""
     import pandas as pd
 
-    from topotrain.analysis.confirm import BRANCHES, hypotheses_table
+    from topotrain.analysis.confirmation.confirm import BRANCHES, hypotheses_table
     from topotrain.analysis.inference.numerics import check_seed_numerics
     from topotrain.io import atomic_write_text
     from topotrain.sources.hub_files import file_sha256
@@ -59,10 +59,14 @@ def hypotheses_job(table: str, params: dict, out: dict[str, str]) -> None:
 
 def confirmation_job(hypotheses: str, table: str, params: dict, out: dict[str, str]) -> None:
     """The frozen hypotheses tested as one family on the confirmation seeds' table
-    (``analysis.confirm.confirmation_table``); the discovery table is never read."""
+    (``analysis.confirmation.confirm.confirmation_table``); the discovery table is never read."""
     import pandas as pd
 
-    from topotrain.analysis.confirm import BRANCHES, confirmation_table, read_hypotheses
+    from topotrain.analysis.confirmation.confirm import (
+        BRANCHES,
+        confirmation_table,
+        read_hypotheses,
+    )
     from topotrain.analysis.inference.numerics import check_seed_numerics
     from topotrain.io import atomic_write_text
     from topotrain.sources.hub_files import file_sha256

@@ -65,8 +65,8 @@ def control_ww_features(paths: list[str], seeds: list[int]):
     """The seeds' WeightWatcher tables (``weightwatcher_job``, one per seed in the order of
     ``seeds``) as per-checkpoint ``ww_*_mean`` columns (``aggregate.ww_features``), keyed by
     model, seed, step."""
-    from topotrain.analysis.aggregate import read_runs_tables, ww_features, ww_layer_table
     from topotrain.analysis.control.features import MODEL
+    from topotrain.analysis.tables.aggregate import read_runs_tables, ww_features, ww_layer_table
 
     runs = [{"model": MODEL, "seed": s} for s in seeds]
     tables = read_runs_tables(paths, runs, "WeightWatcher table", "control_weightwatcher")

@@ -164,7 +164,7 @@ def _checked_steps(docs: list[dict], params: dict) -> dict:
 
 def pythia_weight_tables_job(records: list[str], params: dict, out: dict[str, str]) -> None:
     """The Pythia weight-topology table over revisions, once no two revisions share weights."""
-    from topotrain.analysis import pythia as pa
+    from topotrain.analysis.tables import pythia as pa
     from topotrain.report.markdown import write_table
 
     docs = pa.read_records(records)
@@ -176,18 +176,19 @@ def pythia_weight_tables_job(records: list[str], params: dict, out: dict[str, st
 def pythia_embedding_tables_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     """Embedding features (once no two revisions share weights), their correlations with
     perplexity, and topological vs spectral."""
-    from topotrain.analysis import pythia as pa
+    from topotrain.analysis.replication import perplexity
+    from topotrain.analysis.tables import pythia as pa
     from topotrain.report.markdown import write_table
 
     docs = pa.read_records(inputs["records"])
     flags = _checked_steps(docs, params)
     emb = pa.add_step_flags(pa.embeddings_table(docs, inputs["diagrams"]), flags)
     write_table(emb, out["embeddings_csv"], out["embeddings_md"], "Pythia embedding features")
-    corr = pa.perplexity_correlations(emb, n_resamples=params["n_resamples"])
+    corr = perplexity.perplexity_correlations(emb, n_resamples=params["n_resamples"])
     write_table(corr, out["correlations_csv"], out["correlations_md"], "ρ with perplexity")
-    comparison = pa.topological_vs_spectral(corr)
+    comparison = perplexity.topological_vs_spectral(corr)
     write_table(comparison, out["comparison_csv"], out["comparison_md"], "Topological vs spectral")
-    write_table(pa.kind_summary(comparison), out["kinds_csv"], out["kinds_md"], "By kind")
+    write_table(perplexity.kind_summary(comparison), out["kinds_csv"], out["kinds_md"], "By kind")
 
 
 def pythia_weight_figure_job(table: str, out: dict[str, str]) -> None:

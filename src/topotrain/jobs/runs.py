@@ -134,8 +134,8 @@ def run_diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str
 
 def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     """A run's feature tables (spine columns, losses aligned, identical weights checked first)."""
-    from topotrain.analysis.aggregate import table_writers
-    from topotrain.analysis.runs import record_hashes, run_tables
+    from topotrain.analysis.tables.aggregate import table_writers
+    from topotrain.analysis.tables.runs import record_hashes, run_tables
     from topotrain.io import atomic_write_all
     from topotrain.jobs.common import with_kept
     from topotrain.sources.identity import check_identical_steps
@@ -186,7 +186,7 @@ def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) 
     """A run's associations with its logged losses, phases, figures and REPORT.md section."""
     import pandas as pd
 
-    from topotrain.analysis.runs import run_analysis
+    from topotrain.analysis.dynamics.runs import run_analysis
     from topotrain.io import atomic_write_text
     from topotrain.report.runs import RUN_FIGURES, figure_run, run_section
 
@@ -224,10 +224,10 @@ def run_group_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     """The group's members, between-seed contrasts and REPORT.md section. ``inputs``: the
     members' feature tables (``tables``, in the order of ``params["members"]``) and each member's
     latest checkpoint inputs (``probes``, ``params["members"][run]["probes"]`` of them each),
-    read for what they record of the training (``analysis.groups.check_recorded``)."""
+    read for what they record of the training (``analysis.inference.groups.check_recorded``)."""
     import pandas as pd
 
-    from topotrain.analysis.groups import (
+    from topotrain.analysis.inference.groups import (
         check_recorded,
         group_contrasts,
         group_frame,

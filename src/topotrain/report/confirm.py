@@ -13,7 +13,7 @@ from topotrain.report.markdown import Body, format_cell, to_markdown
 HEADING, TEXT = prose.section("confirmed")  # templates/sections/confirmed.md
 BRANCHES = {"control": "Positive control (grokking)", "spine": "GPT study"}
 NOTHING = prose.render("confirm/nothing")
-REVERSED = "reversed"  # analysis.confirm's verdict for a hypothesis refuted in the other sign
+REVERSED = "reversed"  # confirmation.confirm's verdict for a hypothesis refuted in the other sign
 
 
 def seed_list(text) -> str:

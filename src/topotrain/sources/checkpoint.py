@@ -66,7 +66,7 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], dict | Non
 
 
 # What a checkpoint records of how it was trained, for checking that a group's seeds are seeds of
-# one recipe (``analysis.groups.check_recorded``): read, never inferred. ``numerics``: topotrain's
+# one recipe (``inference.groups.check_recorded``): read, never inferred. ``numerics``: topotrain's
 # checkpoint metadata; ``model_config``: the architecture's config.json beside the weights (its
 # path, name and version keys dropped), else topotrain's ``model`` metadata (GPTConfig);
 # ``train_batch_size``, ``max_steps``, ``num_train_epochs``: a Trainer's trainer_state.json beside

@@ -5,7 +5,7 @@ homology dimension, H0 and H1), the function that computes it (of one Rips diagr
 matrix), how a checkpoint's layers combine into one value (``over_layers``), its kind, label and
 unit, whether the tests contrast it (``tested``: its place in ``inference.stats.FEATURES``), and
 whether it is also measured on W / RMS(W) (``scalefree``: a ``<name>_scalefree`` twin). The
-record (``layers.RECORD_KEYS``), the checkpoint table (``analysis.aggregate``), the tested
+record (``layers.RECORD_KEYS``), the checkpoint table (``analysis.tables.aggregate``), the tested
 features, the figures' labels and docs/outputs.md's feature list derive from it.
 
 ``twin_same`` declares a feature whose W / RMS(W) twin equals it by construction (bar counts and

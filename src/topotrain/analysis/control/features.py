@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.inference.numerics import numerics_label
+from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.config import DEFAULTS, ENGINE
 from topotrain.topology.embedding import embedding_topology, fourier_share
 from topotrain.topology.record import Options, record

@@ -18,10 +18,10 @@ from functools import partial
 
 import pandas as pd
 
-from topotrain.analysis.aggregate import checkpoint_features
 from topotrain.analysis.inference.associations import association_table
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.stats import ALPHA
+from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.config import DEFAULTS
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults

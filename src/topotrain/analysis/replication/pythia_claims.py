@@ -20,7 +20,7 @@ from topotrain.analysis.inference.verdicts import (
     make_row,
     paper_series,
 )
-from topotrain.analysis.pythia import SPECTRAL
+from topotrain.analysis.replication.perplexity import SPECTRAL
 
 PYTHIA_MODEL = "pythia-14m"  # Table 8's model (hub id suffix)
 H1_FEATURES = {
