@@ -65,7 +65,7 @@ def test_the_training_job_over_two_processes_writes_each_checkpoints_own_record(
         fake_checkpoint(path, seed=i)
     out = {"records": [str(tmp_path / f"r{i}.json") for i in range(3)]}
     out["diagrams"] = [str(tmp_path / f"r{i}.npz") for i in range(3)]
-    training_topology_job([str(c) for c in ckpts], params, out, threads=2)
+    training_topology_job([str(c) for c in ckpts], {"topology": params}, out, threads=2)
     for i, path in enumerate(ckpts):
         alone = {"record": str(tmp_path / f"a{i}.json"), "diagrams": str(tmp_path / f"a{i}.npz")}
         weight_topology_job(str(path), params, alone)
@@ -75,4 +75,42 @@ def test_the_training_job_over_two_processes_writes_each_checkpoints_own_record(
     assert first != json.loads((tmp_path / "r1.json").read_text())["layers"]  # not one copied
     short = {"records": out["records"][:2], "diagrams": out["diagrams"][:2]}
     with pytest.raises(ValueError, match="3 checkpoints but 2"):
-        training_topology_job([str(c) for c in ckpts], params, short)
+        training_topology_job([str(c) for c in ckpts], {"topology": params}, short)
+
+
+def test_with_weightwatcher_the_training_job_reads_each_checkpoint_once_for_both(
+    tmp_path, monkeypatch
+):
+    """One pass: the same records and the same WeightWatcher table as the two jobs apart, each
+    checkpoint opened once (the two jobs apart open it twice)."""
+    pytest.importorskip("weightwatcher")
+    import pandas as pd
+
+    import topotrain.sources.checkpoint as source
+    from topotrain.jobs.topology import weightwatcher_job
+
+    params = {"patterns": ["*.c_fc.weight", "*.c_proj.weight"], "max_points": 30, "seed": 2}
+    params |= {"maxdim": 1, "engine": "ripser"}
+    ckpts = [str(tmp_path / f"c{i}.safetensors") for i in range(2)]
+    for i, path in enumerate(ckpts):
+        fake_checkpoint(path, seed=i)
+    ww = {"patterns": params["patterns"], "steps": [0, 10], "weightwatcher": "x"}
+    opened = []
+    real = source.open_checkpoint
+    monkeypatch.setattr(source, "open_checkpoint", lambda p: opened.append(str(p)) or real(p))
+    out = {"records": [str(tmp_path / f"r{i}.json") for i in range(2)]}
+    out |= {"diagrams": [str(tmp_path / f"r{i}.npz") for i in range(2)]}
+    out["weightwatcher"] = str(tmp_path / "ww.parquet")
+    training_topology_job(ckpts, {"topology": params, "ww": ww}, out, threads=1)
+    assert opened == ckpts  # once each
+    weightwatcher_job(ckpts, ww, str(tmp_path / "apart.parquet"))
+    both = pd.read_parquet(out["weightwatcher"])
+    pd.testing.assert_frame_equal(both, pd.read_parquet(tmp_path / "apart.parquet"))
+    assert sorted(both["step"].unique()) == [0, 10] and len(both) == 2 * 3  # c_fc, 2 c_proj
+    for i, path in enumerate(ckpts):
+        alone = {"record": str(tmp_path / f"a{i}.json"), "diagrams": str(tmp_path / f"a{i}.npz")}
+        weight_topology_job(path, params, alone)
+        got = json.loads((tmp_path / f"r{i}.json").read_text())
+        assert got == json.loads((tmp_path / f"a{i}.json").read_text())
+        with np.load(tmp_path / f"r{i}.npz") as a, np.load(tmp_path / f"a{i}.npz") as b:
+            assert all(np.array_equal(a[k], b[k]) for k in b.files) and a.files == b.files

@@ -77,6 +77,14 @@ def get_gradient_params(wildcards):
     )
 
 
+WW_TABLE = f"{RESULTS}/weightwatcher/{TRAINING}.parquet"
+# One pass over a checkpoint's layers for its topology and WeightWatcher's metrics: the training's
+# topology job writes both (rule training_topology) when both are on.
+WW_ONE_PASS = (
+    config["topology"]["weightwatcher"] and config["topology"]["jobs"] == "training"
+)
+
+
 def get_ww_tables(seeds=SEEDS):
     """Each run's WeightWatcher table (in get_trainings' order), or none when
     topology.weightwatcher is off."""

@@ -28,34 +28,38 @@ rule weight_topology:
 
 
 # topology.jobs: training — one job per training writes every checkpoint's record (the same records):
-# no per-job start-up, a training's records rerun together.
+# no per-job start-up, a training's records rerun together. With topology.weightwatcher on it
+# writes WeightWatcher's table too, each checkpoint's layers read once for both (WW_ONE_PASS).
 rule training_topology:
     input:
         expand(CKPT, step=map(step_tag, STEPS), allow_missing=True),
     output:
+        **({"weightwatcher": WW_TABLE} if WW_ONE_PASS else {}),
         records=expand(f"{TOPO}.json", step=map(step_tag, STEPS), allow_missing=True),
         diagrams=expand(f"{TOPO}.npz", step=map(step_tag, STEPS), allow_missing=True),
     log:
         f"{RESULTS}/logs/topology/{TRAINING}/weights.log",
     conda:
-        "../../envs/topology.yaml"
+        "../../envs/weightwatcher.yaml" if WW_ONE_PASS else "../../envs/topology.yaml"
     threads: config["topology"]["threads"]
     resources:
-        mem_mb=1000,
+        mem_mb=2000 if WW_ONE_PASS else 1000,
         runtime=30,
     params:
+        **({"ww": get_ww_params} if WW_ONE_PASS else {}),
         topology=get_topology_params,
     script:
         "../scripts/training_topology.py"
 
 
-# WeightWatcher's metrics of one training's checkpoints (topology.weightwatcher): one job per
-# training, since importing weightwatcher (matplotlib, scikit-learn, powerlaw) costs seconds.
+# WeightWatcher's metrics of one training's checkpoints (topology.weightwatcher) with per-checkpoint
+# topology jobs: one job per training, since importing weightwatcher (matplotlib, scikit-learn,
+# powerlaw) costs seconds.
 rule weightwatcher:
     input:
         expand(CKPT, step=map(step_tag, STEPS), allow_missing=True),
     output:
-        f"{RESULTS}/weightwatcher/{TRAINING}.parquet",
+        WW_TABLE,
     log:
         f"{RESULTS}/logs/weightwatcher/{TRAINING}.log",
     benchmark:
@@ -75,6 +79,7 @@ rule weightwatcher:
 if config["topology"]["jobs"] == "training":
 
     ruleorder: training_topology > weight_topology
+    ruleorder: training_topology > weightwatcher
 
 else:
 

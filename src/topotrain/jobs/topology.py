@@ -19,16 +19,35 @@ def checkpoint_topology(
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     engine: str = _TOPOLOGY["engine"],
+    *,
+    matrices: dict | None = None,
 ):
-    """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint: its tensors
-    read one at a time (``sources.checkpoint.open_checkpoint``) through ``topology.record``;
+    """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint through
+    ``topology.record``: its tensors read one at a time (``sources.checkpoint.open_checkpoint``),
+    or ``matrices``, its layers already read once (``read_layers``) for another measure too;
     errors name the checkpoint and the layer."""
-    from topotrain.sources.checkpoint import open_checkpoint
-    from topotrain.topology.record import Options, record
+    from topotrain.topology.record import Options
 
-    tensors = open_checkpoint(path)  # source → topology
-    options = Options(max_points, seed, maxdim, engine)
+    return _record(path, patterns, Options(max_points, seed, maxdim, engine), n_threads, matrices)
+
+
+def _record(path, patterns, options, n_threads: int, matrices: dict | None):
+    """``topology.record`` of a checkpoint's tensors (source → topology), read lazily unless
+    ``matrices`` holds them."""
+    from topotrain.sources.checkpoint import open_checkpoint
+    from topotrain.topology.record import record
+
+    tensors = open_checkpoint(path) if matrices is None else matrices
     return record(tensors, patterns, options, n_threads=n_threads, source=f"checkpoint {path}")
+
+
+def read_layers(path: str | Path, patterns: Sequence[str]) -> dict:
+    """The checkpoint's layers matching ``patterns``, each read once into memory: one pass for the
+    weight topology and WeightWatcher (``training_topology_job``)."""
+    from topotrain.sources.checkpoint import open_checkpoint
+    from topotrain.topology.layers import select_layers
+
+    return select_layers(open_checkpoint(path), patterns)
 
 
 def write_checkpoint_topology(
@@ -41,32 +60,38 @@ def write_checkpoint_topology(
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     engine: str = _TOPOLOGY["engine"],
+    *,
+    matrices: dict | None = None,
 ) -> list[dict]:
     """A checkpoint's records as JSON and its diagrams as npz, both or neither
-    (``io.write_record``): source → topology → write.
+    (``io.write_record``): source → topology (``checkpoint_topology``) → write.
 
     JSON: {"checkpoint", "params" (those the result depends on, the engine resolved: not
     n_threads), "numerics" (the checkpoint's training numerics, ``trained_numerics``; null when
     unrecorded), "layers"}.
     """
     from topotrain.io import write_record
-    from topotrain.sources.checkpoint import open_checkpoint, trained_numerics
-    from topotrain.topology.record import Options, record
+    from topotrain.sources.checkpoint import trained_numerics
+    from topotrain.topology.record import Options
 
-    tensors, numerics = open_checkpoint(ckpt_path), trained_numerics(ckpt_path)  # source
     options = Options(max_points, seed, maxdim, engine)
-    source = f"checkpoint {ckpt_path}"
-    records, diagrams = record(tensors, patterns, options, n_threads=n_threads, source=source)
+    records, diagrams = _record(ckpt_path, patterns, options, n_threads, matrices)
     params = {"patterns": list(patterns), **options.params()}
+    numerics = trained_numerics(ckpt_path)
     doc = {"checkpoint": str(ckpt_path), "params": params, "numerics": numerics, "layers": records}
     write_record(out_json, out_npz, doc, diagrams)  # write
     return records
 
 
 def weight_topology_job(
-    checkpoint: str, params: dict, out: dict[str, str], threads: int = 1
+    checkpoint: str,
+    params: dict,
+    out: dict[str, str],
+    threads: int = 1,
+    matrices: dict | None = None,
 ) -> None:
-    """Weight topology of one checkpoint → JSON record + npz diagrams (``out``)."""
+    """Weight topology of one checkpoint → JSON record + npz diagrams (``out``); ``matrices``:
+    its layers already read (``read_layers``)."""
     write_checkpoint_topology(
         checkpoint,
         out["record"],
@@ -77,6 +102,7 @@ def weight_topology_job(
         maxdim=params["maxdim"],
         n_threads=threads,
         engine=params["engine"],
+        matrices=matrices,
     )
 
 
@@ -85,8 +111,10 @@ def training_topology_job(
 ) -> None:
     """Every checkpoint's weight topology of one training in one job (``topology.jobs:
     training``): ``checkpoints[i]`` → ``out["records"][i]``, ``out["diagrams"][i]``, the records
-    ``weight_topology_job`` writes, over ``threads`` processes (one Python start-up per training,
-    not per checkpoint)."""
+    ``weight_topology_job`` writes with ``params["topology"]``, over ``threads`` processes (one
+    Python start-up per training, not per checkpoint). With ``params["ww"]``
+    (``weightwatcher_job``'s params) each checkpoint's layers are read once for both measures, and
+    ``out["weightwatcher"]`` is the table ``weightwatcher_job`` writes."""
     from concurrent.futures import ProcessPoolExecutor
     from functools import partial
 
@@ -96,21 +124,29 @@ def training_topology_job(
     if len(pairs) != len(checkpoints):
         got = f"{len(checkpoints)} checkpoints but {len(pairs)} (record, diagrams) pairs"
         raise ValueError(f"training_topology: {got}")
-    one = partial(_one_record, params=params)
-    tasks = list(zip(checkpoints, pairs, strict=True))
+    ww = params.get("ww")
+    steps = ww["steps"] if ww else [None] * len(checkpoints)
+    if len(steps) != len(checkpoints):
+        raise ValueError(f"training_topology: {len(checkpoints)} checkpoints, {len(steps)} steps")
+    one = partial(_one_record, params=params["topology"], ww=ww is not None)
+    tasks = list(zip(checkpoints, pairs, steps, strict=True))
     if threads > 1:
         with ProcessPoolExecutor(threads) as pool:
-            list(pool.map(one, tasks))
+            rows = list(pool.map(one, tasks))
     else:
-        for task in tasks:
-            one(task)
+        rows = [one(task) for task in tasks]
     log.info("weight topology: %d checkpoints, %d processes", len(tasks), threads)
+    if ww:
+        _write_ww_table([r for part in rows for r in part], len(checkpoints), out["weightwatcher"])
 
 
-def _one_record(task: tuple[str, tuple[str, str]], params: dict) -> None:
-    """One checkpoint's record and diagrams, as ``weight_topology_job`` writes them."""
-    checkpoint, (record, diagrams) = task
-    weight_topology_job(checkpoint, params, {"record": record, "diagrams": diagrams})
+def _one_record(task: tuple[str, tuple[str, str], int | None], params: dict, ww: bool) -> list:
+    """One checkpoint's record and diagrams, as ``weight_topology_job`` writes them, and with
+    ``ww`` WeightWatcher's rows of the same matrices (read once)."""
+    checkpoint, (record, diagrams), step = task
+    matrices = read_layers(checkpoint, params["patterns"]) if ww else None
+    weight_topology_job(checkpoint, params, {"record": record, "diagrams": diagrams}, 1, matrices)
+    return _ww_rows(checkpoint, step, matrices) if ww else []
 
 
 def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
@@ -162,31 +198,41 @@ def gradient_topology_job(
 
 
 def weightwatcher_job(checkpoints: list[str], params: dict, out: str) -> None:
-    """WeightWatcher's metrics (``topology.weightwatcher.ww_layers``) of one training's
+    """WeightWatcher's metrics (``baselines.weightwatcher.ww_layers``) of one training's
     checkpoints (``checkpoints[i]`` at ``params["steps"][i]``, the layers of
-    ``params["patterns"]``) → one parquet table, a row per (step, layer), written atomically."""
-    import pandas as pd
-
-    from topotrain.baselines.weightwatcher import ww_layers
-    from topotrain.io import atomic_write
-    from topotrain.jobs.common import log
-    from topotrain.sources.checkpoint import open_checkpoint
-    from topotrain.topology.layers import select_layers
-
+    ``params["patterns"]``) → one parquet table, a row per (step, layer), written atomically.
+    ``training_topology_job`` writes the same table in its pass when both are on."""
     rows = []
     for path, step in zip(checkpoints, params["steps"], strict=True):
-        try:
-            records = ww_layers(select_layers(open_checkpoint(path), params["patterns"]))
-        except ValueError as err:
-            raise ValueError(f"checkpoint {path}: {err}") from err
-        rows += [{"step": int(step), **r} for r in records]
+        rows += _ww_rows(path, step, read_layers(path, params["patterns"]))
+    _write_ww_table(rows, len(checkpoints), out)
+
+
+def _ww_rows(path: str, step: int, matrices: dict) -> list[dict]:
+    """WeightWatcher's rows of one checkpoint's layers, each with its step; errors name the file."""
+    from topotrain.baselines.weightwatcher import ww_layers
+
+    try:
+        records = ww_layers(matrices)
+    except ValueError as err:
+        raise ValueError(f"checkpoint {path}: {err}") from err
+    return [{"step": int(step), **r} for r in records]
+
+
+def _write_ww_table(rows: list[dict], n_checkpoints: int, out: str) -> None:
+    """WeightWatcher's rows → one parquet table at ``out``, atomically."""
+    import pandas as pd
+
+    from topotrain.io import atomic_write
+    from topotrain.jobs.common import log
+
     table = pd.DataFrame(rows)
     atomic_write(out, lambda fh: table.to_parquet(fh, index=False))
     fits = table.groupby("fit").size().to_dict()
     log.info(
         "WeightWatcher: %d layer rows of %d checkpoints → %s; fits %s",
         len(table),
-        len(checkpoints),
+        n_checkpoints,
         out,
         fits,
     )
