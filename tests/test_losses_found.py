@@ -7,7 +7,7 @@ import json
 import pytest
 
 from topotrain.sources.losses import LossesError, read_losses
-from topotrain.sources.runs import Checkpoint, trainer_losses
+from topotrain.sources.runs import Checkpoint, newest_trainer_state
 
 
 def test_the_newest_checkpoints_trainer_state_is_found(tmp_path):
@@ -20,10 +20,10 @@ def test_the_newest_checkpoints_trainer_state_is_found(tmp_path):
             history = [{"step": s, "loss": 1.0 / s} for s in range(5, step + 1, 5)]
             (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
         checkpoints[step] = Checkpoint(step, folder.name, (str(folder / "model.safetensors"),))
-    found = trainer_losses(checkpoints)
+    found = newest_trainer_state(checkpoints)
     assert found == tmp_path / "checkpoint-20" / "trainer_state.json"
     assert read_losses(found)["step"].tolist() == [5, 10, 15, 20]
-    assert trainer_losses({1: Checkpoint(1, "step1", (), "step1")}) is None  # a hub revision
+    assert newest_trainer_state({1: Checkpoint(1, "step1", (), "step1")}) is None  # a hub revision
 
 
 def test_a_value_that_is_not_a_number_is_refused_with_file_row_and_column(tmp_path):

@@ -11,10 +11,11 @@ import pytest
 
 from topotrain.sources.rotation import (
     CANNOT,
-    folder_rotation_note,
     removed_saves,
+    run_rotation_note,
     steps_text,
 )
+from topotrain.sources.runs import local_checkpoints
 
 
 def state(
@@ -160,17 +161,21 @@ def test_hand_deleted_gaps_are_not_blamed_on_rotation():
     assert "steps 20, 40, 50 are not on disk (deleted by hand, or never saved" in note
 
 
-def test_a_folder_reads_its_newest_checkpoints_state(tmp_path):
+def test_a_run_reads_its_newest_listed_checkpoints_state_without_listing_again(tmp_path):
     for step in (40, 50, 60):
         (tmp_path / f"checkpoint-{step}").mkdir()
-    assert folder_rotation_note(tmp_path, "checkpoint-*", [40, 50, 60], [40, 50, 60]) is None
+        (tmp_path / f"checkpoint-{step}/model.safetensors").write_bytes(b"")
+    listed = {c.step: c for c in local_checkpoints(tmp_path, "checkpoint-*")}
+    assert run_rotation_note(listed, [40, 50, 60]) is None
     (tmp_path / "checkpoint-50/trainer_state.json").write_text(json.dumps(state(50, 10)))
     (tmp_path / "checkpoint-60/trainer_state.json").write_text(json.dumps(state(60, 10)))
-    note = folder_rotation_note(tmp_path, "checkpoint-*", [40, 50, 60], [40, 50, 60])
+    (tmp_path / "checkpoint-70").mkdir()  # saved after the listing: not read
+    (tmp_path / "checkpoint-70/trainer_state.json").write_text(json.dumps(state(70, 5)))
+    note = run_rotation_note(listed, [40, 50, 60])
     assert note.startswith("rotation removed 3 earlier saves (steps 10, 20, 30): ")
     assert "checkpoint-60/trainer_state.json (save_steps 10, global_step 60)" in note
     (tmp_path / "checkpoint-60/trainer_state.json").write_text('{"global_step": 6')
-    note = folder_rotation_note(tmp_path, "checkpoint-*", [40, 50, 60], [40, 50, 60])
+    note = run_rotation_note(listed, [40, 50, 60])
     assert note.startswith(f"{CANNOT}: checkpoint-60/trainer_state.json cannot be read")
 
 

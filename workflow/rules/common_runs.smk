@@ -54,24 +54,24 @@ def run_steps(run):
     return sorted(set(checkpoints_of(run)) | set(GONE[run]))
 
 
-def say_rotation():
-    """Each local Trainer run's note of the saves rotation removed (its newest
-    trainer_state.json against the checkpoints on disk), on the terminal at every parse; the
-    run's REPORT.md section says it too (run_analysis)."""
-    from topotrain.sources.rotation import folder_rotation_note
+def rotation_notes():
+    """{run: note} of the saves rotation removed from each local Trainer run (its newest
+    trainer_state.json against the checkpoints on disk), from the one listing (LISTED), once per
+    parse: said on the terminal here and in the run's REPORT.md section (run_analysis' param).
+    """
+    from topotrain.sources.rotation import run_rotation_note
 
+    notes = {}
     for run, entry in RUN_ENTRIES.items():
-        if run not in LISTED or entry.get("hub"):
-            continue
-        glob_ = entry.get("glob") or DEFAULT_GLOB
-        note = folder_rotation_note(
-            entry["path"], glob_, LISTED[run], sorted(set(LISTED[run]) | set(GONE[run]))
-        )
-        if note:
-            print(f"runs.{run}: {note}", file=sys.stderr)
+        if run in LISTED and not entry.get("hub"):
+            covered = sorted(set(LISTED[run]) | set(GONE[run]))
+            notes[run] = run_rotation_note(LISTED[run], covered)
+            if notes[run]:
+                print(f"runs.{run}: {notes[run]}", file=sys.stderr)
+    return notes
 
 
-say_rotation()
+ROTATION = rotation_notes()
 
 
 def checkpoint_inputs(run, step):
@@ -91,10 +91,20 @@ def get_run_checkpoint(wildcards):
 
 def get_run_probe(wildcards):
     """The layer map's input: a hub run's first revision (fetched first); none for a local run,
-    whose job reads the first checkpoint it finds (so rotation reruns nothing)."""
+    whose job reads its first listed checkpoint (get_run_first: so rotation reruns nothing).
+    """
     if not RUN_ENTRIES[wildcards.run].get("hub"):
         return []
     return checkpoint_inputs(wildcards.run, min(checkpoints_of(wildcards.run)))
+
+
+def get_run_first(wildcards, input):
+    """A local run's first listed checkpoint's files (LISTED: the folder is listed once per
+    parse), [] for a hub run. A param of (wildcards, input) is derived, so Snakemake does not
+    rerun the layer map when rotation changes the first checkpoint."""
+    if RUN_ENTRIES[wildcards.run].get("hub"):
+        return []
+    return list(LISTED[wildcards.run][min(LISTED[wildcards.run])].files)
 
 
 def get_run_revision(wildcards):
@@ -160,6 +170,7 @@ def get_run_description(wildcards):
         hub=entry.get("hub"),
         losses=RUN_LOSSES[wildcards.run][0],
         losses_found=RUN_LOSSES[wildcards.run][1],
+        rotation=ROTATION.get(wildcards.run),
     )
 
 

@@ -60,13 +60,14 @@ rule run_layers:
     params:
         options=get_run_layer_options,
         entry=lambda wc: listing(RUN_ENTRIES[wc.run]),
+        first=get_run_first,
     script:
         "../scripts/run_layers.py"
 
 
-# The layer map of a local run is read from whichever checkpoint is first when its job runs, and
-# the job has no file input: a new first checkpoint (rotation) reruns nothing; a change of the
-# layer options (its params) derives it again, and the run's topology with it.
+# The layer map of a local run is read from its first listed checkpoint, a derived param, and the
+# job has no file input: a new first checkpoint (rotation) reruns nothing; a change of the layer
+# options or of the listing keys (its params) derives it again, and the run's topology with it.
 rule run_weight_topology:
     input:
         checkpoint=get_run_checkpoint,

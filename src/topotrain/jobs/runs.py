@@ -49,24 +49,33 @@ def checkpoint_files(inputs: list[str]) -> tuple[list[str], dict[str, str] | Non
 
 
 def run_layers_job(
-    checkpoint: list[str], options: dict, name: str, out: str, entry: dict | None = None
+    checkpoint: list[str],
+    options: dict,
+    name: str,
+    out: str,
+    entry: dict | None = None,
+    first: list[str] | None = None,
 ) -> None:
     """The run's layer map (which matrices, stored how) from one checkpoint: by architecture when a
-    config.json describes it, else by the entry's patterns. Without ``checkpoint`` (a local run),
-    the entry's first checkpoint on disk now."""
-    from topotrain.sources.runs import config_source, layer_map, run_checkpoints
+    config.json describes it, else by the entry's patterns. ``checkpoint``: a hub run's fetched
+    first revision; without it (a local run), ``first``, the files of the first checkpoint of the
+    workflow's one listing of ``entry``'s folder."""
+    from topotrain.sources.runs import config_source, layer_map
 
+    checkpoint = checkpoint or first
     if not checkpoint:
-        checkpoint = list(min(run_checkpoints(name, entry), key=lambda c: c.step).files)
+        raise ValueError(f"runs.{name}: no checkpoint to read the layer map from ({entry})")
     files, _, label = checkpoint_files(checkpoint)
     doc = layer_map(options, files, config_source(options, files), f"runs.{name} ({label})")
     _write_json(out, doc)
     log.info(
-        "runs.%s: %d matrices (%s, %s)",
+        "runs.%s: %d matrices (%s, %s) from %s, listed by %s",
         name,
         len(doc["layers"]),
         doc["source"],
         doc.get("architecture") or "no config",
+        label,
+        entry,
     )
 
 
@@ -171,17 +180,6 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     log.info("runs.%s: %d checkpoints, %d layer rows", name, len(table), len(layers))
 
 
-def rotation_note(params: Mapping, table) -> str | None:
-    """A local run's note on the saves rotation removed (``sources.rotation``): its folder's
-    newest trainer_state.json against the steps whose weights are on disk; None for a hub run."""
-    if not params.get("path"):
-        return None
-    from topotrain.sources.rotation import folder_rotation_note
-
-    on_disk = table.loc[~table["weights_gone"].astype(bool), "step"]
-    return folder_rotation_note(params["path"], params["glob"], on_disk, table["step"])
-
-
 def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
     """A run's associations with its logged losses, phases, figures and REPORT.md section."""
     import pandas as pd
@@ -194,7 +192,7 @@ def run_analysis_job(inputs: dict[str, str], params: dict, out: dict[str, str]) 
     assoc, summary, phases, notes = run_analysis(
         table, params["n_resamples"], params["seed"], params["threshold"], params["n_bkps"]
     )
-    if note := rotation_note(params, table):
+    if note := params.get("rotation"):  # the workflow's one reading of it (a local run's)
         log.info("runs.%s: %s", params["name"], note)
         notes.append(note)
     _tables(out, "associations", assoc, f"runs.{params['name']}: associations with loss")

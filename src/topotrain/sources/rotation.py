@@ -27,10 +27,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from topotrain.sources.runs import TRAINER_STATE
-from topotrain.topology.layers import natural_key
+from topotrain.sources.runs import TRAINER_STATE, Checkpoint, newest_trainer_state
 
 WHOLE = 1e-6  # an epoch within this of an integer is whole (logs may round it to 2 decimals)
 CANNOT = "could not check for saves removed by rotation"
@@ -225,19 +223,12 @@ def removed_saves(
     return [], f"{CANNOT}: {_unfit(grids, fits, disk, state, source)}"
 
 
-def newest_state(folder: str | Path, glob: str) -> Path | None:
-    """The trainer_state.json of the newest (natural name order) checkpoint folder under
-    ``folder`` matching ``glob`` that holds one, or None."""
-    found = [p for p in Path(folder).glob(glob) if (p / TRAINER_STATE).is_file()]
-    return max(found, key=lambda p: natural_key(p.name)) / TRAINER_STATE if found else None
-
-
-def folder_rotation_note(
-    folder: str | Path, glob: str, on_disk: Iterable[int], covered: Iterable[int]
-) -> str | None:
-    """The note of ``removed_saves`` for a local run's folder (its newest trainer_state.json);
-    None without one; "could not check" when it cannot be read."""
-    path = newest_state(folder, glob)
+def run_rotation_note(checkpoints: Mapping[int, Checkpoint], covered: Iterable[int]) -> str | None:
+    """The note of ``removed_saves`` for a local run from its one listing (``checkpoints``:
+    {step: Checkpoint} on disk; ``covered``: those and the steps whose records outlive their
+    weights), read from its newest trainer_state.json (``newest_trainer_state``); None without
+    one; "could not check" when it cannot be read."""
+    path = newest_trainer_state(checkpoints)
     if path is None:
         return None
     source = f"{path.parent.name}/{TRAINER_STATE}"
@@ -245,4 +236,4 @@ def folder_rotation_note(
         state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         return f"{CANNOT}: {source} cannot be read ({type(err).__name__}: {err})"
-    return removed_saves(state, on_disk, covered, source)[1]
+    return removed_saves(state, sorted(checkpoints), covered, source)[1]

@@ -53,9 +53,10 @@ class Checkpoint:
 TRAINER_STATE = "trainer_state.json"  # transformers' Trainer leaves one in every checkpoint-*
 
 
-def trainer_losses(checkpoints: Mapping[int, Checkpoint]) -> Path | None:
-    """The losses a local run holds without ``losses:``: the trainer_state.json beside the newest
-    checkpoint's weights (its log_history covers every step up to it), or None."""
+def newest_trainer_state(checkpoints: Mapping[int, Checkpoint]) -> Path | None:
+    """The trainer_state.json beside the newest listed checkpoint's weights that has one, or None:
+    the losses a local run holds without ``losses:`` (its log_history covers every step up to it)
+    and the saves rotation removed (``sources.rotation``) both read it from the one listing."""
     for step in sorted(checkpoints, reverse=True):
         files = checkpoints[step].files
         if files and (path := Path(files[0]).parent / TRAINER_STATE).is_file():
@@ -69,7 +70,7 @@ def run_losses(entry: Mapping, checkpoints: Mapping[int, Checkpoint]) -> tuple[s
     a hub run without ``losses:`` has none."""
     if entry.get("losses"):
         return entry["losses"], False
-    found = None if entry.get("hub") else trainer_losses(checkpoints)
+    found = None if entry.get("hub") else newest_trainer_state(checkpoints)
     return (str(found), True) if found else (None, False)
 
 
