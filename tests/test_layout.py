@@ -233,23 +233,26 @@ def rules_and_scripts() -> dict[str, str | None]:
     return out
 
 
-def test_every_rule_runs_its_own_script_which_calls_its_own_job():
-    """Rule R runs workflow/scripts/R.py, which calls topotrain.jobs.R_job (and only that job)."""
+def test_every_rule_runs_the_one_script_whose_adapter_calls_its_own_job():
+    """Every rule runs workflow/scripts/job.py (the only script), which calls jobs.run_rule; rule
+    R's adapter R_rule calls topotrain.jobs.R_job and only that job."""
+    import inspect
+
     import topotrain.jobs as jobs
 
     pairs = {rule: script for rule, script in rules_and_scripts().items() if script}
     assert len(pairs) >= 30
-    wrong = {rule: script for rule, script in pairs.items() if script != rule}
-    assert not wrong, f"rules running another rule's script: {wrong}"
+    assert set(pairs.values()) == {"job"}, f"rules running another script: {pairs}"
+    assert [p.name for p in (REPO / "workflow" / "scripts").glob("*.py")] == ["job.py"]
     for rule in pairs:
-        text = (REPO / "workflow" / "scripts" / f"{rule}.py").read_text()
+        text = inspect.getsource(jobs.rule_adapter(rule))
         called = set(re.findall(r"\b(\w+_job)\(", text))
-        assert called == {f"{rule}_job"}, f"workflow/scripts/{rule}.py calls {called}"
+        assert called == {f"{rule}_job"}, f"{rule}_rule calls {called}"
         assert callable(getattr(jobs, f"{rule}_job", None)), f"topotrain.jobs has no {rule}_job"
 
 
 def test_a_rules_jobs_live_in_the_jobs_file_named_after_its_rules_file():
-    """The rules of workflow/rules/<stage>.smk call jobs defined in jobs/<stage>.py."""
+    """The rules of workflow/rules/<stage>.smk call jobs and adapters defined in jobs/<stage>.py."""
     for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
         names = set(RULE.findall(smk.read_text()))
         with_script = {n for n in names if rules_and_scripts().get(n)}
@@ -258,7 +261,7 @@ def test_a_rules_jobs_live_in_the_jobs_file_named_after_its_rules_file():
         jobs_file = PACKAGE / "jobs" / f"{smk.stem}.py"
         assert jobs_file.exists(), f"{smk.name} has rules but there is no jobs/{smk.stem}.py"
         defined = top_level_functions(jobs_file)
-        missing = {f"{n}_job" for n in with_script} - defined
+        missing = {f"{n}_{kind}" for n in with_script for kind in ("job", "rule")} - defined
         assert not missing, f"jobs/{smk.stem}.py lacks {sorted(missing)} of {smk.name}"
 
 

@@ -27,4 +27,4 @@ rule aggregate_features:
         total_steps=config["train"]["steps"],
         interval=config["train"]["checkpoint_interval"],
     script:
-        "../scripts/aggregate_features.py"
+        "../scripts/job.py"

@@ -16,7 +16,7 @@ rule models_table:
         mem_mb=1000,
         runtime=5,
     script:
-        "../scripts/models_table.py"
+        "../scripts/job.py"
 
 
 rule correlations:
@@ -45,7 +45,7 @@ rule correlations:
         n_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
-        "../scripts/correlations.py"
+        "../scripts/job.py"
 
 
 rule calibration:
@@ -76,7 +76,7 @@ rule calibration:
         seed=config["analysis"]["bootstrap_seed"],
         sesoi=config["analysis"]["sesoi"],
     script:
-        "../scripts/calibration.py"
+        "../scripts/job.py"
 
 
 rule associations:
@@ -106,7 +106,7 @@ rule associations:
         seed=config["analysis"]["bootstrap_seed"],
         sesoi=config["analysis"]["sesoi"],
     script:
-        "../scripts/associations.py"
+        "../scripts/job.py"
 
 
 rule scaling_fits:
@@ -130,7 +130,7 @@ rule scaling_fits:
     params:
         features=config["analysis"]["scaling_features"],
     script:
-        "../scripts/scaling_fits.py"
+        "../scripts/job.py"
 
 
 rule predict_final_loss:
@@ -156,7 +156,7 @@ rule predict_final_loss:
     params:
         fractions=config["analysis"]["prediction_fractions"],
     script:
-        "../scripts/predict_final_loss.py"
+        "../scripts/job.py"
 
 
 rule phase_transitions:
@@ -181,7 +181,7 @@ rule phase_transitions:
         threshold=config["analysis"]["phase_threshold"],
         n_bkps=config["analysis"]["changepoints"],
     script:
-        "../scripts/phase_transitions.py"
+        "../scripts/job.py"
 
 
 rule stopping_rules:
@@ -208,7 +208,7 @@ rule stopping_rules:
     params:
         stopping=config["analysis"]["stopping"],
     script:
-        "../scripts/stopping_rules.py"
+        "../scripts/job.py"
 
 
 rule velocity:
@@ -232,7 +232,7 @@ rule velocity:
         mem_mb=1000,
         runtime=5,
     script:
-        "../scripts/velocity.py"
+        "../scripts/job.py"
 
 
 rule layer_types:
@@ -261,7 +261,7 @@ rule layer_types:
         n_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
-        "../scripts/layer_types.py"
+        "../scripts/job.py"
 
 
 rule replication:
@@ -297,7 +297,7 @@ rule replication:
         sesoi_co=config["analysis"]["sesoi_co"],
         primary_views=config["analysis"]["primary_views"],
     script:
-        "../scripts/replication.py"
+        "../scripts/job.py"
 
 
 rule power:
@@ -327,4 +327,4 @@ rule power:
         seed=config["analysis"]["bootstrap_seed"],
         cache=f"{RESULTS}/cache/power.json",  # keyed by design: simulated once per design
     script:
-        "../scripts/power.py"
+        "../scripts/job.py"

@@ -29,7 +29,7 @@ rule confirm_features:
         total_steps=config["train"]["steps"],
         interval=config["train"]["checkpoint_interval"],
     script:
-        "../scripts/confirm_features.py"
+        "../scripts/job.py"
 
 
 rule control_confirm_features:
@@ -48,7 +48,7 @@ rule control_confirm_features:
         mem_mb=1000,
         runtime=5,
     script:
-        "../scripts/control_confirm_features.py"
+        "../scripts/job.py"
 
 
 rule hypotheses:
@@ -75,7 +75,7 @@ rule hypotheses:
         named=get_named_hypotheses,
         seed=config["analysis"]["bootstrap_seed"],
     script:
-        "../scripts/hypotheses.py"
+        "../scripts/job.py"
 
 
 rule confirmation:
@@ -103,4 +103,4 @@ rule confirmation:
         sesoi=config["analysis"]["sesoi"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
-        "../scripts/confirmation.py"
+        "../scripts/job.py"

@@ -21,7 +21,7 @@ rule train_control:
     params:
         control={k: CONTROL[k] for k in CONTROL_KNOBS},
     script:
-        "../scripts/train_control.py"
+        "../scripts/job.py"
 
 
 rule control_features:
@@ -45,7 +45,7 @@ rule control_features:
             k: v for k, v in get_topology_params(None).items() if k != "patterns"
         },
     script:
-        "../scripts/control_features.py"
+        "../scripts/job.py"
 
 
 # WeightWatcher's metrics of every 2-D matrix of one seed's checkpoints (topology.weightwatcher).
@@ -67,7 +67,7 @@ rule control_weightwatcher:
     params:
         ww=get_control_ww_params,
     script:
-        "../scripts/control_weightwatcher.py"
+        "../scripts/job.py"
 
 
 rule control_analysis:
@@ -90,4 +90,4 @@ rule control_analysis:
         seeds=CONTROL_SEEDS,
         sesoi=config["analysis"]["sesoi"],
     script:
-        "../scripts/control_analysis.py"
+        "../scripts/job.py"

@@ -20,4 +20,4 @@ rule prepare_corpus:
     params:
         corpus=config["corpus"],
     script:
-        "../scripts/prepare_corpus.py"
+        "../scripts/job.py"

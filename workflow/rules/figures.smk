@@ -17,7 +17,7 @@ rule training_figures:
         mem_mb=2000,
         runtime=10,
     script:
-        "../scripts/training_figures.py"
+        "../scripts/job.py"
 
 
 rule analysis_figures:
@@ -37,7 +37,7 @@ rule analysis_figures:
         mem_mb=2000,
         runtime=10,
     script:
-        "../scripts/analysis_figures.py"
+        "../scripts/job.py"
 
 
 rule report_markdown:
@@ -61,4 +61,4 @@ rule report_markdown:
     params:
         provenance=get_provenance(),
     script:
-        "../scripts/report_markdown.py"
+        "../scripts/job.py"

@@ -23,7 +23,7 @@ rule pythia_texts:
             seed=PYTHIA["embeddings"]["text_seed"],
         ),
     script:
-        "../scripts/pythia_texts.py"
+        "../scripts/job.py"
 
 
 rule fetch_pythia:
@@ -43,7 +43,7 @@ rule fetch_pythia:
         model=model_id,
         step=lambda wc: int(wc.step),
     script:
-        "../scripts/fetch_pythia.py"
+        "../scripts/job.py"
 
 
 # keep_weights: false gives the cache back the weights a revision's fetch downloaded, once the
@@ -63,7 +63,7 @@ rule release_pythia_weights:
         mem_mb=500,
         runtime=5,
     script:
-        "../scripts/release_pythia_weights.py"
+        "../scripts/job.py"
 
 
 rule pythia_weight_topology:
@@ -87,7 +87,7 @@ rule pythia_weight_topology:
             **ww_param(),
         },
     script:
-        "../scripts/pythia_weight_topology.py"
+        "../scripts/job.py"
 
 
 rule pythia_embedding_topology:
@@ -117,7 +117,7 @@ rule pythia_embedding_topology:
             "engine": RIPS_ENGINE,
         },
     script:
-        "../scripts/pythia_embedding_topology.py"
+        "../scripts/job.py"
 
 
 rule pythia_weight_tables:
@@ -141,7 +141,7 @@ rule pythia_weight_tables:
     params:
         allow_identical_steps=PYTHIA["allow_identical_steps"],
     script:
-        "../scripts/pythia_weight_tables.py"
+        "../scripts/job.py"
 
 
 rule pythia_embedding_tables:
@@ -173,7 +173,7 @@ rule pythia_embedding_tables:
         n_resamples=PYTHIA["bootstrap_resamples"],
         allow_identical_steps=PYTHIA["allow_identical_steps"],
     script:
-        "../scripts/pythia_embedding_tables.py"
+        "../scripts/job.py"
 
 
 rule pythia_weight_figure:
@@ -190,7 +190,7 @@ rule pythia_weight_figure:
         mem_mb=1000,
         runtime=5,
     script:
-        "../scripts/pythia_weight_figure.py"
+        "../scripts/job.py"
 
 
 rule pythia_figures:
@@ -208,4 +208,4 @@ rule pythia_figures:
         mem_mb=2000,
         runtime=10,
     script:
-        "../scripts/pythia_figures.py"
+        "../scripts/job.py"

@@ -20,7 +20,7 @@ checkpoint run_revisions:
     params:
         entry=get_run_pattern,
     script:
-        "../scripts/run_revisions.py"
+        "../scripts/job.py"
 
 
 rule fetch_run_revision:
@@ -41,7 +41,7 @@ rule fetch_run_revision:
         revision=get_run_revision,
         step=lambda wc: int(wc.step),
     script:
-        "../scripts/fetch_run_revision.py"
+        "../scripts/job.py"
 
 
 rule run_layers:
@@ -62,7 +62,7 @@ rule run_layers:
         entry=lambda wc: listing(RUN_ENTRIES[wc.run]),
         first=get_run_first,
     script:
-        "../scripts/run_layers.py"
+        "../scripts/job.py"
 
 
 # The layer map of a local run is read from its first listed checkpoint, a derived param, and the
@@ -89,7 +89,7 @@ rule run_weight_topology:
         step=lambda wc: int(wc.step),
         topology=get_run_topology_params,
     script:
-        "../scripts/run_weight_topology.py"
+        "../scripts/job.py"
 
 
 # A hub run's keep_weights: false gives the cache back each revision's downloaded weights once
@@ -109,7 +109,7 @@ rule release_run_weights:
         mem_mb=500,
         runtime=5,
     script:
-        "../scripts/release_run_weights.py"
+        "../scripts/job.py"
 
 
 rule run_released:
@@ -126,7 +126,7 @@ rule run_released:
         mem_mb=500,
         runtime=5,
     script:
-        "../scripts/run_released.py"
+        "../scripts/job.py"
 
 
 rule run_diagram_series:
@@ -148,7 +148,7 @@ rule run_diagram_series:
         kept=get_run_kept,
         series=config["topology"]["series"],
     script:
-        "../scripts/run_diagram_series.py"
+        "../scripts/job.py"
 
 
 rule run_features:
@@ -175,7 +175,7 @@ rule run_features:
             RUN_ENTRIES[wc.run]["allow_identical_steps"]
         ),
     script:
-        "../scripts/run_features.py"
+        "../scripts/job.py"
 
 
 rule run_analysis:
@@ -208,7 +208,7 @@ rule run_analysis:
             "n_bkps": config["analysis"]["changepoints"],
         },
     script:
-        "../scripts/run_analysis.py"
+        "../scripts/job.py"
 
 
 # A group of runs that are seeds of one recipe (runs.<name>.group): the between-seed contrast.
@@ -236,4 +236,4 @@ rule run_group:
         sesoi=config["analysis"]["sesoi"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
-        "../scripts/run_group.py"
+        "../scripts/job.py"

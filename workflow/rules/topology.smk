@@ -24,7 +24,7 @@ rule weight_topology:
     params:
         topology=get_topology_params,
     script:
-        "../scripts/weight_topology.py"
+        "../scripts/job.py"
 
 
 # topology.jobs: training — one job per training writes every checkpoint's record (the same records):
@@ -49,7 +49,7 @@ rule training_topology:
         **({"ww": get_ww_params} if WW_ONE_PASS else {}),
         topology=get_topology_params,
     script:
-        "../scripts/training_topology.py"
+        "../scripts/job.py"
 
 
 # WeightWatcher's metrics of one training's checkpoints (topology.weightwatcher) with per-checkpoint
@@ -73,7 +73,7 @@ rule weightwatcher:
     params:
         ww=get_ww_params,
     script:
-        "../scripts/weightwatcher.py"
+        "../scripts/job.py"
 
 
 if config["topology"]["jobs"] == "training":
@@ -104,7 +104,7 @@ rule diagram_series:
         steps=STEPS,
         series=config["topology"]["series"],
     script:
-        "../scripts/diagram_series.py"
+        "../scripts/job.py"
 
 
 # One job per training walks its checkpoints: torch and the tokens load once, not once per
@@ -127,4 +127,4 @@ rule gradient_topology:
     params:
         gradients=get_gradient_params,
     script:
-        "../scripts/gradient_topology.py"
+        "../scripts/job.py"

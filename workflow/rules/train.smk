@@ -27,4 +27,4 @@ rule train_model:
         train=get_train_params,
         state_dir=lambda wc: f"{RESULTS}/state/train/{wc.model}/seed{wc.seed}",
     script:
-        "../scripts/train_model.py"
+        "../scripts/job.py"

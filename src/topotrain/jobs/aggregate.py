@@ -35,3 +35,19 @@ def aggregate_features_job(
         gradients,
         weightwatcher,
     )
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def aggregate_features_rule(sm) -> None:
+    aggregate_features_job(
+        list(sm.input.records),
+        list(sm.input.logs),
+        dict(sm.params.items()),
+        dict(sm.output.items()),
+        list(sm.input.series),
+        list(sm.input.gradients),
+        list(sm.input.weightwatcher),
+    )

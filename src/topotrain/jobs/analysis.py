@@ -252,3 +252,57 @@ def models_table_job(table: str, out: dict[str, str]) -> None:
     from topotrain.report.markdown import models_table
 
     _tables(out, "models", models_table(pd.read_parquet(table)), "Models")
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def associations_rule(sm) -> None:
+    associations_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()), sm.threads)
+
+
+def calibration_rule(sm) -> None:
+    calibration_job(dict(sm.params.items()), dict(sm.output.items()), sm.threads)
+
+
+def correlations_rule(sm) -> None:
+    correlations_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+
+
+def layer_types_rule(sm) -> None:
+    layer_types_job(
+        dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()), sm.threads
+    )
+
+
+def models_table_rule(sm) -> None:
+    models_table_job(sm.input[0], dict(sm.output.items()))
+
+
+def phase_transitions_rule(sm) -> None:
+    phase_transitions_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+
+
+def power_rule(sm) -> None:
+    power_job(dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()), sm.threads)
+
+
+def predict_final_loss_rule(sm) -> None:
+    predict_final_loss_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+
+
+def replication_rule(sm) -> None:
+    replication_job(dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()))
+
+
+def scaling_fits_rule(sm) -> None:
+    scaling_fits_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+
+
+def stopping_rules_rule(sm) -> None:
+    stopping_rules_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+
+
+def velocity_rule(sm) -> None:
+    velocity_job(sm.input[0], dict(sm.output.items()))

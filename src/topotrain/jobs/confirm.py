@@ -83,3 +83,32 @@ def confirmation_job(hypotheses: str, table: str, params: dict, out: dict[str, s
         raise ValueError(f"{table} against {hypotheses}: {err}") from err
     atomic_write_text(out["confirmation"], conf.to_csv(index=False))
     log.info("confirmation (%s): %s", branch.name, conf["verdict"].value_counts().to_dict())
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def confirm_features_rule(sm) -> None:
+    confirm_features_job(
+        list(sm.input.records),
+        list(sm.input.logs),
+        dict(sm.params.items()),
+        dict(sm.output.items()),
+        list(sm.input.series),
+        list(sm.input.gradients),
+    )
+
+
+def confirmation_rule(sm) -> None:
+    confirmation_job(
+        sm.input.hypotheses, sm.input.table, dict(sm.params.items()), dict(sm.output.items())
+    )
+
+
+def control_confirm_features_rule(sm) -> None:
+    control_confirm_features_job(list(sm.input.tables), dict(sm.output.items()))
+
+
+def hypotheses_rule(sm) -> None:
+    hypotheses_job(sm.input.table, dict(sm.params.items()), dict(sm.output.items()))

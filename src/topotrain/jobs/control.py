@@ -118,3 +118,39 @@ def control_analysis_job(
         df["seed"].nunique(),
         seeds_table.drop_duplicates("seed")["grokking_step"].notna().sum(),
     )
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def control_analysis_rule(sm) -> None:
+    control_analysis_job(
+        list(sm.input.tables),
+        dict(sm.output.items()),
+        list(sm.input.ww),
+        sm.params.seeds,
+        sm.params.sesoi,
+    )
+
+
+def control_features_rule(sm) -> None:
+    run_dir = sm.input.metrics.rsplit("/", 1)[0]
+    control_features_job(
+        run_dir,
+        int(sm.wildcards.seed),
+        sm.params.p,
+        sm.params.fourier_k,
+        sm.params.topology,
+        dict(sm.output.items()),
+    )
+
+
+def control_weightwatcher_rule(sm) -> None:
+    control_weightwatcher_job(list(sm.input), sm.params.ww, sm.output[0])
+
+
+def train_control_rule(sm) -> None:
+    train_control_job(
+        sm.params.control, int(sm.wildcards.seed), dict(sm.output.items()), sm.threads
+    )

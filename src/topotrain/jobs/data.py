@@ -16,3 +16,11 @@ def prepare_corpus_job(corpus: dict, out: dict[str, str]) -> None:
         **_hub_corpus(corpus),
     )
     prepare_corpus(splits, out["train"], out["validation"], out["manifest"])
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def prepare_corpus_rule(sm) -> None:
+    prepare_corpus_job(sm.params.corpus, dict(sm.output.items()))

@@ -91,3 +91,21 @@ def report_markdown_job(
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
         text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
         atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def analysis_figures_rule(sm) -> None:
+    analysis_figures_job(dict(sm.input.items()), dict(sm.output.items()))
+
+
+def report_markdown_rule(sm) -> None:
+    report_markdown_job(
+        dict(sm.input.items()), sm.output.report_md, sm.output.bottom_html, sm.params.provenance
+    )
+
+
+def training_figures_rule(sm) -> None:
+    training_figures_job(sm.input[0], dict(sm.output.items()))

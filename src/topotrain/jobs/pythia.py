@@ -217,3 +217,47 @@ def pythia_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
         emb, out["pythia_wasserstein_png"], out["pythia_wasserstein_pdf"]
     )
     plots.figure_pythia_rho(corr, out["pythia_rho_png"], out["pythia_rho_pdf"])
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def fetch_pythia_rule(sm) -> None:
+    fetch_pythia_job(sm.params.model, sm.params.step, sm.output[0])
+
+
+def pythia_embedding_tables_rule(sm) -> None:
+    inputs = {"records": list(sm.input.records), "diagrams": list(sm.input.diagrams)}
+    pythia_embedding_tables_job(inputs, dict(sm.params.items()), dict(sm.output.items()))
+
+
+def pythia_embedding_topology_rule(sm) -> None:
+    params = dict(sm.params.embeddings, threads=sm.threads)
+    pythia_embedding_topology_job(
+        sm.input.revision, sm.input.texts, params, dict(sm.output.items())
+    )
+
+
+def pythia_figures_rule(sm) -> None:
+    pythia_figures_job(dict(sm.input.items()), dict(sm.output.items()))
+
+
+def pythia_texts_rule(sm) -> None:
+    pythia_texts_job(sm.params.corpus, sm.params.texts, sm.output[0])
+
+
+def pythia_weight_figure_rule(sm) -> None:
+    pythia_weight_figure_job(sm.input[0], dict(sm.output.items()))
+
+
+def pythia_weight_tables_rule(sm) -> None:
+    pythia_weight_tables_job(list(sm.input), dict(sm.params.items()), dict(sm.output.items()))
+
+
+def pythia_weight_topology_rule(sm) -> None:
+    pythia_weight_topology_job(sm.input[0], sm.params.weights, sm.output[0])
+
+
+def release_pythia_weights_rule(sm) -> None:
+    release_pythia_weights_job(dict(sm.input.items()), sm.output[0])

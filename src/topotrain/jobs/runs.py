@@ -263,3 +263,65 @@ def run_group_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
         len(contrasts),
         int((contrasts["role"] == "primary").sum()),
     )
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def fetch_run_revision_rule(sm) -> None:
+    fetch_run_revision_job(sm.params.repo, sm.params.revision, sm.params.step, sm.output[0])
+
+
+def release_run_weights_rule(sm) -> None:
+    release_run_weights_job(dict(sm.input.items()), sm.output[0])
+
+
+def run_analysis_rule(sm) -> None:
+    params = {**sm.params.run, **sm.params.analysis}
+    run_analysis_job(dict(sm.input.items()), params, dict(sm.output.items()))
+
+
+def run_diagram_series_rule(sm) -> None:
+    run_diagram_series_job(list(sm.input), dict(sm.params.items()), dict(sm.output.items()))
+
+
+def run_features_rule(sm) -> None:
+    run_features_job(dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()))
+
+
+def run_group_rule(sm) -> None:
+    run_group_job(
+        {"tables": list(sm.input.tables), "probes": list(sm.input.probes)},
+        dict(sm.params.items()),
+        dict(sm.output.items()),
+    )
+
+
+def run_layers_rule(sm) -> None:
+    run_layers_job(
+        list(sm.input),
+        sm.params.options,
+        sm.wildcards.run,
+        sm.output[0],
+        sm.params.entry,
+        sm.params.first,
+    )
+
+
+def run_released_rule(sm) -> None:
+    run_released_job(list(sm.input), sm.output[0])
+
+
+def run_revisions_rule(sm) -> None:
+    run_revisions_job(sm.wildcards.run, dict(sm.params.entry), sm.output[0])
+
+
+def run_weight_topology_rule(sm) -> None:
+    run_weight_topology_job(
+        list(sm.input.checkpoint),
+        sm.input.layers,
+        dict(sm.params.items()),
+        dict(sm.output.items()),
+        sm.threads,
+    )

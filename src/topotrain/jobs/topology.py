@@ -236,3 +236,35 @@ def _write_ww_table(rows: list[dict], n_checkpoints: int, out: str) -> None:
         out,
         fits,
     )
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def diagram_series_rule(sm) -> None:
+    diagram_series_job(list(sm.input), dict(sm.params.items()), dict(sm.output.items()))
+
+
+def gradient_topology_rule(sm) -> None:
+    gradient_topology_job(
+        list(sm.input.checkpoints),
+        sm.input.tokens,
+        sm.params.gradients,
+        dict(sm.output.items()),
+        sm.threads,
+    )
+
+
+def training_topology_rule(sm) -> None:
+    training_topology_job(
+        list(sm.input), dict(sm.params.items()), dict(sm.output.items()), sm.threads
+    )
+
+
+def weight_topology_rule(sm) -> None:
+    weight_topology_job(sm.input[0], sm.params.topology, dict(sm.output.items()), sm.threads)
+
+
+def weightwatcher_rule(sm) -> None:
+    weightwatcher_job(list(sm.input), sm.params.ww, sm.output[0])

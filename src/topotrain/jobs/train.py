@@ -39,3 +39,21 @@ def train_model_job(
             train_model(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir)
     except (RuntimeError, ValueError) as err:
         raise type(err)(f"model {model}, seed {cfg.seed}: {err}") from err
+
+
+# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
+# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
+
+
+def train_model_rule(sm) -> None:
+    train_model_job(
+        model=sm.wildcards.model,
+        arch=sm.params.arch,
+        train=sm.params.train,
+        train_bin=sm.input.train,
+        val_bin=sm.input.validation,
+        out=dict(sm.output.items()),
+        state_dir=sm.params.state_dir,
+        threads=sm.threads,
+        seeds=sm.config["seeds"],
+    )

@@ -1,6 +1,0 @@
-from topotrain.jobs import control_confirm_features_job
-from topotrain.logs import setup_logging
-
-sm = snakemake  # noqa: F821 - injected by Snakemake
-setup_logging(sm.log[0])
-control_confirm_features_job(list(sm.input.tables), dict(sm.output.items()))

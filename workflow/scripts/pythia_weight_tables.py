@@ -1,6 +1,0 @@
-from topotrain.jobs import pythia_weight_tables_job
-from topotrain.logs import setup_logging
-
-sm = snakemake  # noqa: F821 - injected by Snakemake
-setup_logging(sm.log[0])
-pythia_weight_tables_job(list(sm.input), dict(sm.params.items()), dict(sm.output.items()))
