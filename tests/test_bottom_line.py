@@ -264,3 +264,4 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
         "0.02 (persistent"
     ) in line
     assert "0.99" not in line and "0.30" not in line
+    assert "every view, 8 seeds × 51 checkpoints: power.csv" in line  # the grid walked

@@ -73,7 +73,7 @@ def test_co_columns_are_the_contrast_cells_and_a_planted_opposite_mover_has_nega
     plain = table.reset_index()
     dropped = plain.drop(columns=[c for c in plain if c.startswith("co_")])
     pd.testing.assert_frame_equal(verdicts(plain, "h1"), verdicts(dropped, "h1"))
-    said = power_sentence(verdicts(plain, "h1"), plain, None)
+    said = power_sentence(verdicts(plain, "h1"), plain, None, 8)
     shown = f"β_co {h1['co_effect']:.2f} [{h1['co_effect_ci_low']:.2f}, "
     assert shown in said and f"beyond the norm {h1['co_norm_effect']:.2f} [" in said
-    assert "β_co" not in power_sentence(verdicts(dropped, "h1"), dropped, None)
+    assert "β_co" not in power_sentence(verdicts(dropped, "h1"), dropped, None, 8)

@@ -45,15 +45,15 @@ def leads(p_fourier: float) -> pd.DataFrame:
 
 
 def test_the_power_sentence_quotes_the_control_the_known_effect_and_the_gpt_study():
-    text = power_sentence(verdicts("inconclusive", 0.067), leads(2.48e-5), PRIMARY)
+    text = power_sentence(verdicts("inconclusive", 0.067), leads(2.48e-5), PRIMARY, 6)
     assert "does not find the pre-named embedding H1" in text and "p = 0.067" in text
     assert "finds the known progress measure" in text and "ρ = -0.76, exact p = 2.5e-05" in text
     assert "pooled over 5 models" in text and "p = 0.033 against the clock" in text
     assert "0.12 against the scale" in text and "BH-adjusted 0.36" in text
-    assert "does find a real signal" in text
-    missed = power_sentence(verdicts("inconclusive", 0.4), leads(0.3), PRIMARY)
+    assert "does find a real signal in real training at 6 seeds of one model" in text
+    missed = power_sentence(verdicts("inconclusive", 0.4), leads(0.3), PRIMARY, 6)
     assert "does not find the known" in missed and "power" in missed and "not shown" in missed
-    alone = power_sentence(verdicts("reproduced", 0.01), leads(0.001), None)
+    alone = power_sentence(verdicts("reproduced", 0.01), leads(0.001), None, 6)
     assert alone.startswith("The between-seed contrast with test loss finds") and "TP0" not in alone
 
 

@@ -82,6 +82,19 @@ def test_a_placeholder_left_unfilled_is_named():
         prose.render("header/where")
 
 
+def test_no_template_types_the_designs_seeds_or_checkpoints():
+    """A design's numbers come from its tables or the config (placeholders): no template says
+    "5 seeds", "51 checkpoints" or "Δ = 0.1" itself (the control's 8 seeds and the GPT study's
+    3 once went stale this way)."""
+    import re
+
+    typed = re.compile(r"\b\d+ (seeds|checkpoints|models)\b|Δ(_co)? ?= ?\d")
+    found = {
+        n: m.group(0) for n in prose.names() if (m := typed.search(prose.template(n).template))
+    }
+    assert not found, found
+
+
 def test_a_caller_may_not_restate_a_level():
     with pytest.raises(ValueError, match="alpha"):
         prose.render("confirm/reversed", alpha="0.1")

@@ -18,3 +18,7 @@ CONFIDENCE = 0.95  # the level of every two-sided interval (1 − ALPHA)
 # the fewest seeds of one size whose exact one-sided seed-permutation p (smallest 1/k!) can fall
 # below ALPHA: 4 at 0.05 (1/24)
 SEEDS_FOR_ALPHA = next(k for k in itertools.count(1) if 1 / math.factorial(k) < ALPHA)
+# the fewest arrangements an effect interval needs (its tails, ALPHA / 2 each, within reach: 40)
+# and the fewest seeds of one model that give them (5 at 0.05: 120 orders)
+MIN_ARRANGEMENTS = round(2 / ALPHA)
+SEEDS_FOR_INTERVAL = next(k for k in itertools.count(1) if math.factorial(k) >= MIN_ARRANGEMENTS)

@@ -188,8 +188,11 @@ def views_power_sentence(views: pd.DataFrame) -> str:
             for r in rows.itertuples(index=False)
         )
 
+    designs = views[views["this_design"].astype(str).ne("True")]  # the grid power.csv walks
     return prose.render(
         "bottom_line/views_power",
+        seeds=" / ".join(map(str, sorted(designs["seeds"].unique()))),
+        checkpoints=" / ".join(map(str, sorted(designs["checkpoints"].unique()))),
         innovation_joint=listed("innovation", "joint"),
         innovation_reproduced=listed("innovation", "reproduced"),
         level_joint=listed("level", "joint"),

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from topotrain.config import ALPHA
+from topotrain.config.constants import SEEDS_FOR_INTERVAL
 from topotrain.report import prose
 from topotrain.report.markdown import interval_text, to_markdown
 from topotrain.report.plots import plt, save_figure
@@ -102,11 +103,11 @@ def comove_clause(leads: pd.DataFrame, feature: str) -> str:
 
 
 def power_sentence(
-    verdicts: pd.DataFrame, leads: pd.DataFrame, primary: pd.DataFrame | None
+    verdicts: pd.DataFrame, leads: pd.DataFrame, primary: pd.DataFrame | None, seeds: int
 ) -> str:
-    """What the control says about the power behind the GPT study's negative findings: whether
-    the between-seed contrast finds the known effect (the Fourier measure) and the pre-named
-    topological feature here, beside what it gives TP0 in the GPT study."""
+    """What the control (``seeds`` seeds) says about the power behind the GPT study's negative
+    findings: whether the between-seed contrast finds the known effect (the Fourier measure) and
+    the pre-named topological feature here, beside what it gives TP0 in the GPT study."""
     row = verdicts.iloc[0]  # the positive control's own claim (emb_h1_total)
     found = row["verdict"] == "reproduced"
     contrast = _contrast(row["statistic"], row["p"])
@@ -132,7 +133,7 @@ def power_sentence(
             )
         )
     if works:  # the test finds the known effect: the GPT study's power is what limits it
-        parts.append(prose.render("control/power_shown"))
+        parts.append(prose.render("control/power_shown", seeds=seeds))
     else:
         parts.append(prose.render("control/power_not_shown"))
     return "; ".join(filter(None, parts)) + "."
@@ -209,14 +210,17 @@ def control_section(
     if tables.get("control_diagnostics_csv"):  # written by control_analysis beside the others
         diag = pd.read_csv(tables["control_diagnostics_csv"])
         diagnostics = "\n\n" + prose.render(
-            "control/diagnostics", sentence=monitor_sentence(diag), table=to_markdown(diag)
+            "control/diagnostics",
+            sentence=monitor_sentence(diag),
+            table=to_markdown(diag),
+            min_seeds=SEEDS_FOR_INTERVAL,
         )
     text = prose.render(
         "control/section",
         figure=figure,
         groks=groks or "none",
         never=" " + prose.render("control/never", seeds=never) if never else "",
-        power=power_sentence(verdicts, leads, primary),
+        power=power_sentence(verdicts, leads, primary, len(seeds)),
         verdicts=to_markdown(verdicts.drop(columns=["rule"])),
         rules=prose.lines([f"- *{c}*: {r}" for c, r in verdicts[["claim", "rule"]].to_numpy()]),
         leads=to_markdown(leads[[c for c in LEAD_COLUMNS if c in leads]]),

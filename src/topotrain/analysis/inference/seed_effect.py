@@ -48,10 +48,8 @@ from topotrain.analysis.inference.seed_contrast import (
     view_cell,
 )
 from topotrain.analysis.inference.stats import ALPHA
+from topotrain.config.constants import MIN_ARRANGEMENTS
 
-MIN_ARRANGEMENTS = round(
-    2 / ALPHA
-)  # below this (40) an interval's tails (α/2 each) are out of reach
 TOL = 1e-4  # bisection stops when an end is known within this
 BRACKET = 2.0**20  # largest |β0 − estimate| searched; beyond it an end is unbounded
 SCAN_GAPS = 16  # rejected pieces between breaks tested past the outermost accepted β0
