@@ -52,18 +52,20 @@ def fit_status(num_evals: int, warning: str) -> str:
     return "warned" if warning else "fitted"
 
 
-def ww_layers(matrices: Mapping[str, np.ndarray]) -> list[dict]:
+def ww_layers(matrices: Mapping[str, np.ndarray], source: str = "") -> list[dict]:
     """One record (COLUMNS) per matrix of ``matrices`` ({layer: 2-D array}), in their order:
     WeightWatcher's metrics of the layers it fits, NaN metrics for those it skips. Its prints
-    and INFO logging are silenced; ValueError if a matrix is not 2-D or not finite."""
+    and INFO logging are silenced; ValueError (naming ``source`` when given, and the layer) if a
+    matrix is not 2-D or not finite."""
     import torch
 
     state = {}
     for name, W in matrices.items():
         W = np.asarray(W, dtype=np.float32)
         if W.ndim != 2 or not np.isfinite(W).all():
+            where = f"{source}: " if source else ""
             raise ValueError(
-                f"layer {name}: WeightWatcher needs a finite 2-D matrix, got {W.shape}"
+                f"{where}layer {name}: WeightWatcher needs a finite 2-D matrix, got {W.shape}"
             )
         state[f"{name}.weight"] = torch.from_numpy(W)
     df = analyze(state)

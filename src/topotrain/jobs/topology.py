@@ -19,35 +19,16 @@ def checkpoint_topology(
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     engine: str = _TOPOLOGY["engine"],
-    *,
-    matrices: dict | None = None,
 ):
-    """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint through
-    ``topology.record``: its tensors read one at a time (``sources.checkpoint.open_checkpoint``),
-    or ``matrices``, its layers already read once (``read_layers``) for another measure too;
+    """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint: its tensors
+    read one at a time (``sources.checkpoint.open_checkpoint``) through ``topology.record``;
     errors name the checkpoint and the layer."""
-    from topotrain.topology.record import Options
-
-    return _record(path, patterns, Options(max_points, seed, maxdim, engine), n_threads, matrices)
-
-
-def _record(path, patterns, options, n_threads: int, matrices: dict | None):
-    """``topology.record`` of a checkpoint's tensors (source → topology), read lazily unless
-    ``matrices`` holds them."""
     from topotrain.sources.checkpoint import open_checkpoint
-    from topotrain.topology.record import record
+    from topotrain.topology.record import Options, record
 
-    tensors = open_checkpoint(path) if matrices is None else matrices
+    tensors = open_checkpoint(path)  # source → topology
+    options = Options(max_points, seed, maxdim, engine)
     return record(tensors, patterns, options, n_threads=n_threads, source=f"checkpoint {path}")
-
-
-def read_layers(path: str | Path, patterns: Sequence[str]) -> dict:
-    """The checkpoint's layers matching ``patterns``, each read once into memory: one pass for the
-    weight topology and WeightWatcher (``training_topology_job``)."""
-    from topotrain.sources.checkpoint import open_checkpoint
-    from topotrain.topology.layers import select_layers
-
-    return select_layers(open_checkpoint(path), patterns)
 
 
 def write_checkpoint_topology(
@@ -60,38 +41,58 @@ def write_checkpoint_topology(
     maxdim: int = _TOPOLOGY["maxdim"],
     n_threads: int = 1,
     engine: str = _TOPOLOGY["engine"],
-    *,
-    matrices: dict | None = None,
 ) -> list[dict]:
     """A checkpoint's records as JSON and its diagrams as npz, both or neither
-    (``io.write_record``): source → topology (``checkpoint_topology``) → write.
+    (``io.write_record``), through ``checkpoint_pass``; its records.
 
     JSON: {"checkpoint", "params" (those the result depends on, the engine resolved: not
     n_threads), "numerics" (the checkpoint's training numerics, ``trained_numerics``; null when
     unrecorded), "layers"}.
     """
-    from topotrain.io import write_record
-    from topotrain.sources.checkpoint import trained_numerics
     from topotrain.topology.record import Options
 
     options = Options(max_points, seed, maxdim, engine)
-    records, diagrams = _record(ckpt_path, patterns, options, n_threads, matrices)
+    return checkpoint_pass(ckpt_path, out_json, out_npz, patterns, options, n_threads)[0]
+
+
+def checkpoint_pass(
+    ckpt_path: str | Path,
+    out_json: str | Path,
+    out_npz: str | Path,
+    patterns: Sequence[str],
+    options,
+    n_threads: int = 1,
+    weightwatcher: bool = False,
+) -> tuple[list[dict], list[dict]]:
+    """One checkpoint, one way: read (its training numerics, its tensors), compute (its records
+    by ``topology.record``), write (``io.write_record``: JSON and npz, both or neither). With
+    ``weightwatcher`` the matching layers are read into memory once and WeightWatcher's rows of
+    the same matrices come back too ((records, rows); rows [] without it)."""
+    from topotrain.io import write_record
+    from topotrain.sources.checkpoint import open_checkpoint, trained_numerics
+    from topotrain.topology.layers import select_layers
+    from topotrain.topology.record import record
+
+    source = f"checkpoint {ckpt_path}"
+    numerics, tensors = trained_numerics(ckpt_path), open_checkpoint(ckpt_path)  # source
+    if weightwatcher:
+        tensors = select_layers(tensors, patterns)  # each matching layer read once, for both
+    records, diagrams = record(tensors, patterns, options, n_threads=n_threads, source=source)
+    rows = []
+    if weightwatcher:
+        from topotrain.baselines.weightwatcher import ww_layers
+
+        rows = ww_layers(tensors, source)
     params = {"patterns": list(patterns), **options.params()}
-    numerics = trained_numerics(ckpt_path)
     doc = {"checkpoint": str(ckpt_path), "params": params, "numerics": numerics, "layers": records}
     write_record(out_json, out_npz, doc, diagrams)  # write
-    return records
+    return records, rows
 
 
 def weight_topology_job(
-    checkpoint: str,
-    params: dict,
-    out: dict[str, str],
-    threads: int = 1,
-    matrices: dict | None = None,
+    checkpoint: str, params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
-    """Weight topology of one checkpoint → JSON record + npz diagrams (``out``); ``matrices``:
-    its layers already read (``read_layers``)."""
+    """Weight topology of one checkpoint → JSON record + npz diagrams (``out``)."""
     write_checkpoint_topology(
         checkpoint,
         out["record"],
@@ -102,7 +103,6 @@ def weight_topology_job(
         maxdim=params["maxdim"],
         n_threads=threads,
         engine=params["engine"],
-        matrices=matrices,
     )
 
 
@@ -142,11 +142,13 @@ def training_topology_job(
 
 def _one_record(task: tuple[str, tuple[str, str], int | None], params: dict, ww: bool) -> list:
     """One checkpoint's record and diagrams, as ``weight_topology_job`` writes them, and with
-    ``ww`` WeightWatcher's rows of the same matrices (read once)."""
+    ``ww`` WeightWatcher's rows of the same matrices (read once), each with its step."""
+    from topotrain.topology.record import Options
+
     checkpoint, (record, diagrams), step = task
-    matrices = read_layers(checkpoint, params["patterns"]) if ww else None
-    weight_topology_job(checkpoint, params, {"record": record, "diagrams": diagrams}, 1, matrices)
-    return _ww_rows(checkpoint, step, matrices) if ww else []
+    options = Options.of(params)
+    _, rows = checkpoint_pass(checkpoint, record, diagrams, params["patterns"], options, 1, ww)
+    return [{"step": int(step), **r} for r in rows]
 
 
 def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:
@@ -202,21 +204,15 @@ def weightwatcher_job(checkpoints: list[str], params: dict, out: str) -> None:
     checkpoints (``checkpoints[i]`` at ``params["steps"][i]``, the layers of
     ``params["patterns"]``) → one parquet table, a row per (step, layer), written atomically.
     ``training_topology_job`` writes the same table in its pass when both are on."""
+    from topotrain.baselines.weightwatcher import ww_layers
+    from topotrain.sources.checkpoint import open_checkpoint
+    from topotrain.topology.layers import select_layers
+
     rows = []
     for path, step in zip(checkpoints, params["steps"], strict=True):
-        rows += _ww_rows(path, step, read_layers(path, params["patterns"]))
+        matrices = select_layers(open_checkpoint(path), params["patterns"])
+        rows += [{"step": int(step), **r} for r in ww_layers(matrices, f"checkpoint {path}")]
     _write_ww_table(rows, len(checkpoints), out)
-
-
-def _ww_rows(path: str, step: int, matrices: dict) -> list[dict]:
-    """WeightWatcher's rows of one checkpoint's layers, each with its step; errors name the file."""
-    from topotrain.baselines.weightwatcher import ww_layers
-
-    try:
-        records = ww_layers(matrices)
-    except ValueError as err:
-        raise ValueError(f"checkpoint {path}: {err}") from err
-    return [{"step": int(step), **r} for r in records]
 
 
 def _write_ww_table(rows: list[dict], n_checkpoints: int, out: str) -> None:
