@@ -29,6 +29,7 @@ from topotrain.config import (
     order_like_schema,
     spine_enabled,
 )
+from topotrain.config.constants import PRIMARY_CLAIMS
 from topotrain.devices import wants_ensemble, wants_gpu
 from topotrain.sources.corpus import VOCAB_SIZE
 from topotrain.topology.vietoris_rips import resolve_engine
@@ -147,6 +148,21 @@ def figure_outputs(names):
             f"{RESULTS}/figures/{name}.png",
             caption=f"../report/{name}.rst",
             category=FIGURES_ALL[name],
+        )
+        out[f"{name}_pdf"] = f"{RESULTS}/figures/{name}.pdf"
+    return out
+
+
+def answer_outputs():
+    """The answer's figures, PNG (first in the HTML report) and PDF: every effect against Δ, then
+    each primary claim's between-seed picture (one caption for the three)."""
+    out = {}
+    for name, caption in [("effects_forest", "effects_forest")] + [
+        (f"between_seeds_{c}", "between_seeds") for c in PRIMARY_CLAIMS
+    ]:
+        png = f"{RESULTS}/figures/{name}.png"
+        out[f"{name}_png"] = report(
+            png, caption=f"../report/{caption}.rst", category="Answer"
         )
         out[f"{name}_pdf"] = f"{RESULTS}/figures/{name}.pdf"
     return out

@@ -34,6 +34,8 @@ def report_tables():
         csv["control_curves_png"] = f"{RESULTS}/figures/control_curves.png"
     if SPINE_ON:  # NP against its layers' weight variance, in the control's section
         csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
+        # the answer's figures, under the bottom line (answer_figures)
+        csv |= {k: str(v) for k, v in answer_outputs().items() if k.endswith("_png")}
     csv |= get_calibration()
     csv |= get_confirm_report_tables()  # the section "Confirmed on fresh seeds"
     sections = [run_path(r, "REPORT.md") for r in RUN_ENTRIES]

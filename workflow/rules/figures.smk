@@ -40,6 +40,32 @@ rule analysis_figures:
         "../scripts/job.py"
 
 
+# The answer in pictures: each primary claim's seed deviations per model and view (what the test
+# permutes) and every effect against Δ; REPORT.md's bottom line shows them.
+rule answer_figures:
+    input:
+        table=FEATURES,
+        primary=f"{RESULTS}/tables/primary.csv",
+        diagnostics=f"{RESULTS}/tables/diagnostics.csv",
+        power=f"{RESULTS}/tables/power.csv",
+    output:
+        **answer_outputs(),
+    log:
+        f"{RESULTS}/logs/figures/answer_figures.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        claims=list(PRIMARY_CLAIMS),
+        sesoi=config["analysis"]["sesoi"],
+        sesoi_co=config["analysis"]["sesoi_co"],
+    script:
+        "../scripts/job.py"
+
+
 rule report_markdown:
     input:
         **report_tables(),

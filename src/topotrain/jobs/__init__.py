@@ -43,6 +43,7 @@ from topotrain.jobs.data import (
 )
 from topotrain.jobs.figures import (
     analysis_figures_job,
+    answer_figures_job,
     report_markdown_job,
     training_figures_job,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "models_table_job",
     "training_figures_job",
     "analysis_figures_job",
+    "answer_figures_job",
     "report_markdown_job",
     "pythia_texts_job",
     "fetch_pythia_job",

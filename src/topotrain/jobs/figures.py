@@ -39,6 +39,38 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     )
 
 
+def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+    """The answer's figures: each claim of ``params["claims"]``'s between-seed picture
+    (``seed_points`` of the checkpoint table ``inputs["table"]``) and every effect of primary.csv
+    and diagnostics.csv against Δ with the verdicts and the power at Δ (power.csv)."""
+    import pandas as pd
+
+    from topotrain.analysis.inference.seed_points import seed_points
+    from topotrain.jobs.common import log
+    from topotrain.report.answer import (
+        claimed_signs,
+        figure_between_seeds,
+        figure_effects_forest,
+        forest_rows,
+    )
+    from topotrain.report.plots import model_order
+
+    df = pd.read_parquet(inputs["table"])
+    primary, diagnostics, power = (_csv(inputs, k) for k in ("primary", "diagnostics", "power"))
+    seeds = int(df.groupby("model")["seed"].nunique().min()) if len(df) else 0
+    design = {"seeds": seeds, "sesoi": params["sesoi"], "sesoi_co": params["sesoi_co"]}
+    design["models"] = model_order(df)
+    for feature in params["claims"]:
+        points = seed_points(df, feature)
+        design["claimed"] = claimed_signs(primary, feature)
+        name = f"between_seeds_{feature}"
+        figure_between_seeds(points, feature, design, out[f"{name}_png"], out[f"{name}_pdf"])
+        log.info("%s: %d points over %d models", name, len(points), points["model"].nunique())
+    rows = forest_rows(primary, diagnostics, power)
+    figure_effects_forest(rows, out["effects_forest_png"], out["effects_forest_pdf"])
+    log.info("effects_forest: %d effects", len(rows))
+
+
 def _csv(tables: dict[str, str], key: str):
     """The table ``tables[key]`` as a DataFrame, None where the report has none."""
     import pandas as pd
@@ -63,6 +95,7 @@ def report_markdown_job(
     from topotrain.analysis.inference.stats import ALPHA
     from topotrain.analysis.replication.claims import RULES
     from topotrain.io import atomic_write_text
+    from topotrain.report.answer import answer_links
     from topotrain.report.bottom_line import bottom_line, replication_section, to_html
     from topotrain.report.confirm import confirm_sections
     from topotrain.report.control import control_section
@@ -80,6 +113,8 @@ def report_markdown_job(
         calibration = _csv(tables, "calibration_csv")  # only when make calibrate has written it
         power = _csv(tables, "power_csv")
         top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power)
+        if links := answer_links(tables):  # the answer's figures, under the bottom line's table
+            top = f"{top.rstrip()}\n\n{links}\n"
         if "replication" in sections:
             sections["replication"] = Body(replication_section(rep, RULES))
     if "control_csv" in tables:  # the positive control: built from its CSVs (FROM_CSVS)
@@ -109,3 +144,7 @@ def report_markdown_rule(sm) -> None:
 
 def training_figures_rule(sm) -> None:
     training_figures_job(sm.input[0], dict(sm.output.items()))
+
+
+def answer_figures_rule(sm) -> None:
+    answer_figures_job(dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()))

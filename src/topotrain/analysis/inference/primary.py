@@ -54,10 +54,11 @@ from topotrain.analysis.inference.verdicts import (
     paper_series,
 )
 from topotrain.config import DEFAULTS
+from topotrain.config.constants import PRIMARY_CLAIMS
 
 TARGET = "train_loss"
 CO_TARGET = "val_loss"  # the co-movement view's loss: measured on the checkpoint's own weights
-CLAIMS = {"h0_total": "2", "np_mean": "3", "h1_total": "4"}  # feature -> the paper's table
+CLAIMS = PRIMARY_CLAIMS  # feature -> the paper's table
 QUANTITY = "rho_{feature}_train_loss"
 CONDITIONS = {"clock": None, "scale": SCALE}  # name -> the column its contrast is partial on
 # Design views of the family: name -> (its loss, {condition: (contrast view, conditioning)}).

@@ -1,0 +1,252 @@
+"""The answer's figures: what the between-seed test permutes (each claim's seed deviations, per
+model and view) and every effect against Δ (a forest: β with its interval per view, the band ±Δ,
+the verdict and the power at Δ beside each claim)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from topotrain.config.constants import CONFIDENCE
+from topotrain.report.bottom_line import NAMES
+from topotrain.report.plots import _label, plt, save_figure
+
+# the forest's views: primary.csv's condition -> (label, whose Δ)
+FOREST_VIEWS = {
+    "clock": ("level, beyond the clock", "sesoi"),
+    "scale": ("level, beyond the scale", "sesoi"),
+    "co_clock": ("co-movement, beyond the clock", "sesoi_co"),
+    "co_scale": ("co-movement, beyond the scale", "sesoi_co"),
+}
+VIEW_TITLES = {
+    "clock": "level, beyond the clock",
+    "scale": "level, beyond the scale (L2 norm partialled)",
+    "co_clock": "co-movement, beyond the clock",
+    "co_scale": "co-movement, beyond the scale",
+}
+
+
+def answer_links(figures: dict[str, str]) -> str:
+    """The bottom line's figures (``figures``: the report's inputs, name → PNG path): the forest
+    shown, each claim's between-seed picture linked; '' without the forest."""
+    from pathlib import Path
+
+    from topotrain.report import prose
+
+    if "effects_forest_png" not in figures:
+        return ""
+    between = [
+        f"[{NAMES.get(key[len('between_seeds_') : -len('_png')], key)}](figures/{Path(p).name})"
+        for key, p in figures.items()
+        if key.startswith("between_seeds_") and key.endswith("_png")
+    ]
+    forest = Path(figures["effects_forest_png"]).name
+    return prose.render("answer/figures", forest=forest, between=", ".join(between) or "none")
+
+
+def figure_between_seeds(
+    points: pd.DataFrame, feature: str, design: dict, png: str, pdf: str | None = None
+) -> None:
+    """One row per model, one column per (view, condition) of ``points`` (``seed_points``): each
+    seed's feature deviation against its loss deviation (SD units), a colour per seed, the
+    model's least-squares line and the test's ρ in the panel's title beside the paper's sign for
+    the model (``design["claimed"]``: model → "+" or "−"); ``design`` gives the title's Δ, Δ_co
+    and seeds."""
+    cells = list(dict.fromkeys(zip(points["view"], points["condition"], strict=True)))
+    models = [m for m in model_order_of(points, design) if m in set(points["model"])]
+    if not cells or not models:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"{feature}: no model has two seeds to compare", ha="center")
+        save_figure(fig, png, pdf)
+        return
+    fig, axes = plt.subplots(
+        len(models),
+        len(cells),
+        figsize=(3.1 * len(cells), 2.5 * len(models)),
+        squeeze=False,
+        sharex="col",
+    )
+    seeds = sorted(points["seed"].unique())
+    colours = dict(zip(seeds, plt.get_cmap("tab10").colors * 3, strict=False))
+    for i, model in enumerate(models):
+        for j, (view, condition) in enumerate(cells):
+            ax = axes[i, j]
+            g = points[
+                (points["model"] == model)
+                & (points["view"] == view)
+                & (points["condition"] == condition)
+            ]
+            if g.empty:
+                ax.axis("off")
+                continue
+            for seed, s in g.groupby("seed"):
+                ax.scatter(s["loss"], s["feature"], s=6, alpha=0.6, color=colours[seed])
+            x, y = g["loss"].to_numpy(), g["feature"].to_numpy()
+            if (x * x).sum() > 0:
+                xs = np.linspace(x.min(), x.max(), 2)
+                ax.plot(xs, (x * y).sum() / (x * x).sum() * xs, color="k", lw=1)
+            ax.axhline(0, color="0.8", lw=0.5)
+            ax.axvline(0, color="0.8", lw=0.5)
+            claimed = design.get("claimed", {}).get(model)
+            said = f"paper: {claimed}" if claimed else "not in the claim"
+            ax.set_title(f"{model}: ρ = {g['rho'].iloc[0]:.2f} ({said})", fontsize=8)
+            if i == 0:
+                ax.annotate(
+                    VIEW_TITLES.get(condition, f"{view} {condition}"),
+                    (0.5, 1.25),
+                    xycoords="axes fraction",
+                    ha="center",
+                    fontsize=9,
+                    weight="bold",
+                )
+            if j == 0:
+                ax.set_ylabel("feature deviation (SD)", fontsize=7)
+            if i == len(models) - 1:
+                ax.set_xlabel("loss deviation (SD)", fontsize=7)
+            ax.tick_params(labelsize=6)
+    handles = [
+        plt.Line2D([], [], marker="o", ls="", color=colours[s], label=f"seed {s}") for s in seeds
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(seeds), 8), fontsize=7)
+    name = NAMES.get(feature, feature)
+    fig.suptitle(
+        f"{name} ({_label(feature)}): each seed against its siblings at the same step — "
+        f"{design['seeds']} seeds per model; Δ = {design['sesoi']:g} (level), "
+        f"Δ_co = {design['sesoi_co']:g} (co-movement)",
+        fontsize=10,
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
+    save_figure(fig, png, pdf)
+
+
+def claimed_signs(primary: pd.DataFrame | None, feature: str) -> dict[str, str]:
+    """model → the paper's sign ("+" or "−") of ``feature``'s claim, from primary.csv's models
+    and signs ({} without the claim)."""
+    if primary is None or primary.empty or feature not in set(primary["feature"]):
+        return {}
+    row = primary.set_index("feature").loc[feature]
+    signs = ["+" if float(s) > 0 else "−" for s in str(row["signs"]).split(";")]
+    return dict(zip(str(row["models"]).split(";"), signs, strict=True))
+
+
+def model_order_of(points: pd.DataFrame, design: dict) -> list[str]:
+    """The models in ``design["models"]`` order (by size), else in the points' order."""
+    given = list(design.get("models") or [])
+    return given or list(dict.fromkeys(points["model"]))
+
+
+def forest_rows(
+    primary: pd.DataFrame | None, diagnostics: pd.DataFrame | None, power: pd.DataFrame | None
+) -> pd.DataFrame:
+    """One row per (claim or diagnostic, view) with an effect: label, view label, effect, its
+    interval, Δ of its view, the verdict and the power at Δ (primary claims), in drawing order —
+    the primary claims first (every view of primary.csv), then the diagnostics' WeightWatcher
+    rows (beyond the clock and the scale)."""
+    rows = []
+    for r in (primary if primary is not None else pd.DataFrame()).to_dict("records"):
+        name = NAMES.get(r["feature"], r["feature"])
+        for cond, (label, delta) in FOREST_VIEWS.items():
+            if f"effect_{cond}" not in r:
+                continue
+            rows.append(
+                dict(
+                    group="primary",
+                    name=name,
+                    view=label,
+                    effect=r[f"effect_{cond}"],
+                    low=r[f"effect_{cond}_ci_low"],
+                    high=r[f"effect_{cond}_ci_high"],
+                    delta=r.get(delta, np.nan),
+                    verdict=r.get("verdict", ""),
+                    power=_power(power, r["feature"]),
+                )
+            )
+    diag = diagnostics if diagnostics is not None else pd.DataFrame(columns=["kind"])
+    for r in diag[diag["kind"] == "weightwatcher"].to_dict("records"):
+        for cond in ("clock", "scale"):
+            if f"effect_{cond}" not in r:
+                continue
+            rows.append(
+                dict(
+                    group="diagnostics",
+                    name=_label(r["feature"]),
+                    view=FOREST_VIEWS[cond][0],
+                    effect=r[f"effect_{cond}"],
+                    low=r[f"effect_ci_low_{cond}"],
+                    high=r[f"effect_ci_high_{cond}"],
+                    delta=_sesoi(primary),
+                    verdict=r.get("verdict", ""),
+                    power="",
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def _sesoi(primary: pd.DataFrame | None) -> float:
+    if primary is None or "sesoi" not in primary or primary.empty:
+        return np.nan
+    return float(primary["sesoi"].iloc[0])
+
+
+def _power(power: pd.DataFrame | None, feature: str) -> str:
+    """The design's power of "reproduced" for ``feature``'s claim from power.csv's rows of this
+    design: at Δ_co (innovation coupling) and at Δ (the stated model); else the level family's
+    power at Δ; '' without power.csv."""
+    if power is None or power.empty:
+        return ""
+    if "this_design" in power:
+        here = power[power["this_design"].astype(str).eq("True") & (power["feature"] == feature)]
+        said = []
+        for coupling, delta in (("innovation", "Δ_co"), ("level", "Δ")):
+            row = here[(here["coupling"] == coupling) & (here["view"] == "reproduced")]
+            if len(row):
+                said.append(f"{row['power_at_sesoi'].iloc[0]:.2f} at {delta}")
+        if said:
+            return 'power of "reproduced" ' + ", ".join(said)
+    family = power[power["planted"].isna()] if "planted" in power else power
+    rows = family[family["feature"] == feature]
+    return f"power at Δ {rows['power_at_sesoi'].iloc[0]:.2f}" if len(rows) else ""
+
+
+def figure_effects_forest(rows: pd.DataFrame, png: str, pdf: str | None = None) -> None:
+    """Every effect of ``forest_rows`` as a point with its interval, one line each, the band ±Δ
+    of its view shaded, and at the right the claim's verdict and power at Δ."""
+    n = max(len(rows), 1)
+    fig, ax = plt.subplots(figsize=(9, 0.32 * n + 1.6))
+    if rows.empty:
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no effect to show (primary.csv and diagnostics.csv absent)", ha="center")
+        save_figure(fig, png, pdf)
+        return
+    ys = np.arange(n)[::-1]
+    for y, r in zip(ys, rows.itertuples(index=False), strict=True):
+        if np.isfinite(r.delta):
+            ax.fill_betweenx([y - 0.45, y + 0.45], -r.delta, r.delta, color="0.9", lw=0)
+        colour = "C0" if r.group == "primary" else "C2"
+        if np.isfinite(r.low) and np.isfinite(r.high):
+            ax.plot([r.low, r.high], [y, y], color=colour, lw=1.5)
+        if np.isfinite(r.effect):
+            ax.plot(r.effect, y, "o", color=colour, ms=4)
+    ax.axvline(0, color="k", lw=0.6)
+    ax.set_yticks(ys, [f"{r.name}: {r.view}" for r in rows.itertuples(index=False)], fontsize=7)
+    ax.set_xlabel(
+        f"effect β (correlation of the seeds' deviations) with its {100 * CONFIDENCE:g} % "
+        "interval, shaded ±Δ of its view;\nprimary claims in the paper's sign (> 0 as claimed), "
+        "WeightWatcher's as measured",
+        fontsize=8,
+    )
+    ax.set_xlim(-1, 1)
+    first = rows.drop_duplicates(["group", "name"])
+    for r in first.itertuples():
+        y = ys[r.Index]
+        said = f"{r.verdict}\n{r.power}" if r.power else r.verdict
+        ax.annotate(said, (1.02, y), xycoords=("axes fraction", "data"), fontsize=7, va="center")
+    deltas = sorted({f"{d:g}" for d in rows["delta"] if np.isfinite(d)})
+    ax.set_title(
+        f"Effects against Δ ({', '.join(deltas) or 'none'}): primary claims (blue) and "
+        "WeightWatcher's metrics (green)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    save_figure(fig, png, pdf)

@@ -1,0 +1,157 @@
+"""The answer's figures: the between-seed points are the cells the test uses (checked against
+NumPy and SciPy by hand), the forest's rows come from primary.csv, diagnostics.csv and
+power.csv, and the bottom line links the figures."""
+
+from __future__ import annotations
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from topotrain.analysis.inference.seed_points import seed_points
+from topotrain.report.answer import (
+    answer_links,
+    claimed_signs,
+    figure_between_seeds,
+    figure_effects_forest,
+    forest_rows,
+)
+
+
+def table(seeds=(1, 2, 3), steps=8, models=("m",), seed=0) -> pd.DataFrame:
+    """A checkpoint table: loss and norm fall with the step, each seed offset, the feature a
+    mix of the loss, the norm and noise."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m in models:
+        for s in seeds:
+            off = rng.normal(size=3)
+            for t in range(steps):
+                loss = 3 - 0.2 * t + off[0] + 0.3 * rng.normal()
+                norm = 1 + 0.1 * t + off[1] + 0.3 * rng.normal()
+                val = loss + 0.2 * rng.normal()
+                h0 = -0.5 * loss + 0.4 * norm + 0.3 * rng.normal()
+                rows.append(dict(model=m, seed=s, step=10 * t, train_loss=loss, val_loss=val))
+                rows[-1] |= dict(l2_norm_mean=norm, h0_total=h0, n_params=100)
+    return pd.DataFrame(rows)
+
+
+def dev(df: pd.DataFrame, column: str) -> np.ndarray:
+    """(seeds, steps) deviations from the across-seed mean at each step, by hand."""
+    m = df.pivot(index="seed", columns="step", values=column).to_numpy()
+    return m - m.mean(axis=0)
+
+
+def test_the_clock_views_points_are_each_seeds_deviations_with_the_tests_spearman_rho():
+    df = table()
+    pts = seed_points(df, "h0_total")
+    clock = pts[(pts["view"] == "level") & (pts["condition"] == "clock")]
+    x, y = dev(df, "train_loss"), dev(df, "h0_total")
+    assert len(clock) == x.size == 24
+    got_x = clock.sort_values(["seed", "index"])["loss"].to_numpy().reshape(3, 8)
+    got_y = clock.sort_values(["seed", "index"])["feature"].to_numpy().reshape(3, 8)
+    np.testing.assert_allclose(got_x, x / np.sqrt((x * x).mean()), atol=1e-12)
+    np.testing.assert_allclose(got_y, y / np.sqrt((y * y).mean()), atol=1e-12)
+    rho = stats.spearmanr(y.ravel(), x.ravel()).statistic  # ranks over every cell
+    assert np.isclose(clock["rho"].iloc[0], rho, atol=1e-12)
+
+
+def test_the_scale_views_points_are_residual_on_the_norm_and_rho_their_correlation():
+    df = table(seed=3)
+    pts = seed_points(df, "h0_total")
+    scale = pts[(pts["view"] == "level") & (pts["condition"] == "scale")]
+    x, y, z = (dev(df, c) for c in ("train_loss", "h0_total", "l2_norm_mean"))
+    zc = (z - z.mean()).ravel()[:, None]
+
+    def resid(v):
+        vc = (v - v.mean()).ravel()
+        return vc - zc[:, 0] * np.linalg.lstsq(zc, vc, rcond=None)[0][0]
+
+    rx, ry = resid(x), resid(y)
+    got = scale.sort_values(["seed", "index"])
+    np.testing.assert_allclose(got["loss"], rx / np.sqrt((rx * rx).mean()), atol=1e-10)
+    np.testing.assert_allclose(got["feature"], ry / np.sqrt((ry * ry).mean()), atol=1e-10)
+    assert np.isclose(scale["rho"].iloc[0], np.corrcoef(rx, ry)[0, 1], atol=1e-10)
+
+
+def test_every_view_of_every_model_and_none_for_a_model_of_one_seed():
+    df = pd.concat([table(models=("a", "b")), table(seeds=(7,), models=("lone",))])
+    pts = seed_points(df, "h0_total")
+    assert set(pts["model"]) == {"a", "b"}  # one seed: nothing to compare
+    cells = set(zip(pts["view"], pts["condition"], strict=True))
+    assert cells == {("level", "clock"), ("level", "scale")} | {
+        ("comove", "co_clock"),
+        ("comove", "co_scale"),
+    }
+    co = pts[(pts["model"] == "a") & (pts["condition"] == "co_clock")]
+    assert len(co) == 3 * 7  # step-to-step moves: one fewer than the checkpoints
+    assert seed_points(df.drop(columns="h0_total"), "h0_total").empty
+
+
+PRIMARY = pd.DataFrame(
+    [
+        dict(
+            feature="h0_total",
+            models="a;b",
+            signs="-1;+1",
+            verdict="inconclusive",
+            sesoi=0.1,
+            sesoi_co=0.1,
+            **{f"effect_{c}": v for c, v in zip(("clock", "scale"), (0.3, 0.2), strict=True)},
+            **{f"effect_{c}_ci_low": v for c, v in (("clock", 0.1), ("scale", -0.1))},
+            **{f"effect_{c}_ci_high": v for c, v in (("clock", 0.5), ("scale", 0.4))},
+        )
+    ]
+)
+DIAG = pd.DataFrame(
+    [
+        dict(feature="ww_alpha_mean", kind="weightwatcher", verdict="below Δ")
+        | dict(effect_clock=0.01, effect_ci_low_clock=-0.05, effect_ci_high_clock=0.06)
+        | dict(effect_scale=0.02, effect_ci_low_scale=-0.04, effect_ci_high_scale=0.07),
+        dict(feature="h0_max", kind="topological", verdict="inconclusive", effect_clock=0.9),
+    ]
+)
+POWER = pd.DataFrame(
+    [
+        dict(feature="h0_total", planted=np.nan, power_at_sesoi=0.2, this_design=np.nan),
+        dict(feature="h0_total", planted="β_co", coupling="innovation", view="reproduced")
+        | dict(power_at_sesoi=0.91, this_design=True),
+        dict(feature="h0_total", planted="β", coupling="level", view="reproduced")
+        | dict(power_at_sesoi=0.99, this_design=True),
+        dict(feature="h0_total", planted="β", coupling="level", view="reproduced")
+        | dict(power_at_sesoi=0.5, this_design=False),
+    ]
+)
+
+
+def test_the_forests_rows_are_the_claims_views_then_weightwatchers_with_power_and_verdict():
+    rows = forest_rows(PRIMARY, DIAG, POWER)
+    assert rows["group"].tolist() == ["primary"] * 2 + ["diagnostics"] * 2  # h0_max: no WW
+    first = rows.iloc[0]
+    assert (first["effect"], first["low"], first["high"], first["delta"]) == (0.3, 0.1, 0.5, 0.1)
+    assert first["name"] == "TP0" and first["view"] == "level, beyond the clock"
+    assert first["power"] == 'power of "reproduced" 0.91 at Δ_co, 0.99 at Δ'
+    assert rows.iloc[3]["high"] == 0.07 and rows.iloc[3]["verdict"] == "below Δ"
+    family = forest_rows(PRIMARY, None, POWER[POWER["planted"].isna()])
+    assert family.iloc[0]["power"] == "power at Δ 0.20"  # no views rows: the level family's
+    assert forest_rows(None, None, None).empty
+
+
+def test_the_figures_are_drawn_and_the_bottom_line_links_them(tmp_path):
+    df = table(models=("a", "b"))
+    design = {"seeds": 3, "sesoi": 0.1, "sesoi_co": 0.1, "models": ["a", "b"]}
+    design["claimed"] = claimed_signs(PRIMARY, "h0_total")
+    assert design["claimed"] == {"a": "−", "b": "+"}
+    png = tmp_path / "between.png"
+    figure_between_seeds(seed_points(df, "h0_total"), "h0_total", design, png)
+    height, width = mpimg.imread(png).shape[:2]
+    assert width > height > 500  # two models' rows of four views
+    forest = tmp_path / "forest.png"
+    figure_effects_forest(forest_rows(PRIMARY, DIAG, POWER), forest)
+    assert mpimg.imread(forest).shape[0] > 100
+    links = answer_links(
+        {"effects_forest_png": str(forest), "between_seeds_h0_total_png": str(png)}
+    )
+    assert "](figures/forest.png)" in links and "[TP0](figures/between.png)" in links
+    assert answer_links({"between_seeds_h0_total_png": str(png)}) == ""
