@@ -78,3 +78,26 @@ def test_confirmed_sections_and_the_findings_follow_the_control_and_the_replicat
 def test_a_section_order_lacks_is_named():
     with pytest.raises(ValueError, match="no_such_section"):
         compose(tables(["models", "no_such_section"]))
+
+
+def test_a_findings_tables_first_rows_stand_in_the_report_the_whole_table_linked(tmp_path):
+    from topotrain.report.markdown import SUMMARY_ROWS, Body, assemble_report, summarised
+
+    rows = [f"| f{i} | {i} |" for i in range(SUMMARY_ROWS + 4)]
+    table = "\n".join(["| feature | rho |", "|---|---|", *rows])
+    cut = summarised(f"Text before.\n\n{table}\n\nText after.", "tables/x.md")
+    lines = cut.split("\n")
+    assert lines[2:4] == ["| feature | rho |", "|---|---|"]
+    assert [ln for ln in lines if ln in rows] == rows[:SUMMARY_ROWS]
+    assert "*… 4 more rows: the whole table in [tables/x.md](tables/x.md).*" in lines
+    assert lines[0] == "Text before." and lines[-1] == "Text after."
+    short = "\n".join(table.split("\n")[: SUMMARY_ROWS + 2])
+    assert summarised(short, "tables/x.md") == short  # fits: left whole
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "long.md").write_text(table + "\n")
+    out = tmp_path / "REPORT.md"
+    lead = ("Lead", "The answer.", Body(table))
+    assemble_report([lead, ("Long", "A finding.", tmp_path / "tables" / "long.md")], out, lead=1)
+    text = out.read_text()
+    assert text.count(rows[-1]) == 1  # whole in the lead section, cut in the finding's
+    assert "[tables/long.md](tables/long.md)" in text

@@ -150,6 +150,34 @@ class Body(str):
     """A section's Markdown itself, where assemble_report otherwise reads a table file."""
 
 
+SUMMARY_ROWS = 5  # a findings section's tables in REPORT.md: their first rows, the whole linked
+
+
+def summarised(body: str, link: str, rows: int = SUMMARY_ROWS) -> str:
+    """``body`` with each Markdown table (a run of lines starting with '|') cut to its header,
+    separator and first ``rows`` rows, a line after each cut table naming how many rows the whole
+    one (``link``, relative to REPORT.md) holds; a table that fits is left whole."""
+    out, table = [], []
+
+    def flush():
+        if len(table) > rows + 2:
+            kept = table[: rows + 2]
+            more = len(table) - len(kept)
+            out.extend([*kept, "", prose.render("report/more_rows", more=more, link=link)])
+        else:
+            out.extend(table)
+        table.clear()
+
+    for line in body.split("\n"):
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return "\n".join(out)
+
+
 def assemble_report(
     sections: list[tuple[str, str, str | Path]],
     out: str | Path,
@@ -163,7 +191,8 @@ def assemble_report(
     hash, engine — and the results folder in use, the one REPORT.md is written to), ``top`` (the
     bottom line), the first ``lead`` sections, an optional preface (findings), then the other
     sections; each section is (heading, text, Markdown table file or a Body); then the
-    ``appendix`` files as they are (each run's section)."""
+    ``appendix`` files as they are (each run's section). After the ``lead`` sections, a section
+    read from a table file shows its tables' first rows (``summarised``), the file linked."""
     parts = report_header(Path(out).parent.as_posix(), provenance)
     if top:
         parts.append(top)
@@ -173,11 +202,21 @@ def assemble_report(
         body = table if isinstance(table, Body) else Path(table).read_text()
         if body.startswith("## "):  # drop the table's own heading; the section has one
             body = body.split("\n", 2)[2]
+        if i >= lead and not isinstance(table, Body):
+            body = summarised(body, _relative(table, out))
         parts.append(f"## {heading}\n\n{text.strip()}\n\n{body}")
     if preface and lead >= len(sections):
         parts.append(preface)
     parts += [Path(section).read_text() for section in appendix]
     atomic_write_text(out, "\n".join(parts))
+
+
+def _relative(path: str | Path, out: str | Path) -> str:
+    """``path`` relative to REPORT.md's folder (POSIX), else as given."""
+    try:
+        return Path(path).resolve().relative_to(Path(out).resolve().parent).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
 
 
 # The report's reading order, and the part of the study each section belongs to (the workflow
