@@ -7,7 +7,7 @@ CORES ?= 16
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install study calibrate control test test-slurm lint licences citation clean-results
+.PHONY: install demo study calibrate control test test-slurm lint licences citation clean-results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,11 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install -e ".[test]"
+
+## A first study in minutes: the .test/ study (2 models, 40 steps, a 2,000-character corpus) end to
+## end into results/REPORT.md and results/report.html, every section with its "too few to decide" notes.
+demo: install
+	$(BIN)/topotrain demo --cores 2 .
 
 ## Create the environment, install, and run the whole study (a failed job's log is printed).
 study: install

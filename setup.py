@@ -1,4 +1,5 @@
-"""Bundle the workflow into the wheel: Snakefile, config.yaml, workflow/, envs/ and profiles/ go
+"""Bundle the workflow into the wheel: Snakefile, config.yaml, workflow/, envs/, profiles/ and .test/
+(the demo's config and corpus) go
 to ``topotrain/_workflow/`` so that the ``topotrain`` command runs with no checkout (an editable
 install reads them from the repository instead)."""
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-WORKFLOW = ["Snakefile", "config.yaml", "workflow", "envs", "profiles"]
+WORKFLOW = ["Snakefile", "config.yaml", "workflow", "envs", "profiles", ".test"]  # .test: the demo
 
 
 class BuildWithWorkflow(build_py):

@@ -232,3 +232,21 @@ def test_an_adapter_analysed_without_layers_fails_naming_the_flag_then_runs_with
     layers = yaml.safe_load((work / "results" / "runs" / "adapter" / "layers.json").read_text())
     assert [m["name"].split(".")[-2] for m in layers["layers"]] == ["lora_B", "lora_B"]
     assert (work / "results" / "runs" / "adapter" / "features.parquet").is_file()
+
+
+def test_demo_copies_its_corpus_runs_the_demo_config_then_the_report(tmp_path, monkeypatch):
+    from topotrain import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "run", lambda cores, args, directory: calls.append((cores, args)) or 0)
+    assert cli.main(["demo", str(tmp_path / "d"), "--cores", "3", "-n"]) == 0
+    data = cli.workflow_dir() / ".test" / "data"
+    for name in ("train.txt", "valid.txt"):
+        copied = tmp_path / "d" / ".test" / "data" / name
+        assert copied.read_bytes() == (data / name).read_bytes()
+    config = ["--configfile", str(cli.workflow_dir() / ".test/config/config.yaml")]
+    assert calls[0] == (3, [*config, "--replace-workflow-config", "-n"])
+    assert calls[1] == (
+        1,
+        [*config, "--replace-workflow-config", "--report", "results/report.html"],
+    )

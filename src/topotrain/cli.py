@@ -263,6 +263,31 @@ def analyse(paths, names, cores: int, args: list[str], force: bool = False, **en
     return run(cores, args, env={**os.environ, CLI_ENV: "analyse"})
 
 
+DEMO = ".test"  # the demo study: its config (config/config.yaml) and corpus (data/)
+
+
+def demo(directory: str, cores: int, args: list[str]) -> int:
+    """The demo study (``.test/``: two tiny models, a 2,000-character corpus) end to end in
+    ``directory``: its corpus copied there (unless it is the checkout), the workflow run with its
+    config, then the HTML report; REPORT.md's path printed. Snakemake's exit status."""
+    import shutil
+
+    source = workflow_dir() / DEMO
+    if not (source / "config" / "config.yaml").is_file():
+        raise CliError(f"no demo study in {source}: reinstall topotrain")
+    target = Path(directory)
+    if target.resolve() != workflow_dir().resolve():
+        shutil.copytree(source / "data", target / DEMO / "data", dirs_exist_ok=True)
+    config = ["--configfile", str(source / "config" / "config.yaml"), "--replace-workflow-config"]
+    status = run(cores, [*config, *args], directory)
+    if status == 0:
+        status = run(1, [*config, "--report", "results/report.html"], directory)
+    if status == 0:
+        done = (target / "results").resolve()
+        print(f"demo: {done / 'REPORT.md'} and {done / 'report.html'}")
+    return status
+
+
 def report(args: list[str]) -> int:
     """Snakemake's HTML report of the results in the current folder."""
     status = run(1, ["--report", "results/report.html", *args])
@@ -334,6 +359,9 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--cores", type=int, default=1)
     a.add_argument("--force", action="store_true", help="overwrite a different ./config.yaml")
     sub.add_parser("report", help="write results/report.html (Snakemake's HTML report)")
+    d = sub.add_parser("demo", help="the demo study (2 tiny models) end to end into DIR/results")
+    d.add_argument("directory", nargs="?", default="topotrain-demo")
+    d.add_argument("--cores", type=int, default=2)
     return p
 
 
@@ -349,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("analyse", "analyze"):
         entry = {key: getattr(args, key) for key in ANALYSE_KEYS}
         return analyse(args.paths, args.names, args.cores, rest, args.force, **entry)
+    if args.command == "demo":
+        return demo(args.directory, args.cores, rest)
     return report(rest)
 
 
