@@ -154,6 +154,7 @@ def test_adding_a_pythia_step_reruns_only_that_revisions_jobs(pythia_run):
         "pythia_weight_figure": 1,
         "pythia_figures": 1,
         "replication": 1,  # reads pythia_weights.csv (Table 8)
+        "answer_figures": 1,  # reads primary.csv, which replication writes
         "report_markdown": 1,
     }
 
@@ -163,7 +164,9 @@ def test_pythia_tables_and_figures_join_both_reports(pythia_run):
     report = (workdir / "results" / "REPORT.md").read_text()
     for title in ("Pythia: weight topology over training", "Pythia: topological vs spectral"):
         assert f"## {title}" in report
-    assert "effective_rank" in report and "participation_ratio" in report
+    table = (workdir / "results" / "tables" / "pythia_correlations.md").read_text()
+    assert "effective_rank" in table and "participation_ratio" in table  # the whole table
+    assert "[tables/pythia_correlations.md](tables/pythia_correlations.md)" in report  # linked
     run_snakemake(workdir, "--report", "report.html", *TARGETS)
     html = (workdir / "report.html").read_text(errors="replace")
     for name in ("pythia_weights.png", "pythia_rho.png", "pythia_comparison.csv"):
