@@ -14,6 +14,7 @@ import pandas as pd
 from topotrain.analysis.inference.primary import VIEWS
 from topotrain.analysis.inference.seed_contrast import (
     SCALE,
+    _residual,
     model_matrices,
     permutation_rhos,
     view_cell,
@@ -52,8 +53,8 @@ def seed_points(df: pd.DataFrame, feature: str, views=VIEWS) -> pd.DataFrame:
                 rho = float(permutation_rhos(y, x, identity, z)[0])
                 if z is not None:  # beyond the scale: both residual on the norm's deviations
                     x, y, z = (v - v.mean() for v in (x, y, z))
-                    ss = float((z * z).sum()) or 1.0
-                    x, y = x - (x * z).sum() / ss * z, y - (y * z).sum() / ss * z
+                    if (z * z).sum():  # the partial's own residual (seed_contrast._residual)
+                        x, y = _residual(x, z), _residual(y, z)
                 x, y = _scaled(x), _scaled(y)
                 for i, seed in enumerate(seeds):
                     for j in range(x.shape[1]):
