@@ -110,6 +110,11 @@ DIAG = pd.DataFrame(
         | dict(effect_clock=0.01, effect_ci_low_clock=-0.05, effect_ci_high_clock=0.06)
         | dict(effect_scale=0.02, effect_ci_low_scale=-0.04, effect_ci_high_scale=0.07),
         dict(feature="h0_max", kind="topological", verdict="inconclusive", effect_clock=0.9),
+        dict(feature="h0_total", kind="topological", verdict="inconclusive", effect_clock=0.3)
+        | dict(rho_grad=0.25, p_grad=0.012, rho_wvar=np.nan, p_wvar=np.nan),
+        dict(feature="grad_norm", kind="baseline", verdict="inconclusive")
+        | dict(effect_clock=-0.2, effect_ci_low_clock=-0.4, effect_ci_high_clock=0.0)
+        | dict(effect_scale=-0.1, effect_ci_low_scale=-0.3, effect_ci_high_scale=0.1),
     ]
 )
 POWER = pd.DataFrame(
@@ -127,12 +132,19 @@ POWER = pd.DataFrame(
 
 def test_the_forests_rows_are_the_claims_views_then_weightwatchers_with_power_and_verdict():
     rows = forest_rows(PRIMARY, DIAG, POWER)
-    assert rows["group"].tolist() == ["primary"] * 2 + ["diagnostics"] * 2  # h0_max: no WW
+    # h0_max: neither a claim nor WeightWatcher's; h0_total beyond the weight variance: undefined
+    assert rows["group"].tolist() == ["primary"] * 2 + ["partial"] + ["diagnostics"] * 4
+    beyond = rows.iloc[2]
+    assert beyond["name"] == "TP0" and beyond["view"].startswith("beyond the gradient norm")
+    assert (beyond["effect"], beyond["verdict"]) == (0.25, "p 0.012")
+    assert np.isnan(beyond["low"]) and np.isnan(beyond["high"])
+    grad = rows[rows["name"] == "gradient norm (baseline)"]
+    assert grad["effect"].tolist() == [-0.2, -0.1] and grad["low"].tolist() == [-0.4, -0.3]
     first = rows.iloc[0]
     assert (first["effect"], first["low"], first["high"], first["delta"]) == (0.3, 0.1, 0.5, 0.1)
     assert first["name"] == "TP0" and first["view"] == "level, beyond the clock"
     assert first["power"] == 'power of "reproduced" 0.91 at Δ_co, 0.99 at Δ'
-    assert rows.iloc[3]["high"] == 0.07 and rows.iloc[3]["verdict"] == "below Δ"
+    assert rows.iloc[4]["high"] == 0.07 and rows.iloc[4]["verdict"] == "below Δ"
     family = forest_rows(PRIMARY, None, POWER[POWER["planted"].isna()])
     assert family.iloc[0]["power"] == "power at Δ 0.20"  # no views rows: the level family's
     assert forest_rows(None, None, None).empty

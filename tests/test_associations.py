@@ -336,8 +336,24 @@ def test_diagnostics_set_weightwatcher_beside_topology_with_pooled_effects_and_v
     features = ["np_mean", "h0_count", "ww_alpha_mean", "ww_stable_rank_mean", *BASELINES]
     assoc = association_table(df, features, n_resamples=50, seed=1)
     table = diagnostics_table(assoc, sesoi=0.1).set_index("feature")
-    assert list(table.index) == ["np_mean", "h0_count", "ww_alpha_mean", "ww_stable_rank_mean"]
+    assert list(table.index) == [
+        "np_mean",
+        "h0_count",
+        "ww_alpha_mean",
+        "ww_stable_rank_mean",
+        "grad_norm",
+    ]
     assert table.loc["ww_alpha_mean", "kind"] == "weightwatcher"
+    # the gradient norm is the one baseline under the same test; the clock and the scale are not
+    assert table.loc["grad_norm", "kind"] == "baseline"
+    grad = assoc[
+        (assoc["model"] == "pooled")
+        & (assoc["feature"] == "grad_norm")
+        & (assoc["target"] == "val_loss")
+        & (assoc["view"] == "seed_contrast")
+    ].iloc[0]
+    assert table.loc["grad_norm", "effect_clock"] == grad["effect"]
+    assert table.loc["grad_norm", "p_clock"] == grad["p"]
     assert table.loc["ww_alpha_mean", "verdict"] == "beyond clock and scale"
     assert table.loc["np_mean", "verdict"] == "beyond clock and scale"
     assert not table.loc["ww_stable_rank_mean", "beats_clock"]

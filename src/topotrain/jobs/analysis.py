@@ -51,15 +51,15 @@ def _diagnostics(df, assoc, params: dict, out: dict[str, str]) -> None:
     variance and the gradient norm), with the sentence on α as a training monitor above the
     Markdown table."""
     from topotrain.analysis.inference.diagnostics import (
-        KINDS,
         alpha_sentence,
+        diagnosed,
         diagnostics_table,
         partial_contrasts,
     )
     from topotrain.io import atomic_write_texts
     from topotrain.report.markdown import to_markdown
 
-    features = list(assoc.loc[assoc["kind"].isin(KINDS), "feature"].drop_duplicates())
+    features = list(assoc.loc[diagnosed(assoc), "feature"].drop_duplicates())
     partials = partial_contrasts(df, features, seed=params["seed"])
     table = diagnostics_table(assoc, params["sesoi"], partials=partials)
     md = f"## Topology beside the field's weight diagnostics\n\n{alpha_sentence(table)}\n\n"

@@ -18,12 +18,20 @@ FOREST_VIEWS = {
     "co_clock": ("co-movement, beyond the clock", "sesoi_co"),
     "co_scale": ("co-movement, beyond the scale", "sesoi_co"),
 }
+# the diagnostics' partial contrasts of a claim's feature: name -> the forest's view label
+BEYOND_LABELS = {
+    "grad": "beyond the gradient norm (pooled ρ, as measured)",
+    "wvar": "beyond the weight variance (pooled ρ, as measured)",
+}
 VIEW_TITLES = {
     "clock": "level, beyond the clock",
     "scale": "level, beyond the scale (L2 norm partialled)",
     "co_clock": "co-movement, beyond the clock",
     "co_scale": "co-movement, beyond the scale",
 }
+
+
+GROUP_COLOURS = {"primary": "C0", "partial": "C0", "diagnostics": "C2"}
 
 
 def answer_links(figures: dict[str, str]) -> str:
@@ -141,8 +149,10 @@ def forest_rows(
 ) -> pd.DataFrame:
     """One row per (claim or diagnostic, view) with an effect: label, view label, effect, its
     interval, Δ of its view, the verdict and the power at Δ (primary claims), in drawing order —
-    the primary claims first (every view of primary.csv), then the diagnostics' WeightWatcher
-    rows (beyond the clock and the scale)."""
+    the primary claims first (every view of primary.csv), then each claim's feature beyond the
+    gradient norm and the weight variance (the diagnostics' partial contrasts: pooled ρ as
+    measured, no interval, their p as the verdict), then the diagnostics' WeightWatcher rows and
+    the gradient norm's own (beyond the clock and the scale)."""
     rows = []
     for r in (primary if primary is not None else pd.DataFrame()).to_dict("records"):
         name = NAMES.get(r["feature"], r["feature"])
@@ -162,8 +172,26 @@ def forest_rows(
                     power=_power(power, r["feature"]),
                 )
             )
-    diag = diagnostics if diagnostics is not None else pd.DataFrame(columns=["kind"])
-    for r in diag[diag["kind"] == "weightwatcher"].to_dict("records"):
+    diag = diagnostics if diagnostics is not None else pd.DataFrame(columns=["kind", "feature"])
+    claims = list(primary["feature"]) if primary is not None and len(primary) else []
+    for r in diag[diag["feature"].isin(claims)].to_dict("records"):
+        for name, label in BEYOND_LABELS.items():
+            if not np.isfinite(r.get(f"rho_{name}", np.nan)):
+                continue
+            rows.append(
+                dict(
+                    group="partial",
+                    name=NAMES.get(r["feature"], r["feature"]),
+                    view=label,
+                    effect=r[f"rho_{name}"],
+                    low=np.nan,
+                    high=np.nan,
+                    delta=_sesoi(primary),
+                    verdict=f"p {r[f'p_{name}']:.2g}",
+                    power="",
+                )
+            )
+    for r in diag[diag["kind"].isin(["weightwatcher", "baseline"])].to_dict("records"):
         for cond in ("clock", "scale"):
             if f"effect_{cond}" not in r:
                 continue
@@ -223,11 +251,12 @@ def figure_effects_forest(rows: pd.DataFrame, png: str, pdf: str | None = None) 
     for y, r in zip(ys, rows.itertuples(index=False), strict=True):
         if np.isfinite(r.delta):
             ax.fill_betweenx([y - 0.45, y + 0.45], -r.delta, r.delta, color="0.9", lw=0)
-        colour = "C0" if r.group == "primary" else "C2"
+        colour = GROUP_COLOURS.get(r.group, "C2")
         if np.isfinite(r.low) and np.isfinite(r.high):
             ax.plot([r.low, r.high], [y, y], color=colour, lw=1.5)
         if np.isfinite(r.effect):
-            ax.plot(r.effect, y, "o", color=colour, ms=4)
+            hollow = r.group == "partial"
+            ax.plot(r.effect, y, "o", color=colour, ms=4, mfc="white" if hollow else colour)
     ax.axvline(0, color="k", lw=0.6)
     ax.set_yticks(ys, [f"{r.name}: {r.view}" for r in rows.itertuples(index=False)], fontsize=7)
     ax.set_xlabel(
@@ -237,15 +266,16 @@ def figure_effects_forest(rows: pd.DataFrame, png: str, pdf: str | None = None) 
         fontsize=8,
     )
     ax.set_xlim(-1, 1)
-    first = rows.drop_duplicates(["group", "name"])
-    for r in first.itertuples():
+    first = rows[rows["group"] != "partial"].drop_duplicates(["group", "name"])
+    for r in [*first.itertuples(), *rows[rows["group"] == "partial"].itertuples()]:
         y = ys[r.Index]
         said = f"{r.verdict}\n{r.power}" if r.power else r.verdict
         ax.annotate(said, (1.02, y), xycoords=("axes fraction", "data"), fontsize=7, va="center")
     deltas = sorted({f"{d:g}" for d in rows["delta"] if np.isfinite(d)})
     ax.set_title(
-        f"Effects against Δ ({', '.join(deltas) or 'none'}): primary claims (blue) and "
-        "WeightWatcher's metrics (green)",
+        f"Effects against Δ ({', '.join(deltas) or 'none'}): primary claims (blue), their "
+        "features beyond the gradient norm and the weight variance (hollow),\nWeightWatcher's "
+        "metrics and the gradient norm (green)",
         fontsize=9,
     )
     fig.tight_layout()

@@ -1,10 +1,12 @@
-"""Topology beside the field's weight diagnostics: one row per topological feature and per
-WeightWatcher metric (``ww_*_mean``), pooled over the study's models, from the associations
-table: raw ρ with the loss, the between-seed effect with its 95 % interval in the clock's view
-(``seed_contrast``) and the scale's (``seed_contrast_l2``), whether each beats them (exact p < α
-with the raw ρ's sign), and the verdict words of ``verdicts.decide_claim`` at Δ: the feature
-tracks the loss beyond both ("beyond clock and scale"), the effect is shown below Δ in either view
-("below Δ"), or neither ("inconclusive"). Every row is exploratory (no correction across features).
+"""Topology beside the field's weight diagnostics: one row per topological feature, per
+WeightWatcher metric (``ww_*_mean``) and for the gradient norm (``grad_norm``, the training's
+own diagnostic: kind "baseline"; its partial on itself is undefined), pooled over the study's
+models, from the associations table: raw ρ with the loss, the between-seed effect with its 95 %
+interval in the clock's view (``seed_contrast``) and the scale's (``seed_contrast_l2``), whether
+each beats them (exact p < α with the raw ρ's sign), and the verdict words of
+``verdicts.decide_claim`` at Δ: the feature tracks the loss beyond both ("beyond clock and
+scale"), the effect is shown below Δ in either view ("below Δ"), or neither ("inconclusive").
+Every row is exploratory (no correction across features).
 
 Beyond the weight variance (``np_wvar_mean``) and the gradient norm (``grad_norm``): the pooled
 between-seed contrast partial on that column (``partial_contrasts``), the test the suite calibrates
@@ -48,6 +50,8 @@ from topotrain.analysis.inference.verdicts import (
 )
 
 KINDS = ("topological", "weightwatcher")
+# the training's own diagnostic beside them, under the same test (its partial on itself undefined)
+BASELINE_ROWS = ("grad_norm",)
 WORDS = {  # decide_claim's verdicts as words for one exploratory feature
     REPRODUCED: "beyond clock and scale",
     REPRODUCED_SMALL: "beyond clock and scale, below Δ",
@@ -179,7 +183,7 @@ def diagnostics_table(
     partial contrasts of ``partials`` (``partial_contrasts``; NaN without them; beats: p < alpha
     in the raw ρ's sign), the verdict at Δ = ``sesoi``; topological features first, then
     WeightWatcher's, each by |raw ρ|."""
-    rows = assoc[(assoc["target"] == target) & assoc["kind"].isin(KINDS)]
+    rows = assoc[(assoc["target"] == target) & diagnosed(assoc)]
     raw = rows[rows["view"] == "raw"].groupby("feature", sort=False)["rho"].mean()
     pooled = rows[rows["model"] == POOLED].set_index(["feature", "view"])
     out = []
@@ -197,9 +201,17 @@ def diagnostics_table(
         out.append(row)
     table = pd.DataFrame(out, columns=DIAGNOSTICS_COLUMNS)
     order = table.assign(
-        _kind=table["kind"].map(KINDS.index), _rho=-table["raw_rho"].abs()
+        _kind=table["kind"].map([*KINDS, "baseline"].index), _rho=-table["raw_rho"].abs()
     ).sort_values(["_kind", "_rho"], kind="stable")
     return table.loc[order.index].reset_index(drop=True)
+
+
+def diagnosed(assoc: pd.DataFrame) -> pd.Series:
+    """The rows of ``assoc`` (ASSOCIATION_COLUMNS) whose feature the diagnostics table reports:
+    every feature of KINDS and the baselines of BASELINE_ROWS."""
+    return assoc["kind"].isin(KINDS) | (
+        assoc["kind"].eq("baseline") & assoc["feature"].isin(BASELINE_ROWS)
+    )
 
 
 def _beyond(partials: pd.DataFrame | None, feature: str, name: str, raw, alpha: float) -> dict:
