@@ -6,6 +6,8 @@ TOOLS := $(VENV)-tools/bin
 CORES ?= 16
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
+# the progress display (topotrain.progress); `LOGGER=` gives Snakemake's own output (a block per job)
+LOGGER ?= --logger topotrain
 
 .PHONY: install demo study calibrate control test test-slurm lint licences citation clean-results
 
@@ -23,16 +25,16 @@ demo: install
 
 ## Create the environment, install, and run the whole study (a failed job's log is printed).
 study: install
-	$(BIN)/snakemake --cores $(CORES) --show-failed-logs $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --show-failed-logs $(LOGGER) $(SNAKEMAKE_ARGS)
 
 ## The calibration suite (off the study's default path): results/tables/calibration.csv.
 calibrate: install
-	$(BIN)/snakemake calibration --cores $(CORES) --show-failed-logs $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake calibration --cores $(CORES) --show-failed-logs $(LOGGER) $(SNAKEMAKE_ARGS)
 
 ## The study with the grokking positive control switched on (only the control's jobs and the
 ## report run when the study is done): results/tables/control.csv and the report's section.
 control: install
-	$(BIN)/snakemake --cores $(CORES) --show-failed-logs --config 'control={enabled: true}' $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --show-failed-logs $(LOGGER) --config 'control={enabled: true}' $(SNAKEMAKE_ARGS)
 
 ## Create the environment, install, and run the default test suite (without the SLURM test).
 test: install

@@ -7,7 +7,12 @@ from conftest import ROOT
 
 from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.replication.claims import RULES, read_paper_values, replication_table
-from topotrain.report.bottom_line import beats_sentence, bottom_line, replication_section
+from topotrain.report.bottom_line import (
+    QUESTIONS,
+    beats_sentence,
+    bottom_line,
+    replication_section,
+)
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
 MODELS = {
@@ -85,8 +90,23 @@ def effect(value: float, low: float, high: float, clock_high: float, scale_high:
 def test_bottom_line_counts_verdicts_per_question_with_the_deciding_numbers():
     rep, primary = verdicts()
     text = bottom_line(rep, RULES, ALPHA, primary)
-    first = text.split("\n")[2]
+    lines = text.split("\n")
+    # first the table: a row per question with evaluated claims, its verdict counts
+    assert lines[2:4] == ["| Question | Verdicts | Claims |", "|---|---|---|"]
+    table = [line for line in lines if line.startswith("| ")][1:]
+    asked = [q for q in QUESTIONS if f"**{q}**" in text]
+    assert [row.split(" | ")[0][2:] for row in table] == asked and len(asked) >= 2
+    first = next(line for line in lines if line.startswith("**"))
     assert first.startswith("**Does weight topology track training loss beyond the clock")
+    said = first.split("?** ")[1].rstrip(".")  # the question's counts, e.g. "6 artefact"
+    block = text.split(first)[1].split("\n\n")[0]
+    # the five sizes' shared note (the claim's primary test) once, after their rows
+    assert block.count("- every `t2` row above: primary test (level: clock p = 0.2") == 1
+    assert block.count("primary test") == 1 and block.count("(t2; 3/3 seeds with the paper") == 5
+    claims = block.count("\n- ") - block.count("\n- every `")
+    assert table[0].endswith(f" | {said} | {claims} |") and claims == sum(
+        int(n) for n in said.split()[::2] if n.isdigit()
+    )
     assert "6 artefact" in first  # 5 sizes + "every p < 1e-5": the sign, not beyond the clock
     assert "- ρ(TP0, train loss) xl-97k: **artefact** — paper -0.907, ours -0.9" in text
     assert "TP0 p_clock = 0.2, p_scale = 0.3, BH p = 0.45 (does not reject it)" in text
@@ -103,8 +123,20 @@ def test_replication_section_gives_rule_ids_and_lists_each_rule_once():
     text = replication_section(rep, RULES)
     table, legend = text.split("**Rules.**")
     assert "| t2 |" in table and RULES["t2"] not in table
+    header = table.splitlines()[0]
+    assert header.endswith("| verdict | rule |") and "note" not in header  # notes: linked
+    assert "[tables/replication.md](tables/replication.md)" in table
     assert legend.count(RULES["t2"]) == 1 and legend.count("- `t2`:") == 1
-    assert set(line.split("`")[1] for line in legend.strip().splitlines()) == set(RULES)
+    from topotrain.report.bottom_line import with_rule_ids
+
+    ruled = with_rule_ids(rep, RULES)
+    evaluated = ruled[ruled["verdict"] != "not evaluated"]
+    assert set(line.split("`")[1] for line in legend.strip().splitlines()) == set(evaluated["rule"])
+    skipped = ruled.loc[ruled["verdict"] == "not evaluated", "claim"]
+    assert len(skipped) and f"Not evaluated in\nthis study ({len(skipped)}): {skipped.iloc[0]}" in (
+        table
+    )
+    assert table.count("\n| ") == len(evaluated)  # after the header and its rule: each claim
 
 
 def beats_summary(n_seeds: int) -> pd.DataFrame:
@@ -164,6 +196,21 @@ def test_the_html_page_renders_the_bottom_line_escaped():
     assert "<li>ρ(TP0, train loss) tiny-3k: <b>artefact</b>" in page
     assert "<b>Does weight topology track training loss beyond the clock and the scale?</b>" in page
     assert to_html("- a < b & `c`", "t").count("<li>a &lt; b &amp; <code>c</code></li>") == 1
+    assert "<table><tr><th>Question</th><th>Verdicts</th><th>Claims</th></tr><tr><td>" in page
+
+
+def test_the_html_page_embeds_the_answers_figure_and_keeps_link_texts(tmp_path):
+    import base64
+
+    from topotrain.report.bottom_line import to_html
+
+    png = tmp_path / "effects_forest.png"
+    png.write_bytes(b"\x89PNG fake bytes")
+    text = "## Bottom line\n\n![the forest](figures/effects_forest.png)\n\nsee [TP0](figures/x.png)"
+    page = to_html(text, "t", {"effects_forest_png": str(png)})
+    uri = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
+    assert f"<img src='{uri}' alt='the forest'" in page
+    assert "<p>see TP0</p>" in page and "figures/x.png" not in page
 
 
 def test_the_report_job_quotes_calibration_csv_when_it_has_it_else_the_docs(tmp_path):

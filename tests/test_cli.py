@@ -238,7 +238,9 @@ def test_demo_copies_its_corpus_runs_the_demo_config_then_the_report(tmp_path, m
     from topotrain import cli
 
     calls = []
-    monkeypatch.setattr(cli, "run", lambda cores, args, directory: calls.append((cores, args)) or 0)
+    monkeypatch.setattr(
+        cli, "run", lambda cores, args, directory, plain=False: calls.append((cores, args)) or 0
+    )
     assert cli.main(["demo", str(tmp_path / "d"), "--cores", "3", "-n"]) == 0
     data = cli.workflow_dir() / ".test" / "data"
     for name in ("train.txt", "valid.txt"):

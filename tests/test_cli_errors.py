@@ -121,8 +121,15 @@ def write(path, text):
 
 
 def failure_lines(out: list[str]) -> list[str]:
-    """The lines from the first one about a failure on (after the failed job's start block)."""
-    start = next(i for i, line in enumerate(out) if line.startswith("    resources:"))
+    """The lines from the first one about a failure on: after the failed job's start block
+    (Snakemake's own output) or the progress display's plan line (``topotrain.progress``)."""
+    start = next(
+        i
+        for i, line in enumerate(out)
+        if line.startswith("    resources:")
+        or line.endswith(" jobs to run")
+        or " jobs to run: " in line
+    )
     return out[start + 1 :]
 
 

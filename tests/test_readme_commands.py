@@ -57,6 +57,7 @@ DRY_RUN = {
     "-R",
     "--until",
     "-U",
+    "--logger",  # the progress display (topotrain.progress): with -n it prints the job counts
 }
 PATH_OPTIONS = {"--configfile": None, "--configfiles": None, "--profile": 1}  # how many (None: all)
 # Options that do something other than plan jobs, so -n does not apply: checked as described in

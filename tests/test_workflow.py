@@ -212,7 +212,7 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     assert report.split("\n\n")[1] == provenance_line(topotrain.__version__, sha, ENGINE).strip()
     assert "## Which feature tracks loss best" in report and "## Scaling with model size" in report
     diagnostics = pd.read_csv(results / "tables" / "diagnostics.csv")
-    assert set(diagnostics["kind"]) == {"topological", "weightwatcher"}
+    assert set(diagnostics["kind"]) == {"topological", "weightwatcher", "baseline"}  # grad_norm
     assert "## Topology beside the field's weight diagnostics" in report
     assert "As a training monitor, WeightWatcher's α" in report  # one seed: no contrast
     sections = [line for line in report.splitlines() if line.startswith("## ")]
@@ -231,6 +231,39 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
     # the tiny study trains none of the paper's models and has no Pythia branch
     per_model = replication[replication["claim"].str.startswith("ρ(TP0, train loss) ")]
     assert set(per_model["verdict"]) == {"not evaluated"}
+
+
+def test_the_html_report_opens_in_chromium_with_every_figure_loaded(tiny_run, tmp_path):
+    """Snakemake's report.html in headless Chromium (Debian's chromium-headless-shell; skipped
+    where absent): the report's app shows every image result loaded (natural size > 0), the
+    answer's figures among them; the bottom line's page has its table of questions and its
+    embedded forest loaded. A copy with one figure's bytes corrupted shows that image broken."""
+    from browser import check_report, find_browser
+
+    browser = find_browser()
+    if browser is None:
+        pytest.skip("no headless Chromium here (Debian: apt-get install chromium-headless-shell)")
+    workdir, _, _ = tiny_run
+    run_snakemake(workdir, "--report", "report.html")
+    seen = check_report(workdir / "report.html", browser, tmp_path / "profile")
+    assert seen["app"]
+    images = seen["images"]
+    assert {f"results/figures/{n}.png" for n in ("effects_forest", "overview")} <= set(images)
+    assert any(p.startswith("results/figures/between_seeds_") for p in images)
+    broken = {p: v for p, v in images.items() if not (v and v[0] and v[1] > 0 and v[2] > 0)}
+    assert not broken, broken
+    bottom = seen["html"]["results/bottom_line.html"]
+    assert bottom["tables"][0][1] == "QuestionVerdictsClaims"  # the header row's text
+    assert bottom["tables"][0][0] >= 2  # the header and at least one question
+    assert bottom["images"] and all(v[0] and v[1] > 0 for v in bottom["images"])
+
+    html = (workdir / "report.html").read_text()
+    payload = "data:image/png;charset=utf8;filename=effects_forest.png;base64,"
+    at = html.index(payload) + len(payload)  # its result's data URI (Snakemake 9's form)
+    corrupted = tmp_path / "corrupted.html"
+    corrupted.write_text(html[:at] + "AAAA" * 50 + html[at + 200 :])
+    seen = check_report(corrupted, browser, tmp_path / "profile2")
+    assert sum(not v or v[1] == 0 for v in seen["images"].values()) == 1
 
 
 ANALYSIS_JOBS = {

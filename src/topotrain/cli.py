@@ -85,9 +85,27 @@ def snakemake_command(cores: int, args: list[str], directory: str = ".") -> list
     ]
 
 
-def run(cores: int, args: list[str], directory: str = ".", env: dict | None = None) -> int:
-    """Run the workflow in ``directory``; returns Snakemake's exit status."""
-    cmd = snakemake_command(cores, args, directory)
+PLAIN = ("--logger", "-n", "--dry-run", "--dryrun", "--report")  # Snakemake's own output then
+
+
+def with_display(args: list[str], plain: bool = False) -> list[str]:
+    """``args`` with the progress display (``--logger topotrain``, ``topotrain.progress``)
+    unless ``plain``, a logger is named, or the run is a dry run or a report."""
+    if plain or any(a.split("=", 1)[0] in PLAIN for a in args):
+        return list(args)
+    return ["--logger", "topotrain", *args]
+
+
+def run(
+    cores: int,
+    args: list[str],
+    directory: str = ".",
+    env: dict | None = None,
+    plain: bool = False,
+) -> int:
+    """Run the workflow in ``directory`` (the progress display unless ``plain``,
+    ``with_display``); returns Snakemake's exit status."""
+    cmd = snakemake_command(cores, with_display(args, plain), directory)
     print("running:", " ".join(cmd[2:]), flush=True)
     return filtered(cmd, directory, env)
 
@@ -112,8 +130,12 @@ def filtered(cmd: list[str], directory: str = ".", env: dict | None = None) -> i
     return proc.wait()
 
 
+CLEAR = "\r\x1b[K"  # a terminal's line cleared: the progress display redraws it
+
+
 def relay(lines: queue.Queue, errors: FailureFilter) -> None:
     """Print the filtered lines until the end of the output (None)."""
+    live = sys.stdout.isatty() and sys.stderr.isatty()
     while True:
         try:
             line = lines.get(timeout=IDLE_S)
@@ -121,8 +143,8 @@ def relay(lines: queue.Queue, errors: FailureFilter) -> None:
             line, out = "", errors.idle()
         else:
             out = errors.close() if line is None else errors.feed(line)
-        for text in out:
-            print(text, file=sys.stderr, flush=True)
+        for text in out:  # above the display's status line on a terminal (cleared first)
+            print(CLEAR + text if live else text, file=sys.stderr, flush=True)
         if line is None:
             return
 
@@ -249,7 +271,9 @@ def analyse_config(
     return overlay
 
 
-def analyse(paths, names, cores: int, args: list[str], force: bool = False, **entry) -> int:
+def analyse(
+    paths, names, cores: int, args: list[str], force: bool = False, plain: bool = False, **entry
+) -> int:
     """Write ./config.yaml for ``paths`` and run the workflow on it; its jobs' errors name this
     command's flags (``CLI_ENV``)."""
     config = analyse_config(paths, names, **entry)
@@ -260,13 +284,13 @@ def analyse(paths, names, cores: int, args: list[str], force: bool = False, **en
         raise CliError("./config.yaml exists and differs: run in an empty folder, or --force")
     target.write_text(text)
     print(f"wrote {target.resolve()}")
-    return run(cores, args, env={**os.environ, CLI_ENV: "analyse"})
+    return run(cores, args, env={**os.environ, CLI_ENV: "analyse"}, plain=plain)
 
 
 DEMO = ".test"  # the demo study: its config (config/config.yaml) and corpus (data/)
 
 
-def demo(directory: str, cores: int, args: list[str]) -> int:
+def demo(directory: str, cores: int, args: list[str], plain: bool = False) -> int:
     """The demo study (``.test/``: two tiny models, a 2,000-character corpus) end to end in
     ``directory``: its corpus copied there (unless it is the checkout), the workflow run with its
     config, then the HTML report; REPORT.md's path printed. Snakemake's exit status."""
@@ -279,7 +303,7 @@ def demo(directory: str, cores: int, args: list[str]) -> int:
     if target.resolve() != workflow_dir().resolve():
         shutil.copytree(source / "data", target / DEMO / "data", dirs_exist_ok=True)
     config = ["--configfile", str(source / "config" / "config.yaml"), "--replace-workflow-config"]
-    status = run(cores, [*config, *args], directory)
+    status = run(cores, [*config, *args], directory, plain=plain)
     if status == 0:
         status = run(1, [*config, "--report", "results/report.html"], directory)
     if status == 0:
@@ -303,6 +327,9 @@ config.json. Give PATHs first: --layers and the other many-valued options take e
 them."""
 
 
+PLAIN_HELP = "Snakemake's own output (a block per job) instead of the progress display"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="topotrain", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -311,6 +338,7 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--force", action="store_true", help="overwrite an existing config.yaml")
     r = sub.add_parser("run", help="run the workflow on ./config.yaml (defaults underneath)")
     r.add_argument("--cores", type=int, default=1)
+    r.add_argument("--plain", action="store_true", help=PLAIN_HELP)
     a = sub.add_parser(
         "analyse",
         aliases=["analyze"],
@@ -358,10 +386,12 @@ def parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--cores", type=int, default=1)
     a.add_argument("--force", action="store_true", help="overwrite a different ./config.yaml")
+    a.add_argument("--plain", action="store_true", help=PLAIN_HELP)
     sub.add_parser("report", help="write results/report.html (Snakemake's HTML report)")
     d = sub.add_parser("demo", help="the demo study (2 tiny models) end to end into DIR/results")
     d.add_argument("directory", nargs="?", default="topotrain-demo")
     d.add_argument("--cores", type=int, default=2)
+    d.add_argument("--plain", action="store_true", help=PLAIN_HELP)
     return p
 
 
@@ -373,12 +403,12 @@ def main(argv: list[str] | None = None) -> int:
         init(args.directory, args.force)
         return 0
     if args.command == "run":
-        return run(args.cores, rest)
+        return run(args.cores, rest, plain=args.plain)
     if args.command in ("analyse", "analyze"):
         entry = {key: getattr(args, key) for key in ANALYSE_KEYS}
-        return analyse(args.paths, args.names, args.cores, rest, args.force, **entry)
+        return analyse(args.paths, args.names, args.cores, rest, args.force, args.plain, **entry)
     if args.command == "demo":
-        return demo(args.directory, args.cores, rest)
+        return demo(args.directory, args.cores, rest, args.plain)
     return report(rest)
 
 

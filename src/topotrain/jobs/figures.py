@@ -112,9 +112,8 @@ def report_markdown_job(
         primary, summary = _csv(tables, "primary_csv"), _csv(tables, "associations_summary_csv")
         calibration = _csv(tables, "calibration_csv")  # only when make calibrate has written it
         power = _csv(tables, "power_csv")
-        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power)
-        if links := answer_links(tables):  # the answer's figures, under the bottom line's table
-            top = f"{top.rstrip()}\n\n{links}\n"
+        links = answer_links(tables)  # the answer's figures, under the bottom line's table
+        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power, links)
         if "replication" in sections:
             sections["replication"] = Body(replication_section(rep, RULES))
     if "control_csv" in tables:  # the positive control: built from its CSVs (FROM_CSVS)
@@ -125,7 +124,8 @@ def report_markdown_job(
     assemble_report(ordered, out, preface, lead, runs, top, provenance)
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
         text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
-        atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line"))
+        pictures = {k: v for k, v in tables.items() if k.endswith("_png")}
+        atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line", pictures))
 
 
 # Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake

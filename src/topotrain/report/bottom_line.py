@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -240,25 +241,37 @@ def bottom_line(
     summary: pd.DataFrame | None = None,
     calibration: pd.DataFrame | None = None,
     power: pd.DataFrame | None = None,
+    figures: str = "",
 ) -> str:
-    """Markdown: per question, its verdict counts and each claim's numbers in one line
-    (``calibration``: the rows of calibration.csv, when the study has one; ``power``: power.csv,
-    one sentence per primary claim)."""
+    """Markdown: a table of the questions and their verdict counts, then ``figures`` (the
+    answer's pictures, ``answer.answer_links``), then per question its verdict counts and each
+    claim's numbers in one line (``calibration``: the rows of calibration.csv, when the study has
+    one; ``power``: power.csv, one sentence per primary claim)."""
     rep = with_rule_ids(replication, rules)
     lines = [prose.render("bottom_line/heading") + "\n"]
+    table = question_table(rep)
+    if table:
+        lines.append(table)
+    if figures:
+        lines.append(figures.strip() + "\n")
     for question, ids in QUESTIONS.items():
         rows = rep[rep["rule"].isin(ids) & (rep["verdict"] != "not evaluated")]
         if rows.empty:
             continue
         lines.append(f"**{question}** {counts(rows['verdict'])}.")
+        shared = shared_notes(rows)
         for r in rows.itertuples(index=False):
             interval = ""
             if np.isfinite(r.ours_ci_low) and np.isfinite(r.ours_ci_high):
                 interval = f" [{format_cell(r.ours_ci_low)}, {format_cell(r.ours_ci_high)}]"
+            note = str(r.note)
+            if r.rule in shared:
+                note = note[: -len(shared[r.rule])].rstrip("; ")
             lines.append(
                 f"- {r.claim}: **{r.verdict}** — paper {format_cell(r.paper)}, ours "
-                f"{format_cell(r.ours)}{interval} ({r.rule}; {r.note})"
+                f"{format_cell(r.ours)}{interval} ({r.rule}; {note})"
             )
+        lines += [f"- every `{rule}` row above: {tail}" for rule, tail in shared.items()]
         if "t2" in ids:
             extra = (
                 primary_sentence(primary, alpha),
@@ -267,42 +280,111 @@ def bottom_line(
             )
             lines += [s for s in extra if s]
         lines.append("")
-    if len(lines) == 1:
+    if not table:
         lines.append(prose.render("bottom_line/nothing") + "\n")
     return "\n".join(lines)
 
 
+def shared_notes(rows: pd.DataFrame) -> dict[str, str]:
+    """rule → the end its rows' notes share (from a "; " on), for each rule with two or more
+    rows whose notes end alike: the bottom line prints it once, after the rows."""
+    out = {}
+    for rule, group in rows.groupby("rule", sort=False):
+        notes = [str(n) for n in group["note"]]
+        if len(notes) < 2:
+            continue
+        tails = {n.split("; ", 1)[1] if "; " in n else None for n in notes}
+        if len(tails) == 1 and (tail := tails.pop()):
+            out[rule] = tail
+    return out
+
+
+def question_table(rep: pd.DataFrame) -> str:
+    """The bottom line's table: one row per question with evaluated claims (``QUESTIONS``), its
+    verdict counts and its claims; '' when no question has one. ``rep``: ``with_rule_ids``."""
+    rows = []
+    for question, ids in QUESTIONS.items():
+        hit = rep[rep["rule"].isin(ids) & (rep["verdict"] != "not evaluated")]
+        if len(hit):
+            rows.append(f"| {question} | {counts(hit['verdict'])} | {len(hit)} |")
+    if not rows:
+        return ""
+    return "\n".join(["| Question | Verdicts | Claims |", "|---|---|---|", *rows]) + "\n"
+
+
 def replication_section(replication: pd.DataFrame, rules: dict[str, str]) -> str:
-    """The replication table (rule ids) and, below it, each rule used, listed once."""
-    rep = with_rule_ids(replication, rules)
+    """The replication table (rule ids) of the evaluated claims, without their notes — each
+    note is in the bottom line, every claim and note in the linked ``tables/replication.md``, the
+    claims not evaluated named below it — and each rule used, listed once."""
+    rep = with_rule_ids(replication, rules).drop(columns=["note"], errors="ignore")
+    skipped = rep[rep["verdict"] == "not evaluated"]
+    rep = rep.drop(skipped.index)
     used = [k for k in rules if k in set(rep["rule"])]
     legend = "\n".join(f"- `{k}`: {rules[k]}" for k in used)
-    return f"{to_markdown(rep)}\n**Rules.**\n\n{legend}\n"  # the replication table's columns
+    link = prose.render(
+        "bottom_line/replication_link",
+        skipped=len(skipped),
+        claims=", ".join(skipped["claim"].astype(str)) or "none",
+    )
+    return f"{to_markdown(rep)}\n{link}\n\n**Rules.**\n\n{legend}\n"
 
 
-def to_html(markdown: str, title: str) -> str:
+IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")
+
+
+def to_html(markdown: str, title: str, images: dict[str, str] | None = None) -> str:
     """A small self-contained HTML page of the bottom line's Markdown (headings, bold, code, list
-    items, paragraphs): the HTML report shows it first, in its "1. Replication" category."""
+    items, pipe tables, paragraphs; an image line ``![alt](figures/NAME)`` embedded from
+    ``images``: NAME → PNG path, as a data URI, so that the page shows it inside Snakemake's
+    report; a link's text kept, its target dropped): the HTML report shows it first, in its
+    "1. Replication" category."""
+    images = {Path(p).name: p for p in (images or {}).values()}
 
     def inline(text: str) -> str:
-        text = html.escape(text)
+        text = html.escape(re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text))
         text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
         return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
-    body, items = [], []
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    body, items, table = [], [], []
     for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            if not set(line) <= set("|-: "):  # the header's rule
+                tag = "th" if not table else "td"
+                table.append("<tr>" + "".join(f"<{tag}>{inline(c)}</{tag}>" for c in cells(line)))
+            continue
+        if table:
+            body.append("<table>" + "".join(r + "</tr>" for r in table) + "</table>")
+            table = []
         if line.startswith("- "):
             items.append(f"<li>{inline(line[2:])}</li>")
             continue
         if items:
             body.append("<ul>" + "".join(items) + "</ul>")
             items = []
-        if line.startswith("## "):
+        image = IMAGE.match(line.strip())
+        if image and Path(image.group(2)).name in images:
+            uri = data_uri(images[Path(image.group(2)).name])
+            alt = html.escape(image.group(1), quote=True)
+            body.append(f"<p><img src='{uri}' alt='{alt}' style='max-width:100%'></p>")
+        elif line.startswith("## "):
             body.append(f"<h2>{inline(line[3:])}</h2>")
         elif line.strip():
             body.append(f"<p>{inline(line)}</p>")
-    style = "body{font-family:sans-serif;max-width:60em;margin:1em auto;line-height:1.4}"
+    style = (
+        "body{font-family:sans-serif;max-width:60em;margin:1em auto;line-height:1.4}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}"
+    )
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
     )
+
+
+def data_uri(path: str) -> str:
+    """A PNG as a data URI."""
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()

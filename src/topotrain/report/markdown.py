@@ -150,7 +150,7 @@ class Body(str):
     """A section's Markdown itself, where assemble_report otherwise reads a table file."""
 
 
-SUMMARY_ROWS = 5  # a findings section's tables in REPORT.md: their first rows, the whole linked
+SUMMARY_ROWS = 3  # a findings section's tables in REPORT.md: their first rows, the whole linked
 
 
 def summarised(body: str, link: str, rows: int = SUMMARY_ROWS) -> str:

@@ -1,0 +1,6 @@
+"""Snakemake's logger plugin ``topotrain`` (``snakemake --logger topotrain``): one progress
+display for the whole study. The handler lives in ``topotrain.progress``."""
+
+from topotrain.progress import LogHandler
+
+__all__ = ["LogHandler"]
