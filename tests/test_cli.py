@@ -153,7 +153,9 @@ def test_the_command_line_writes_the_config_and_marks_the_workflow_as_analyses(
     paths = folders(tmp_path, "m-seed1", "m-seed2")
     (tmp_path / "base.json").write_text("{}")
     calls = []
-    monkeypatch.setattr(cli, "run", lambda cores, args, env=None: calls.append((args, env)) or 0)
+    monkeypatch.setattr(
+        cli, "run", lambda cores, args, env=None, plain=False: calls.append((args, env)) or 0
+    )
     monkeypatch.chdir(tmp_path)
     argv = [*paths, "--group", "m", "--primary", "h0_total:-", "--layers", "*q*", "--cores", "2"]
     assert cli.main(["analyse", *argv, "--config", "base.json", "-n"]) == 0

@@ -29,6 +29,7 @@ LEVEL = {  # lower levels never import higher ones; a package may import itself
     "io": 3,
     "logs": 3,
     "cli_errors": 3,  # the topotrain command's reading of a failed job (and its env marker)
+    "progress": 3,  # the progress display (Snakemake's logger plugin): imports no stage
 }
 MAX_LINES = 400
 

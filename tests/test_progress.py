@@ -207,7 +207,8 @@ def test_snakemake_finds_the_plugin_and_prints_a_line_per_job_and_no_job_blocks(
 
 
 def test_topotrain_runs_with_the_display_unless_plain_a_logger_a_dry_run_or_a_report():
-    from topotrain.cli import parser, with_display
+    from topotrain.cli import parser
+    from topotrain.progress import with_display
 
     assert with_display(["--until", "train"]) == ["--logger", "topotrain", "--until", "train"]
     assert with_display(["--until", "train"], plain=True) == ["--until", "train"]

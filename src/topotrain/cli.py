@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
 import re
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import yaml
 
-from topotrain.cli_errors import CLI_ENV, FailureFilter
+from topotrain.cli_errors import CLI_ENV, filtered
 from topotrain.config import NAME, NAME_RULE
+from topotrain.progress import with_display
 
 BUNDLE = Path(__file__).resolve().parent / "_workflow"  # in a built wheel
 CHECKOUT = Path(__file__).resolve().parents[2]  # src/topotrain/cli.py → the repository
@@ -37,7 +35,6 @@ SEED_IN_NAME = re.compile(r"seed[-_]?(\d+)", re.IGNORECASE)  # pythia-14m-seed3 
 SIGNS = {"+": 1, "-": -1}  # --primary FEATURE:+ / FEATURE:- → {feature, sign}
 ANALYSE_KEYS = ("losses", "revisions", "glob", "group", "seeds", "primary")
 ANALYSE_KEYS += ("layers", "transposed", "config")  # analyse_config's keywords, as parsed
-IDLE_S = 0.5  # no output from Snakemake for this long: a failed job's block is complete
 
 
 class CliError(SystemExit):
@@ -85,17 +82,6 @@ def snakemake_command(cores: int, args: list[str], directory: str = ".") -> list
     ]
 
 
-PLAIN = ("--logger", "-n", "--dry-run", "--dryrun", "--report")  # Snakemake's own output then
-
-
-def with_display(args: list[str], plain: bool = False) -> list[str]:
-    """``args`` with the progress display (``--logger topotrain``, ``topotrain.progress``)
-    unless ``plain``, a logger is named, or the run is a dry run or a report."""
-    if plain or any(a.split("=", 1)[0] in PLAIN for a in args):
-        return list(args)
-    return ["--logger", "topotrain", *args]
-
-
 def run(
     cores: int,
     args: list[str],
@@ -108,45 +94,6 @@ def run(
     cmd = snakemake_command(cores, with_display(args, plain), directory)
     print("running:", " ".join(cmd[2:]), flush=True)
     return filtered(cmd, directory, env)
-
-
-def filtered(cmd: list[str], directory: str = ".", env: dict | None = None) -> int:
-    """Run ``cmd`` with its stderr (Snakemake's log) through ``FailureFilter`` as it comes, its
-    stdout untouched; returns its exit status."""
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=env)
-    lines: queue.Queue = queue.Queue()
-
-    def pump() -> None:
-        for line in proc.stderr:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    errors = FailureFilter(directory)
-    try:
-        relay(lines, errors)
-    except KeyboardInterrupt:  # Snakemake got it too: its last lines, then its status
-        relay(lines, errors)
-    return proc.wait()
-
-
-CLEAR = "\r\x1b[K"  # a terminal's line cleared: the progress display redraws it
-
-
-def relay(lines: queue.Queue, errors: FailureFilter) -> None:
-    """Print the filtered lines until the end of the output (None)."""
-    live = sys.stdout.isatty() and sys.stderr.isatty()
-    while True:
-        try:
-            line = lines.get(timeout=IDLE_S)
-        except queue.Empty:
-            line, out = "", errors.idle()
-        else:
-            out = errors.close() if line is None else errors.feed(line)
-        for text in out:  # above the display's status line on a terminal (cleared first)
-            print(CLEAR + text if live else text, file=sys.stderr, flush=True)
-        if line is None:
-            return
 
 
 def run_name(path: str) -> str:

@@ -14,7 +14,11 @@ command's flags instead of config keys (``sources.runs.unknown_architecture``).
 
 from __future__ import annotations
 
+import queue
 import re
+import subprocess
+import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -218,3 +222,45 @@ def filter_failures(lines, workdir: str | Path = ".") -> list[str]:
     for line in lines:
         out += errors.feed(line)
     return out + errors.close()
+
+
+IDLE_S = 0.5  # no output from Snakemake for this long: a failed job's block is complete
+
+
+def filtered(cmd: list[str], directory: str = ".", env: dict | None = None) -> int:
+    """Run ``cmd`` with its stderr (Snakemake's log) through ``FailureFilter`` as it comes, its
+    stdout untouched; returns its exit status."""
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=env)
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    errors = FailureFilter(directory)
+    try:
+        relay(lines, errors)
+    except KeyboardInterrupt:  # Snakemake got it too: its last lines, then its status
+        relay(lines, errors)
+    return proc.wait()
+
+
+CLEAR = "\r\x1b[K"  # a terminal's line cleared: the progress display redraws it
+
+
+def relay(lines: queue.Queue, errors: FailureFilter) -> None:
+    """Print the filtered lines until the end of the output (None)."""
+    live = sys.stdout.isatty() and sys.stderr.isatty()
+    while True:
+        try:
+            line = lines.get(timeout=IDLE_S)
+        except queue.Empty:
+            line, out = "", errors.idle()
+        else:
+            out = errors.close() if line is None else errors.feed(line)
+        for text in out:  # above the display's status line on a terminal (cleared first)
+            print(CLEAR + text if live else text, file=sys.stderr, flush=True)
+        if line is None:
+            return
