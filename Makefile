@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # the progress display (topotrain.progress); `LOGGER=` gives Snakemake's own output (a block per job)
 LOGGER ?= --logger topotrain
 
-.PHONY: install demo study calibrate control test test-slurm lint licences citation clean-results
+.PHONY: install demo study calibrate control test test-long test-slurm lint licences citation clean-results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ control: install
 ## Create the environment, install, and run the default test suite (without the SLURM test).
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## The long end-to-end checks (a minute or more each: the Pythia, runs, groups and control branches
+## end to end, the control's training bit for bit, the calibration suite's size); .ci/run runs them.
+test-long: install
+	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
 
 ## The workflow through a real single-node SLURM cluster (root, slurm-wlm and munge installed).
 test-slurm: install

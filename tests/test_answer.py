@@ -167,3 +167,38 @@ def test_the_figures_are_drawn_and_the_bottom_line_links_them(tmp_path):
     )
     assert "](figures/forest.png)" in links and "[TP0](figures/between.png)" in links
     assert answer_links({"between_seeds_h0_total_png": str(png)}) == ""
+
+
+def test_the_controls_points_are_its_features_against_test_loss_beyond_the_clock_and_the_norm(
+    tmp_path,
+):
+    """control_points: each feature's row (its label) against the control's target, the clock
+    view the seeds' deviations with the test's Spearman ρ, the norm view both residual on the
+    weight norm's deviations (by hand); the figure is drawn with one row per feature."""
+    from topotrain.report.answer import control_points
+
+    df = table(seed=5).rename(
+        columns={"train_loss": "test_loss", "l2_norm_mean": "weight_l2", "h0_total": "emb_h1_total"}
+    )
+    df["fourier_top5"] = -df["test_loss"] + 0.1 * np.random.default_rng(1).normal(size=len(df))
+    labels = {"emb_h1_total": "H1", "fourier_top5": "Fourier", "absent": "x"}
+    pts = control_points(df, labels, "test_loss", "weight_l2")
+    assert list(dict.fromkeys(pts["model"])) == ["H1", "Fourier"]
+    assert set(pts["condition"]) == {"clock", "norm"}
+    x, y, z = (dev(df, c) for c in ("test_loss", "emb_h1_total", "weight_l2"))
+    clock = pts[(pts["model"] == "H1") & (pts["condition"] == "clock")]
+    assert np.isclose(clock["rho"].iloc[0], stats.spearmanr(y.ravel(), x.ravel()).statistic)
+    zc = (z - z.mean()).ravel()
+    rx, ry = ((v - v.mean()).ravel() for v in (x, y))
+    rx, ry = (v - zc * (v @ zc) / (zc @ zc) for v in (rx, ry))
+    norm = pts[(pts["model"] == "H1") & (pts["condition"] == "norm")]
+    assert np.isclose(norm["rho"].iloc[0], np.corrcoef(rx, ry)[0, 1], atol=1e-10)
+    got = norm.sort_values(["seed", "index"])["feature"].to_numpy()
+    np.testing.assert_allclose(got, ry / np.sqrt((ry * ry).mean()), atol=1e-10)
+    fourier = pts[(pts["model"] == "Fourier") & (pts["condition"] == "clock")]
+    assert fourier["rho"].iloc[0] < -0.8  # the known measure: minus the loss
+    png = tmp_path / "control.png"
+    design = {"seeds": 3, "sesoi": 0.1, "sesoi_co": 0.1, "models": ["H1", "Fourier"]}
+    figure_between_seeds(pts, "emb_h1_total", design | {"unclaimed": "vs test_loss"}, png)
+    height, width = mpimg.imread(png).shape[:2]
+    assert height > 500 and width > 500  # two features' rows of two views

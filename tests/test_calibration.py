@@ -165,6 +165,7 @@ def test_the_l2_function_null_has_no_effect_beyond_the_scale_only():
     assert true_effect("l2_function", "clock") is None
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_the_pooled_tests_keep_their_size_closely_enough_to_tell_5_from_7_percent():
     """Independent random walks (where the Freedman–Lane partial ran at 7.6 %), 3 seeds."""
     hits = _contrast_draws("random_walk", N_SIZE, 3, seed=1, n_effects=0)
@@ -336,6 +337,7 @@ def test_the_effect_rows_at_8_seeds_get_the_draws_the_pass_rule_needs():
     assert effect_studies(3000, 8) == 600 and effect_studies(20, 8) == 20
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_calibration_table_covers_every_null_and_is_the_same_in_two_processes():
     one = calibration_table(
         n_sim=20, n_resamples=50, seeds=(3,), threads=1, progress=lambda m: None

@@ -81,6 +81,7 @@ def topotrain_bin(tmp_path_factory) -> Path:
     return venv / "bin" / "topotrain"
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_init_analyse_and_run_from_a_folder_outside_the_repository(topotrain_bin, tmp_path):
     here = tmp_path / "work"
     run = trainer_run(tmp_path / "trainer-out", steps=40, save_steps=10)

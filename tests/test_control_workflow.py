@@ -17,6 +17,8 @@ from conftest import run_snakemake, tiny_config, write_corpus
 
 from topotrain.analysis.control.grokking import NEVER
 
+pytestmark = pytest.mark.long  # an end-to-end workflow run: `make test-long` (.ci/run runs it)
+
 SEEDS, STEPS, INTERVAL = [0, 2, 3, 9], 1000, 50
 TINY_CONTROL = {
     "enabled": True,

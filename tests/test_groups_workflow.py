@@ -20,6 +20,8 @@ from topotrain.sources.corpus import encode_text
 from topotrain.training.model import GPTConfig
 from topotrain.training.train import TrainConfig, train_model
 
+pytestmark = pytest.mark.long  # an end-to-end workflow run: `make test-long` (.ci/run runs it)
+
 hub_cache = pytest.importorskip("benchmarks.hub_cache")
 
 SEEDS = (1, 2, 3, 4)

@@ -51,6 +51,7 @@ def test_accuracy_and_loss_match_a_direct_computation():
     assert acc == pytest.approx(float((logits.argmax(1) == rows[:, 2]).float().mean()))
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_a_tiny_run_memorises_writes_its_checkpoints_and_repeats_bit_for_bit(tmp_path):
     cfg = ControlConfig(**TINY)
     rows = train_control(cfg, tmp_path / "a")
@@ -100,6 +101,7 @@ def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
     )
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_a_killed_run_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path, monkeypatch):
     from topotrain.training import modular
 

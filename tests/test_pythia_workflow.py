@@ -14,6 +14,8 @@ from conftest import ROOT, planned_counts, run_snakemake, tiny_config, write_cor
 
 from topotrain.config import GPT_NEOX_LAYERS
 
+pytestmark = pytest.mark.long  # an end-to-end workflow run: `make test-long` (.ci/run runs it)
+
 hub_cache = pytest.importorskip("benchmarks.hub_cache")
 
 MODELS = ["EleutherAI/pythia-tiny-a", "EleutherAI/pythia-tiny-b"]

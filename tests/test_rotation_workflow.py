@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 import yaml
 from conftest import run_snakemake, tiny_config, write_corpus
 from run_fixtures import saved_series, trainer_run
@@ -16,6 +17,7 @@ NOTE = (
 )
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_a_rotated_trainer_folder_gets_its_note_in_the_report_and_the_log(tmp_path):
     trainer_run(tmp_path / "trainer", steps=60, save_steps=10)
     for step in (10, 20, 30):  # what save_total_limit=3 leaves (test_rotation: the Trainer's own)

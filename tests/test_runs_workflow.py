@@ -18,6 +18,8 @@ from run_fixtures import saved_series, trainer_run
 
 from topotrain.topology.layers import layer_records
 
+pytestmark = pytest.mark.long  # an end-to-end workflow run: `make test-long` (.ci/run runs it)
+
 hub_cache = pytest.importorskip("benchmarks.hub_cache")
 
 CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # GPT-2 stores these (in, out)

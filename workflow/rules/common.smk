@@ -180,4 +180,5 @@ FIGURES_ALL = {
     **PYTHIA_FIGURES,
     "pythia_weights": "Pythia",
     "control_curves": "Positive control",
+    "control_between_seeds": "Positive control",
 }

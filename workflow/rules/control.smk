@@ -76,7 +76,7 @@ rule control_analysis:
         ww=get_control_ww(),
     output:
         **{f"{name}_csv": path for name, path in CONTROL_TABLES.items()},
-        **figure_outputs(["control_curves"]),
+        **figure_outputs(["control_curves", "control_between_seeds"]),
         features=f"{RESULTS}/features/control.parquet",
     log:
         f"{RESULTS}/logs/control/analysis.log",

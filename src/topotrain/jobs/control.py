@@ -113,10 +113,33 @@ def control_analysis_job(
     }
     atomic_write_all({**writers, out["features"]: lambda fh: df.to_parquet(fh, index=False)})
     control_curves(df, seeds_table, out["control_curves_png"], out["control_curves_pdf"])
+    control_between_seeds(df, sesoi if sesoi is not None else SESOI, out)
     log.info(
         "control: %d seeds, %d grokked",
         df["seed"].nunique(),
         seeds_table.drop_duplicates("seed")["grokking_step"].notna().sum(),
+    )
+
+
+def control_between_seeds(df, sesoi: float, out: dict[str, str]) -> None:
+    """The control's between-seed picture: its primary feature and the known progress measure
+    (the Fourier one), each seed's deviation against its test-loss deviation at the same step,
+    beyond the clock and beyond the weight norm (``answer.control_points``)."""
+    from topotrain.analysis.control.grokking import FOURIER, NORM, PRIMARY, TARGET
+    from topotrain.report.answer import control_points, figure_between_seeds
+    from topotrain.report.plots import _label
+
+    features = {f: f"{_label(f)}" for f in (PRIMARY, FOURIER)}
+    points = control_points(df, features, TARGET, NORM)
+    design = {"seeds": int(df["seed"].nunique()), "sesoi": sesoi, "sesoi_co": sesoi}
+    design |= {"models": list(features.values()), "unclaimed": f"vs {TARGET}"}
+    figure_between_seeds(
+        points,
+        PRIMARY,
+        design,
+        out["control_between_seeds_png"],
+        out["control_between_seeds_pdf"],
+        title="The grokking control (test loss; the Fourier measure is the known progress measure)",
     )
 
 

@@ -26,6 +26,7 @@ BEYOND_LABELS = {
 VIEW_TITLES = {
     "clock": "level, beyond the clock",
     "scale": "level, beyond the scale (L2 norm partialled)",
+    "norm": "beyond the weight norm (partialled)",
     "co_clock": "co-movement, beyond the clock",
     "co_scale": "co-movement, beyond the scale",
 }
@@ -53,13 +54,19 @@ def answer_links(figures: dict[str, str]) -> str:
 
 
 def figure_between_seeds(
-    points: pd.DataFrame, feature: str, design: dict, png: str, pdf: str | None = None
+    points: pd.DataFrame,
+    feature: str,
+    design: dict,
+    png: str,
+    pdf: str | None = None,
+    title: str | None = None,
 ) -> None:
     """One row per model, one column per (view, condition) of ``points`` (``seed_points``): each
     seed's feature deviation against its loss deviation (SD units), a colour per seed, the
     model's least-squares line and the test's ρ in the panel's title beside the paper's sign for
     the model (``design["claimed"]``: model → "+" or "−"); ``design`` gives the title's Δ, Δ_co
-    and seeds."""
+    and seeds (``title``: the figure's subject, else the feature's name and label; a model the
+    claim leaves out says ``design["unclaimed"]``, "not in the claim" by default)."""
     cells = list(dict.fromkeys(zip(points["view"], points["condition"], strict=True)))
     models = [m for m in model_order_of(points, design) if m in set(points["model"])]
     if not cells or not models:
@@ -97,7 +104,7 @@ def figure_between_seeds(
             ax.axhline(0, color="0.8", lw=0.5)
             ax.axvline(0, color="0.8", lw=0.5)
             claimed = design.get("claimed", {}).get(model)
-            said = f"paper: {claimed}" if claimed else "not in the claim"
+            said = f"paper: {claimed}" if claimed else design.get("unclaimed", "not in the claim")
             ax.set_title(f"{model}: ρ = {g['rho'].iloc[0]:.2f} ({said})", fontsize=8)
             if i == 0:
                 ax.annotate(
@@ -117,9 +124,9 @@ def figure_between_seeds(
         plt.Line2D([], [], marker="o", ls="", color=colours[s], label=f"seed {s}") for s in seeds
     ]
     fig.legend(handles=handles, loc="lower center", ncol=min(len(seeds), 8), fontsize=7)
-    name = NAMES.get(feature, feature)
+    name = title or f"{NAMES.get(feature, feature)} ({_label(feature)})"
     fig.suptitle(
-        f"{name} ({_label(feature)}): each seed against its siblings at the same step — "
+        f"{name}: each seed against its siblings at the same step — "
         f"{design['seeds']} seeds per model; Δ = {design['sesoi']:g} (level), "
         f"Δ_co = {design['sesoi_co']:g} (co-movement)",
         fontsize=10,
@@ -280,3 +287,19 @@ def figure_effects_forest(rows: pd.DataFrame, png: str, pdf: str | None = None) 
     )
     fig.tight_layout()
     save_figure(fig, png, pdf)
+
+
+def control_points(df: pd.DataFrame, features: dict[str, str], target: str, norm: str):
+    """``seed_points`` of the grokking control (one model): each of ``features`` (column → its
+    row's label) against ``target`` between seeds, beyond the clock and beyond ``norm``; the
+    rows' ``model`` is the feature's label (the figure's rows)."""
+    from topotrain.analysis.inference.seed_contrast import PARTIAL
+    from topotrain.analysis.inference.seed_points import POINT_COLUMNS, seed_points
+
+    views = {"level": (target, {"clock": ("seed_contrast", None), "norm": (PARTIAL, norm)})}
+    parts = [
+        seed_points(df, feature, views).assign(model=label)
+        for feature, label in features.items()
+        if feature in df
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)

@@ -201,6 +201,10 @@ def control_section(
         for s, g in seeds.dropna(subset=["grokking_step"])[["seed", "grokking_step"]].to_numpy()
     )
     figure = Path(tables["control_curves_png"]).name
+    between = ""
+    if tables.get("control_between_seeds_png"):  # what the control's between-seed test permutes
+        name = Path(tables["control_between_seeds_png"]).name
+        between = "\n\n" + prose.render("control/between_seeds", figure=name)
     variance = ""
     if np_variance is not None:
         pooled = np_variance[np_variance["model"] == "pooled"]
@@ -218,6 +222,7 @@ def control_section(
     text = prose.render(
         "control/section",
         figure=figure,
+        between=between,
         groks=groks or "none",
         never=" " + prose.render("control/never", seeds=never) if never else "",
         power=power_sentence(verdicts, leads, primary, len(seeds)),

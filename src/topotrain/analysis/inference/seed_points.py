@@ -34,12 +34,14 @@ def seed_points(df: pd.DataFrame, feature: str, views=VIEWS) -> pd.DataFrame:
     co-movement view against val loss, each beyond the clock and the scale): one row per (seed,
     shared step) cell; ``index`` is the cell's column (its checkpoint among the shared ones, or
     the step-to-step move), ``rho`` the model's observed statistic. A model or view the table
-    cannot give (a column missing, one seed) has no rows."""
+    cannot give (a column missing, one seed) has no rows. Other ``views`` (the same shape) give
+    other targets and conditioning columns: the grokking control's test loss and weight norm."""
     rows = []
     for model, g in df.groupby("model", sort=False):
         seeds = np.sort(g["seed"].unique())
         for view, (target, conditions) in views.items():
-            columns = [c for c in (feature, target, SCALE) if c in g]
+            conds = [cond for _, cond in conditions.values() if cond]
+            columns = [c for c in dict.fromkeys((feature, target, SCALE, *conds)) if c in g]
             if feature not in columns or target not in columns or seeds.size < 2:
                 continue
             mats = model_matrices(g, columns)
