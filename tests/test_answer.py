@@ -202,3 +202,33 @@ def test_the_controls_points_are_its_features_against_test_loss_beyond_the_clock
     figure_between_seeds(pts, "emb_h1_total", design | {"unclaimed": "vs test_loss"}, png)
     height, width = mpimg.imread(png).shape[:2]
     assert height > 500 and width > 500  # two features' rows of two views
+
+
+def test_a_groups_points_are_each_feature_per_size_against_its_first_logged_loss(tmp_path):
+    """group_points: rows "label · size" per feature; with only val loss logged the level view
+    is against val loss (ρ by hand); the co-movement view is drawn whenever val loss is logged."""
+    from topotrain.report.answer import group_points
+    from topotrain.report.plots import _label
+
+    df = table(models=("a", "b"), seed=7)
+    pts = group_points(df, ["h0_total"], ["val_loss"])
+    label = _label("h0_total")
+    assert list(dict.fromkeys(pts["model"])) == [f"{label} · a", f"{label} · b"]
+    assert set(pts["view"]) == {"level", "comove"}  # val loss: the co-movement view's own
+    assert set(group_points(df, ["h0_total"], ["train_loss"])["view"]) == {"level"}
+    a = df[df["model"] == "a"]
+    x, y = dev(a, "val_loss"), dev(a, "h0_total")
+    clock = pts[(pts["model"] == f"{label} · a") & (pts["condition"] == "clock")]
+    assert np.isclose(clock["rho"].iloc[0], stats.spearmanr(y.ravel(), x.ravel()).statistic)
+    both = group_points(df, ["h0_total"], ["train_loss", "val_loss"])
+    assert set(both["view"]) == {"level", "comove"}
+    assert group_points(df, ["h0_total"], []).empty
+    png = tmp_path / "group.png"
+    design = {
+        "seeds": 3,
+        "sesoi": 0.1,
+        "sesoi_co": 0.1,
+        "models": list(dict.fromkeys(pts["model"])),
+    }
+    figure_between_seeds(both, "", design, png, title="Group g: h0_total")
+    assert mpimg.imread(png).shape[0] > 400

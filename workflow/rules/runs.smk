@@ -221,6 +221,7 @@ rule run_group:
         contrasts_csv=f"{GROUPS_DIR}/{{group}}/tables/contrasts.csv",
         contrasts_md=f"{GROUPS_DIR}/{{group}}/tables/contrasts.md",
         section=f"{GROUPS_DIR}/{{group}}/REPORT.md",
+        between_seeds_png=f"{GROUPS_DIR}/{{group}}/figures/between_seeds.png",
     log:
         f"{RESULTS}/logs/groups/{{group}}.log",
     conda:
@@ -234,6 +235,7 @@ rule run_group:
         members=get_group_members,
         primary=lambda wc: config["groups"].get(wc.group, {}).get("primary", []),
         sesoi=config["analysis"]["sesoi"],
+        sesoi_co=config["analysis"]["sesoi_co"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
         "../scripts/job.py"

@@ -255,6 +255,7 @@ def run_group_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     _tables(out, "contrasts", contrasts, f"group {group}: between-seed contrasts")
     text = group_section(group, table, contrasts, notes, power, checked, params["primary"])
     atomic_write_text(out["section"], text)
+    group_between_seeds(df, group, params, out, contrasts)
     log.info(
         "group %s: %d runs, %d sizes, %d contrast rows (%d primary)",
         group,
@@ -263,6 +264,24 @@ def run_group_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
         len(contrasts),
         int((contrasts["role"] == "primary").sum()),
     )
+
+
+def group_between_seeds(df, group: str, params: dict, out: dict[str, str], contrasts) -> None:
+    """The group's between-seed picture: each primary feature (its most significant exploratory
+    one when none is named) per size against the loss, per view (``answer.group_points``)."""
+    from topotrain.analysis.inference.groups import group_targets, primary_items
+    from topotrain.report.answer import figure_between_seeds, group_points
+
+    features = [f for f, _ in primary_items(params["primary"])]
+    if not features and len(contrasts) and contrasts["p"].notna().any():
+        features = [contrasts.loc[contrasts["p"].idxmin(), "feature"]]  # exploratory: the lead
+    points = group_points(df, features, group_targets(df))
+    seeds = int(df.groupby("model")["seed"].nunique().min()) if len(df) else 0
+    design = {"seeds": seeds, "sesoi": params["sesoi"], "sesoi_co": params["sesoi_co"]}
+    design |= {"models": list(dict.fromkeys(points["model"])), "unclaimed": "your seeds"}
+    named = "" if params["primary"] else " (no primary feature named: the exploratory lead)"
+    title = f"Group {group}: " + (", ".join(features) or "no feature to show") + named
+    figure_between_seeds(points, "", design, out["between_seeds_png"], title=title)
 
 
 # Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake

@@ -303,3 +303,23 @@ def control_points(df: pd.DataFrame, features: dict[str, str], target: str, norm
         if feature in df
     ]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)
+
+
+def group_points(df: pd.DataFrame, features: list[str], targets: list[str]) -> pd.DataFrame:
+    """``seed_points`` of a seed group (``groups.group_frame``'s table) for each of ``features``
+    against its first target (train loss when logged, else val loss) and, when val loss is
+    among ``targets``, in the co-movement view too: the rows' ``model`` is "feature · size"."""
+    from topotrain.analysis.inference.primary import CO_TARGET, VIEWS
+    from topotrain.analysis.inference.seed_points import POINT_COLUMNS, seed_points
+
+    if not targets:
+        return pd.DataFrame(columns=POINT_COLUMNS)
+    views = {"level": (targets[0], VIEWS["level"][1])}
+    if CO_TARGET in targets:
+        views["comove"] = VIEWS["comove"]
+    parts = []
+    for feature in features:
+        points = seed_points(df, feature, views)
+        parts.append(points.assign(model=_label(feature) + " · " + points["model"].astype(str)))
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)
