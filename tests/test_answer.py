@@ -166,6 +166,7 @@ def test_the_figures_are_drawn_and_the_bottom_line_links_them(tmp_path):
         {"effects_forest_png": str(forest), "between_seeds_h0_total_png": str(png)}
     )
     assert "](figures/forest.png)" in links and "[TP0](figures/between.png)" in links
+    assert "![TP0: each seed against its siblings" in links  # the first claim's, shown
     assert answer_links({"between_seeds_h0_total_png": str(png)}) == ""
 
 

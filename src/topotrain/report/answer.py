@@ -44,13 +44,19 @@ def answer_links(figures: dict[str, str]) -> str:
 
     if "effects_forest_png" not in figures:
         return ""
-    between = [
-        f"[{NAMES.get(key[len('between_seeds_') : -len('_png')], key)}](figures/{Path(p).name})"
+    pictures = [
+        (NAMES.get(key[len("between_seeds_") : -len("_png")], key), Path(p).name)
         for key, p in figures.items()
         if key.startswith("between_seeds_") and key.endswith("_png")
     ]
+    between = ", ".join(f"[{name}](figures/{file})" for name, file in pictures) or "none"
+    first = ""
+    if pictures:  # the first claim's picture shown, every claim's linked
+        first = prose.render("answer/first_picture", name=pictures[0][0], file=pictures[0][1])
     forest = Path(figures["effects_forest_png"]).name
-    return prose.render("answer/figures", forest=forest, between=", ".join(between) or "none")
+    return "\n\n".join(
+        t for t in (prose.render("answer/figures", forest=forest, between=between), first) if t
+    )
 
 
 def figure_between_seeds(
