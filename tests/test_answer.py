@@ -173,17 +173,18 @@ def test_the_figures_are_drawn_and_the_bottom_line_links_them(tmp_path):
 def test_the_controls_points_are_its_features_against_test_loss_beyond_the_clock_and_the_norm(
     tmp_path,
 ):
-    """control_points: each feature's row (its label) against the control's target, the clock
+    """labelled_points with control_views: each feature's row (its label) against the control's
+    target, the clock
     view the seeds' deviations with the test's Spearman ρ, the norm view both residual on the
     weight norm's deviations (by hand); the figure is drawn with one row per feature."""
-    from topotrain.report.answer import control_points
+    from topotrain.analysis.inference.seed_points import control_views, labelled_points
 
     df = table(seed=5).rename(
         columns={"train_loss": "test_loss", "l2_norm_mean": "weight_l2", "h0_total": "emb_h1_total"}
     )
     df["fourier_top5"] = -df["test_loss"] + 0.1 * np.random.default_rng(1).normal(size=len(df))
     labels = {"emb_h1_total": "H1", "fourier_top5": "Fourier", "absent": "x"}
-    pts = control_points(df, labels, "test_loss", "weight_l2")
+    pts = labelled_points(df, labels, control_views("test_loss", "weight_l2"))
     assert list(dict.fromkeys(pts["model"])) == ["H1", "Fourier"]
     assert set(pts["condition"]) == {"clock", "norm"}
     x, y, z = (dev(df, c) for c in ("test_loss", "emb_h1_total", "weight_l2"))
@@ -206,10 +207,14 @@ def test_the_controls_points_are_its_features_against_test_loss_beyond_the_clock
 
 
 def test_a_groups_points_are_each_feature_per_size_against_its_first_logged_loss(tmp_path):
-    """group_points: rows "label · size" per feature; with only val loss logged the level view
-    is against val loss (ρ by hand); the co-movement view is drawn whenever val loss is logged."""
-    from topotrain.report.answer import group_points
+    """labelled_points with group_views: rows "label · size" per feature; with only val loss
+    logged the level view is against val loss (ρ by hand); the co-movement view is drawn whenever
+    val loss is logged."""
+    from topotrain.analysis.inference.seed_points import group_views, labelled_points
     from topotrain.report.plots import _label
+
+    def group_points(df, features, targets):
+        return labelled_points(df, {f: _label(f) for f in features}, group_views(targets))
 
     df = table(models=("a", "b"), seed=7)
     pts = group_points(df, ["h0_total"], ["val_loss"])

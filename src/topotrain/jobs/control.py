@@ -124,13 +124,14 @@ def control_analysis_job(
 def control_between_seeds(df, sesoi: float, out: dict[str, str]) -> None:
     """The control's between-seed picture: its primary feature and the known progress measure
     (the Fourier one), each seed's deviation against its test-loss deviation at the same step,
-    beyond the clock and beyond the weight norm (``answer.control_points``)."""
+    beyond the clock and beyond the weight norm (``seed_points.labelled_points``)."""
     from topotrain.analysis.control.grokking import FOURIER, NORM, PRIMARY, TARGET
-    from topotrain.report.answer import control_points, figure_between_seeds
+    from topotrain.analysis.inference.seed_points import control_views, labelled_points
+    from topotrain.report.answer import figure_between_seeds
     from topotrain.report.plots import _label
 
-    features = {f: f"{_label(f)}" for f in (PRIMARY, FOURIER)}
-    points = control_points(df, features, TARGET, NORM)
+    features = {f: _label(f) for f in (PRIMARY, FOURIER)}
+    points = labelled_points(df, features, control_views(TARGET, NORM))
     design = {"seeds": int(df["seed"].nunique()), "sesoi": sesoi, "sesoi_co": sesoi}
     design |= {"models": list(features.values()), "unclaimed": f"vs {TARGET}"}
     figure_between_seeds(

@@ -268,14 +268,17 @@ def run_group_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
 
 def group_between_seeds(df, group: str, params: dict, out: dict[str, str], contrasts) -> None:
     """The group's between-seed picture: each primary feature (its most significant exploratory
-    one when none is named) per size against the loss, per view (``answer.group_points``)."""
+    one when none is named) per size against the loss, per view (``labelled_points``)."""
     from topotrain.analysis.inference.groups import group_targets, primary_items
-    from topotrain.report.answer import figure_between_seeds, group_points
+    from topotrain.analysis.inference.seed_points import group_views, labelled_points
+    from topotrain.report.answer import figure_between_seeds
+    from topotrain.report.plots import _label
 
     features = [f for f, _ in primary_items(params["primary"])]
     if not features and len(contrasts) and contrasts["p"].notna().any():
         features = [contrasts.loc[contrasts["p"].idxmin(), "feature"]]  # exploratory: the lead
-    points = group_points(df, features, group_targets(df))
+    labels = {f: _label(f) for f in features}
+    points = labelled_points(df, labels, group_views(group_targets(df)))
     seeds = int(df.groupby("model")["seed"].nunique().min()) if len(df) else 0
     design = {"seeds": seeds, "sesoi": params["sesoi"], "sesoi_co": params["sesoi_co"]}
     design |= {"models": list(dict.fromkeys(points["model"])), "unclaimed": "your seeds"}

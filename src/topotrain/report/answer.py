@@ -293,39 +293,3 @@ def figure_effects_forest(rows: pd.DataFrame, png: str, pdf: str | None = None) 
     )
     fig.tight_layout()
     save_figure(fig, png, pdf)
-
-
-def control_points(df: pd.DataFrame, features: dict[str, str], target: str, norm: str):
-    """``seed_points`` of the grokking control (one model): each of ``features`` (column → its
-    row's label) against ``target`` between seeds, beyond the clock and beyond ``norm``; the
-    rows' ``model`` is the feature's label (the figure's rows)."""
-    from topotrain.analysis.inference.seed_contrast import PARTIAL
-    from topotrain.analysis.inference.seed_points import POINT_COLUMNS, seed_points
-
-    views = {"level": (target, {"clock": ("seed_contrast", None), "norm": (PARTIAL, norm)})}
-    parts = [
-        seed_points(df, feature, views).assign(model=label)
-        for feature, label in features.items()
-        if feature in df
-    ]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)
-
-
-def group_points(df: pd.DataFrame, features: list[str], targets: list[str]) -> pd.DataFrame:
-    """``seed_points`` of a seed group (``groups.group_frame``'s table) for each of ``features``
-    against its first target (train loss when logged, else val loss) and, when val loss is
-    among ``targets``, in the co-movement view too: the rows' ``model`` is "feature · size"."""
-    from topotrain.analysis.inference.primary import CO_TARGET, VIEWS
-    from topotrain.analysis.inference.seed_points import POINT_COLUMNS, seed_points
-
-    if not targets:
-        return pd.DataFrame(columns=POINT_COLUMNS)
-    views = {"level": (targets[0], VIEWS["level"][1])}
-    if CO_TARGET in targets:
-        views["comove"] = VIEWS["comove"]
-    parts = []
-    for feature in features:
-        points = seed_points(df, feature, views)
-        parts.append(points.assign(model=_label(feature) + " · " + points["model"].astype(str)))
-    parts = [p for p in parts if len(p)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)

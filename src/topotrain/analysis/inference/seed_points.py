@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.inference.primary import VIEWS
+from topotrain.analysis.inference.primary import CO_TARGET, VIEWS
 from topotrain.analysis.inference.seed_contrast import (
+    PARTIAL,
     SCALE,
     _residual,
     model_matrices,
@@ -62,3 +63,37 @@ def seed_points(df: pd.DataFrame, feature: str, views=VIEWS) -> pd.DataFrame:
                     for j in range(x.shape[1]):
                         rows.append((model, view, condition, seed, j, x[i, j], y[i, j], rho))
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
+
+
+def labelled_points(df: pd.DataFrame, features: dict[str, str], views=VIEWS) -> pd.DataFrame:
+    """``seed_points`` of each of ``features`` (column → label) in one frame, each row's ``model``
+    the feature's label (" · " and the model's name when ``df`` holds several): the rows of one
+    figure for a control or a seed group. Features ``df`` lacks give no rows."""
+    several = df["model"].nunique() > 1 if len(df) else False
+    parts = []
+    for feature, label in features.items():
+        if feature not in df:
+            continue
+        points = seed_points(df, feature, views)
+        model = label + " · " + points["model"].astype(str) if several else label
+        parts.append(points.assign(model=model))
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)
+
+
+def control_views(target: str, norm: str) -> dict:
+    """The grokking control's views for ``seed_points``: the level of ``target`` beyond the clock
+    and beyond ``norm`` (the weight norm, partialled)."""
+    return {"level": (target, {"clock": ("seed_contrast", None), "norm": (PARTIAL, norm)})}
+
+
+def group_views(targets: list[str]) -> dict:
+    """A seed group's views: the level of its first logged loss (train loss when logged) beyond
+    the clock and the scale, and the co-movement view when val loss is logged; {} without a
+    loss."""
+    if not targets:
+        return {}
+    views = {"level": (targets[0], VIEWS["level"][1])}
+    if CO_TARGET in targets:
+        views["comove"] = VIEWS["comove"]
+    return views
