@@ -130,6 +130,7 @@ def trained(tmp_path_factory):
     return trainer, recorder, callback, out
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_callback_logs_topology_columns_at_each_save_step(trained):
     trainer, recorder, callback, _ = trained
     entries = topology_entries(trainer.state.log_history)
@@ -145,6 +146,7 @@ def test_callback_logs_topology_columns_at_each_save_step(trained):
     assert len(callback.seconds) == 3
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_callback_values_equal_the_saved_checkpoints_topology(trained):
     trainer, _, _, out = trained
     entries = topology_entries(trainer.state.log_history)
@@ -155,6 +157,7 @@ def test_callback_values_equal_the_saved_checkpoints_topology(trained):
         assert entries[step]["topology/n_layers"] == 8
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_checkpoint_trainer_state_holds_its_own_steps_values(trained):
     trainer, _, _, out = trained
     entries = topology_entries(trainer.state.log_history)
@@ -165,6 +168,7 @@ def test_checkpoint_trainer_state_holds_its_own_steps_values(trained):
         assert in_file[step] == pytest.approx(entries[step])
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_resumed_run_continues_the_watched_history_from_the_checkpoint(trained, tmp_path):
     trainer, _, _, out = trained
     resumed = trainer_for(tmp_path)
@@ -177,6 +181,7 @@ def test_resumed_run_continues_the_watched_history_from_the_checkpoint(trained, 
     assert sorted(topology_entries(resumed.state.log_history)) == [20, 40, 60]
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_unbound_callback_every_n_steps_writes_log_history_and_warns_once(tmp_path, caplog):
     trainer = trainer_for(tmp_path, steps=30, save_steps=None)
     trainer.add_callback(TopologyCallback(every=10, maxdim=0))
@@ -203,6 +208,7 @@ def drop_lr_after(step: int):
     return make
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_diminishing_returns_fires_as_topology_stop_on_the_logged_series(tmp_path):
     trainer = trainer_for(tmp_path, steps=60, save_steps=None)
     trainer.optimizer, trainer.lr_scheduler = drop_lr_after(15)(trainer.model)

@@ -219,6 +219,7 @@ def analyse(cwd, *args) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_an_adapter_analysed_without_layers_fails_naming_the_flag_then_runs_with_it(tmp_path):
     adapter = adapter_series(tmp_path / "adapter")
     work = tmp_path / "work"

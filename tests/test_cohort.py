@@ -159,6 +159,7 @@ def targets(seeds) -> list[str]:
     return [f"results/checkpoints/tiny-a/seed{s}/metrics.csv" for s in seeds]
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_adding_a_seed_to_an_ensemble_study_reruns_only_that_seed(tmp_path):
     train, valid = write_corpus(tmp_path)
     config = tiny_config(train, valid)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 
 import pandas as pd
+import pytest
 import yaml
 from conftest import planned_counts, run_snakemake, tiny_config, write_corpus
 from test_confirm import control_table
@@ -50,6 +51,7 @@ def test_the_confirmation_seeds_train_by_the_same_rules_and_discovery_never_wait
     assert frozen["train_control"] == 2 and "control_confirm_features" not in frozen
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_each_side_changes_only_its_own_outputs(tmp_path):
     confirm_config(tmp_path)
     discovery, fresh = control_table(range(5)), control_table(range(5, 10), rng_seed=1)

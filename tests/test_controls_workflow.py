@@ -68,6 +68,7 @@ def feature_table(planted: bool, n: int = 26) -> pd.DataFrame:
     return pd.concat(runs, ignore_index=True)
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 @pytest.mark.parametrize("planted", [True, False], ids=["planted", "clock"])
 def test_a_known_answer_gets_its_verdict_through_the_real_rules(tmp_path, planted):
     train, valid = write_corpus(tmp_path)

@@ -271,6 +271,7 @@ def numeric_twins(tmp_path_factory, corpus) -> dict[str, dict[int, Path]]:
 SLACK = 2.0
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_members_stay_within_the_single_runs_numeric_spread(members, singles, numeric_twins):
     """At every checkpoint, each member's max |Δw| from its single run is no larger than the
     larger of two single runs' own: 1 vs 2 threads, and eager vs compiled. Measured (this CPU,

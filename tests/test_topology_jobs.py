@@ -39,6 +39,7 @@ def records(root) -> dict[str, tuple[dict, dict[str, np.ndarray]]]:
     return out
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_one_job_per_training_plans_and_writes_the_per_checkpoint_records(tmp_path):
     one, one_rule, config = study(tmp_path / "per-checkpoint", "checkpoint")
     many, many_rule, _ = study(tmp_path / "per-training", "training")

@@ -329,6 +329,7 @@ def test_compiled_run_is_deterministic_resumes_identically_and_matches_eager(
         assert np.allclose(ours.to_numpy(), eager.to_numpy(), rtol=1e-4, atol=0), name
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_compiled_run_with_two_threads_is_bit_identical(tmp_path, corpus, compiled_runs):
     """Large enough for inductor to parallelise the embedding gradient (atomic adds if allowed)."""
     model = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32)
