@@ -373,6 +373,7 @@ def test_members_must_differ_only_in_the_seed(tmp_path, corpus):
         train_ensemble(MODEL, [CFG, CFG], *corpus, dirs, dirs, progress=False)
 
 
+@pytest.mark.long  # `make test-long` (.ci/run runs it)
 def test_compiled_members_stay_within_the_compiled_single_runs_spread(
     tmp_path, corpus, singles, numeric_twins
 ):
