@@ -4,6 +4,8 @@ the verdict and the power at Δ beside each claim)."""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -131,12 +133,12 @@ def figure_between_seeds(
     ]
     fig.legend(handles=handles, loc="lower center", ncol=min(len(seeds), 8), fontsize=7)
     name = title or f"{NAMES.get(feature, feature)} ({_label(feature)})"
-    fig.suptitle(
+    said = (
         f"{name}: each seed against its siblings at the same step — "
         f"{design['seeds']} seeds per model; Δ = {design['sesoi']:g} (level), "
-        f"Δ_co = {design['sesoi_co']:g} (co-movement)",
-        fontsize=10,
+        f"Δ_co = {design['sesoi_co']:g} (co-movement)"
     )
+    fig.suptitle(textwrap.fill(said, width=max(60, 45 * len(cells))), fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 0.96))
     save_figure(fig, png, pdf)
 
