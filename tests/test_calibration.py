@@ -326,6 +326,14 @@ def test_a_failing_verdict_row_is_re_drawn_and_decided_on_all_its_draws_pooled()
     assert (out.loc[1, "mc_low"], out.loc[1, "mc_high"]) == pytest.approx((low, high), rel=1e-9)
     assert out.loc[[3, 4], "first_n_sim"].isna().all()  # unused or passing: not re-drawn
     assert out.loc[[3, 4]].equals(first.loc[[3, 4]])
+    # the re-draws in an executor's workers: the same calls and the same table
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls.clear()
+    with ThreadPoolExecutor(2) as pool:
+        spread = confirm_failures(first, work, 1000, progress=lambda m: None, pool=pool)
+    assert sorted(calls) == [(("decel_iid", 3), 3000), (("signal_r0.05", 3), 3000)]
+    pd.testing.assert_frame_equal(spread, out)
 
 
 def test_the_effect_rows_at_8_seeds_get_the_draws_the_pass_rule_needs():

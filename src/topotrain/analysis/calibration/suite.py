@@ -367,29 +367,40 @@ def calibration_table(
             results[task] = futures[task].result() if pool else work(task)
             what = f"{task[1]} seeds, " if task[1] else "per-run, " * (task[0] in NULLS + SIGNALS)
             progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}{n_sim} draws)")
-    rows = [row for task in tasks for row in results[task]]
-    table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS).astype({"pass_max": "Int64"})
-    return confirm_failures(table, partial(work, seed=seed + CONFIRM_SEED), n_sim, progress)
+        rows = [row for task in tasks for row in results[task]]
+        table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS).astype({"pass_max": "Int64"})
+        again = partial(work, seed=seed + CONFIRM_SEED)
+        return confirm_failures(table, again, n_sim, progress, pool)
 
 
 def confirm_failures(
-    table: pd.DataFrame, work: Callable, n_sim: int, progress: Callable[[str], None] = log.info
+    table: pd.DataFrame,
+    work: Callable,
+    n_sim: int,
+    progress: Callable[[str], None] = log.info,
+    pool=None,
 ) -> pd.DataFrame:
     """Re-draw CONFIRM_FACTOR × n_sim fresh studies (``work(task, n_sim=…)``: the suite's
     ``_task`` with a new seed) for every row that fails and that a verdict or an effect interval
     uses, and decide it on all its draws pooled: k₁ + k₂ ≤ pass_max(n₁ + n₂). About 5 % of rows
     at their nominal rate fail their first draws, most pass pooled; a row at twice nominal fails
-    pooled too. n_sim … passes become the pooled ones; first_n_sim, first_rate keep the first."""
+    pooled too. n_sim … passes become the pooled ones; first_n_sim, first_rate keep the first.
+    With an executor ``pool`` the re-draws run in its workers (every task's draws come from its
+    own generator: the same table as one after another)."""
     table = table.copy()
     retry = table["passes"].eq(False) & (
         table["used_in_verdicts"] | table["test"].isin(EFFECT_TESTS)
     )
-    for scenario, seeds in (
+    failing = list(
         table.loc[retry, ["scenario", "seeds"]].drop_duplicates().itertuples(index=False)
-    ):
-        task = (scenario, seeds if isinstance(seeds, (int, np.integer)) else None)
-        progress(f"calibration: re-drawing {scenario} ({seeds}) on {CONFIRM_FACTOR * n_sim} draws")
-        again = pd.DataFrame(work(task, n_sim=CONFIRM_FACTOR * n_sim)).set_index("test")
+    )
+    tasks = [(sc, k if isinstance(k, (int, np.integer)) else None) for sc, k in failing]
+    draws = CONFIRM_FACTOR * n_sim
+    futures = [pool.submit(work, task, n_sim=draws) for task in tasks] if pool else []
+    for j, ((scenario, seeds), task) in enumerate(zip(failing, tasks, strict=True)):
+        progress(f"calibration: re-drawing {scenario} ({seeds}) on {draws} draws")
+        drawn = futures[j].result() if pool else work(task, n_sim=draws)
+        again = pd.DataFrame(drawn).set_index("test")
         for i in table.index[retry & table["scenario"].eq(scenario) & table["seeds"].eq(seeds)]:
             first, new = table.loc[i], again.loc[table.at[i, "test"]]
             hits = round(first["rate"] * first["n_sim"]) + round(new["rate"] * new["n_sim"])
