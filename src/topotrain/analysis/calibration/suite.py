@@ -369,38 +369,26 @@ def calibration_table(
             progress(f"calibration: {done}/{len(tasks)} {task[0]} ({what}{n_sim} draws)")
         rows = [row for task in tasks for row in results[task]]
         table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS).astype({"pass_max": "Int64"})
-        again = partial(work, seed=seed + CONFIRM_SEED)
+        again = partial(work, seed=seed + CONFIRM_SEED)  # the re-draws' fresh generators
         return confirm_failures(table, again, n_sim, progress, pool)
 
 
-def confirm_failures(
-    table: pd.DataFrame,
-    work: Callable,
-    n_sim: int,
-    progress: Callable[[str], None] = log.info,
-    pool=None,
-) -> pd.DataFrame:
-    """Re-draw CONFIRM_FACTOR × n_sim fresh studies (``work(task, n_sim=…)``: the suite's
-    ``_task`` with a new seed) for every row that fails and that a verdict or an effect interval
-    uses, and decide it on all its draws pooled: k₁ + k₂ ≤ pass_max(n₁ + n₂). About 5 % of rows
-    at their nominal rate fail their first draws, most pass pooled; a row at twice nominal fails
-    pooled too. n_sim … passes become the pooled ones; first_n_sim, first_rate keep the first.
-    With an executor ``pool`` the re-draws run in its workers (every task's draws come from its
-    own generator: the same table as one after another)."""
-    table = table.copy()
-    retry = table["passes"].eq(False) & (
-        table["used_in_verdicts"] | table["test"].isin(EFFECT_TESTS)
-    )
-    failing = list(
-        table.loc[retry, ["scenario", "seeds"]].drop_duplicates().itertuples(index=False)
-    )
+def confirm_failures(table: pd.DataFrame, work: Callable, n_sim: int, progress=log.info, pool=None):
+    """Re-draw CONFIRM_FACTOR × n_sim fresh studies (``work(task, n_sim=…)``: ``_task`` with a
+    new seed; in the executor ``pool``'s workers if given: each task has its own generator, so the
+    table is the same) for every row that fails and that a verdict or an effect interval uses, and
+    decide it on all its draws pooled: k₁ + k₂ ≤ pass_max(n₁ + n₂). About 5 % of rows at their
+    nominal rate fail their first draws, most pass pooled; a row at twice nominal fails pooled
+    too. n_sim … passes become the pooled ones; first_n_sim, first_rate keep the first."""
+    table, draws = table.copy(), CONFIRM_FACTOR * n_sim
+    used = table["used_in_verdicts"] | table["test"].isin(EFFECT_TESTS)
+    retry = table["passes"].eq(False) & used
+    failing = list(table.loc[retry, ["scenario", "seeds"]].drop_duplicates().itertuples(False))
     tasks = [(sc, k if isinstance(k, (int, np.integer)) else None) for sc, k in failing]
-    draws = CONFIRM_FACTOR * n_sim
-    futures = [pool.submit(work, task, n_sim=draws) for task in tasks] if pool else []
-    for j, ((scenario, seeds), task) in enumerate(zip(failing, tasks, strict=True)):
+    futures = [pool.submit(work, task, n_sim=draws) for task in tasks] if pool else tasks
+    for (scenario, seeds), task, future in zip(failing, tasks, futures, strict=True):
         progress(f"calibration: re-drawing {scenario} ({seeds}) on {draws} draws")
-        drawn = futures[j].result() if pool else work(task, n_sim=draws)
-        again = pd.DataFrame(drawn).set_index("test")
+        again = pd.DataFrame(future.result() if pool else work(task, n_sim=draws)).set_index("test")
         for i in table.index[retry & table["scenario"].eq(scenario) & table["seeds"].eq(seeds)]:
             first, new = table.loc[i], again.loc[table.at[i, "test"]]
             hits = round(first["rate"] * first["n_sim"]) + round(new["rate"] * new["n_sim"])
