@@ -321,6 +321,12 @@ def test_between_seed_rows_carry_an_effect_whose_interval_matches_their_p(table)
     assert (planted["effect"] > 0.5).all()
 
 
+def pooled_assoc(assoc: pd.DataFrame, feature: str, view: str, target: str = "val_loss"):
+    """The associations table's pooled row of (feature, target, view)."""
+    hit = (assoc["model"] == "pooled") & (assoc["feature"] == feature)
+    return assoc[hit & (assoc["target"] == target) & (assoc["view"] == view)].iloc[0]
+
+
 def test_diagnostics_set_weightwatcher_beside_topology_with_pooled_effects_and_verdicts():
     """ww_alpha_mean planted to track each run's loss, ww_stable_rank_mean a function of step:
     the first beats clock and scale, the second does not; the row's numbers are the pooled
@@ -346,12 +352,7 @@ def test_diagnostics_set_weightwatcher_beside_topology_with_pooled_effects_and_v
     assert table.loc["ww_alpha_mean", "kind"] == "weightwatcher"
     # the gradient norm is the one baseline under the same test; the clock and the scale are not
     assert table.loc["grad_norm", "kind"] == "baseline"
-    grad = assoc[
-        (assoc["model"] == "pooled")
-        & (assoc["feature"] == "grad_norm")
-        & (assoc["target"] == "val_loss")
-        & (assoc["view"] == "seed_contrast")
-    ].iloc[0]
+    grad = pooled_assoc(assoc, "grad_norm", "seed_contrast")
     assert table.loc["grad_norm", "effect_clock"] == grad["effect"]
     assert table.loc["grad_norm", "p_clock"] == grad["p"]
     assert table.loc["ww_alpha_mean", "verdict"] == "beyond clock and scale"
@@ -361,12 +362,7 @@ def test_diagnostics_set_weightwatcher_beside_topology_with_pooled_effects_and_v
     runs = df.sort_values("step").groupby(["model", "seed"])
     rhos = [sps.spearmanr(r["ww_alpha_mean"], r["val_loss"]).statistic for _, r in runs]
     assert table.loc["ww_alpha_mean", "raw_rho"] == pytest.approx(np.mean(rhos))
-    pooled = assoc[
-        (assoc["model"] == "pooled")
-        & (assoc["feature"] == "ww_alpha_mean")
-        & (assoc["target"] == "val_loss")
-        & (assoc["view"] == "seed_contrast_l2")
-    ].iloc[0]
+    pooled = pooled_assoc(assoc, "ww_alpha_mean", "seed_contrast_l2")
     assert table.loc["ww_alpha_mean", "effect_scale"] == pooled["effect"]
     assert table.loc["ww_alpha_mean", "p_scale"] == pooled["p"]
     sentence = alpha_sentence(table.reset_index())
@@ -388,12 +384,7 @@ def test_diagnostics_beyond_a_column_is_the_partial_contrast_and_rejects_only_un
     features = ["np_mean", "ww_alpha_mean", "l2_norm_mean"]
     assoc = association_table(df, features, n_resamples=50, seed=1)
     same = partial_contrasts(df, ["np_mean"], beyond={"l2": "l2_norm_mean"}, seed=0).iloc[0]
-    l2 = assoc[
-        (assoc["model"] == "pooled")
-        & (assoc["feature"] == "np_mean")
-        & (assoc["target"] == "val_loss")
-        & (assoc["view"] == "seed_contrast_l2")
-    ].iloc[0]
+    l2 = pooled_assoc(assoc, "np_mean", "seed_contrast_l2")
     assert same["rho"] == pytest.approx(l2["rho"], abs=1e-12)
     assert same["p"] == pytest.approx(l2["p"], abs=1e-12)
 

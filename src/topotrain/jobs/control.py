@@ -95,6 +95,7 @@ def control_analysis_job(
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves
 
+    sesoi = SESOI if sesoi is None else sesoi
     df = control_frame(tables)
     if ww:
         df = df.merge(control_ww_features(ww, seeds), on=["model", "seed", "step"], how="left")
@@ -104,7 +105,7 @@ def control_analysis_job(
     csvs = {
         "control": table,
         "control_seeds": seeds_table,
-        "control_verdicts": verdicts(table, sesoi=SESOI if sesoi is None else sesoi),
+        "control_verdicts": verdicts(table, sesoi=sesoi),
         "control_diagnostics": control_diagnostics(df),
     }
     writers = {
@@ -113,7 +114,7 @@ def control_analysis_job(
     }
     atomic_write_all({**writers, out["features"]: lambda fh: df.to_parquet(fh, index=False)})
     control_curves(df, seeds_table, out["control_curves_png"], out["control_curves_pdf"])
-    control_between_seeds(df, sesoi if sesoi is not None else SESOI, out)
+    control_between_seeds(df, sesoi, out)
     log.info(
         "control: %d seeds, %d grokked",
         df["seed"].nunique(),

@@ -119,7 +119,7 @@ class LogHandler(LogHandlerBase):
             return [self.formatter_.format(record)] if self.common_settings.printshellcmds else []
         if event in (LogEvent.DEBUG_DAG, LogEvent.RULEGRAPH, LogEvent.WORKFLOW_STARTED):
             return []
-        if event == LogEvent.GROUP_INFO:
+        if event == LogEvent.GROUP_INFO:  # its jobs' JOB_INFO announce them
             return []
         if record.levelno < logging.INFO and not self.common_settings.verbose:
             return []
@@ -129,18 +129,17 @@ class LogHandler(LogHandlerBase):
         return [text] if text.strip() else []
 
     def _finished(self, jobid: int, now: float) -> list[str]:
-        job = self.study.jobs.get(jobid)
-        training = training_progress(job.log) if job else None
+        """A finished job's line (elsewhere than a terminal), its training's last loss in it."""
         done = self.study.finish(jobid, now)
-        if done is None:
+        if done is None or self.live:
             return []
-        line = self.study.finished_line(done[0], done[1], training)
-        return [] if self.live else [line]
+        job, seconds = done
+        return [self.study.finished_line(job, seconds, training_progress(job.log))]
 
     def trainings(self) -> dict[int, Training]:
         out = {}
         for jid, job in list(self.study.jobs.items()):
-            if job.started is not None and job.log:
+            if job.log:
                 t = training_progress(job.log)
                 if t is not None:
                     out[jid] = t
@@ -177,7 +176,7 @@ class LogHandler(LogHandlerBase):
                 try:
                     if self.live:
                         self._draw()
-                    elif self.study.running() and time.time() - self.last_line >= QUIET_S:
+                    elif self.study.jobs and time.time() - self.last_line >= QUIET_S:
                         self.say("running: " + self.study.status(time.time(), self.trainings()))
                 except Exception:  # noqa: BLE001 - the display must never stop the workflow
                     pass

@@ -104,7 +104,7 @@ class Study:
     finished: dict[str, list[float]] = field(default_factory=dict)  # rule -> durations here
     earlier: dict[str, list[float]] = field(default_factory=dict)  # rule -> benchmarks' durations
     threads: dict[str, int] = field(default_factory=dict)
-    jobs: dict[int, Job] = field(default_factory=dict)  # announced, not finished
+    jobs: dict[int, Job] = field(default_factory=dict)  # announced (so running), not finished
     starts: dict[int, float] = field(default_factory=dict)  # started, not yet announced
     failed: int = 0
     began: float = field(default_factory=time.time)
@@ -125,25 +125,20 @@ class Study:
             self.earlier[job.rule] = benchmark_seconds(job.benchmark)
 
     def start(self, jobids, now: float) -> None:
+        """JOB_STARTED: each job's start, kept until its JOB_INFO announces it."""
         for jobid in jobids:
-            if jobid in self.jobs:
-                self.jobs[jobid].started = self.jobs[jobid].started or now
-            else:
+            if jobid not in self.jobs:
                 self.starts[jobid] = now
 
-    def finish(self, jobid: int, now: float) -> tuple[Job, float | None] | None:
-        """The finished job and its duration (None if its start was not seen)."""
+    def finish(self, jobid: int, now: float) -> tuple[Job, float] | None:
+        """The finished job and its duration (None for a job never announced)."""
         job = self.jobs.pop(jobid, None)
         if job is None:
             return None
         self.done += 1  # PROGRESS, logged next, sets the count exactly
-        seconds = now - job.started if job.started is not None else None
-        if seconds is not None:
-            self.finished.setdefault(job.rule, []).append(seconds)
+        seconds = now - job.started
+        self.finished.setdefault(job.rule, []).append(seconds)
         return job, seconds
-
-    def running(self) -> list[Job]:
-        return [j for j in self.jobs.values() if j.started is not None]
 
     def mean_seconds(self, rule: str) -> float | None:
         times = self.finished.get(rule) or self.earlier.get(rule)
@@ -155,9 +150,8 @@ class Study:
         less its time so far — and the number of jobs with no duration to go by."""
         trainings = trainings or {}
         left, untimed = 0.0, 0
-        running = {jid: j for jid, j in self.jobs.items() if j.started is not None}
         busy: dict[str, int] = {}
-        for jid, job in running.items():
+        for jid, job in self.jobs.items():
             busy[job.rule] = busy.get(job.rule, 0) + 1
             mean = self.mean_seconds(job.rule)
             t = trainings.get(jid)
@@ -190,8 +184,6 @@ class Study:
             parts.append(f"{self.failed} failed")
         others: dict[str, int] = {}
         for jid, job in self.jobs.items():
-            if job.started is None:
-                continue
             t = trainings.get(jid)
             if t is None:
                 others[job.rule] = others.get(job.rule, 0) + 1
