@@ -247,17 +247,15 @@ def bottom_line(
     answer's pictures, ``answer.answer_links``), then per question its verdict counts and each
     claim's numbers in one line (``calibration``: the rows of calibration.csv, when the study has
     one; ``power``: power.csv, one sentence per primary claim)."""
-    rep = with_rule_ids(replication, rules)
+    asked = evaluated(with_rule_ids(replication, rules))
     lines = [prose.render("bottom_line/heading") + "\n"]
-    table = question_table(rep)
+    table = question_table(asked)
     if table:
         lines.append(table)
     if figures:
         lines.append(figures.strip() + "\n")
-    for question, ids in QUESTIONS.items():
-        rows = rep[rep["rule"].isin(ids) & (rep["verdict"] != "not evaluated")]
-        if rows.empty:
-            continue
+    for question, rows in asked.items():
+        ids = QUESTIONS[question]
         lines.append(f"**{question}** {counts(rows['verdict'])}.")
         shared = shared_notes(rows)
         for r in rows.itertuples(index=False):
@@ -299,14 +297,21 @@ def shared_notes(rows: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def question_table(rep: pd.DataFrame) -> str:
-    """The bottom line's table: one row per question with evaluated claims (``QUESTIONS``), its
-    verdict counts and its claims; '' when no question has one. ``rep``: ``with_rule_ids``."""
-    rows = []
+def evaluated(rep: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """question → its evaluated claims' rows of ``rep`` (``with_rule_ids``), for each question of
+    ``QUESTIONS`` (in order) that has one."""
+    out = {}
     for question, ids in QUESTIONS.items():
-        hit = rep[rep["rule"].isin(ids) & (rep["verdict"] != "not evaluated")]
-        if len(hit):
-            rows.append(f"| {question} | {counts(hit['verdict'])} | {len(hit)} |")
+        rows = rep[rep["rule"].isin(ids) & (rep["verdict"] != "not evaluated")]
+        if len(rows):
+            out[question] = rows
+    return out
+
+
+def question_table(asked: dict[str, pd.DataFrame]) -> str:
+    """The bottom line's table: one row per question of ``asked`` (``evaluated``), its verdict
+    counts and its claims; '' when no question has one."""
+    rows = [f"| {q} | {counts(r['verdict'])} | {len(r)} |" for q, r in asked.items()]
     if not rows:
         return ""
     return "\n".join(["| Question | Verdicts | Claims |", "|---|---|---|", *rows]) + "\n"
