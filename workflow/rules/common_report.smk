@@ -32,7 +32,9 @@ def report_tables():
     if CONTROL_ON:  # the control's section is built from its CSVs
         csv |= {f"{name}_csv": path for name, path in CONTROL_TABLES.items()}
         csv["control_curves_png"] = f"{RESULTS}/figures/control_curves.png"
-        csv["control_between_seeds_png"] = f"{RESULTS}/figures/control_between_seeds.png"
+        csv["control_between_seeds_png"] = (
+            f"{RESULTS}/figures/control_between_seeds.png"
+        )
     if SPINE_ON:  # NP against its layers' weight variance, in the control's section
         csv["np_variance_csv"] = f"{RESULTS}/tables/np_variance.csv"
         # the answer's figures, under the bottom line (answer_figures)
