@@ -304,25 +304,28 @@ def test_a_failing_verdict_row_is_re_drawn_and_decided_on_all_its_draws_pooled()
     assert first["pass_max"].tolist() == [62, 33, 33, 62, 62]
     calls = []
 
-    def work(task, n_sim):  # the fresh draws: 84 and 66 of 3000 misses, 210 p < 0.05 (7 %)
+    def work(task, n_sim):  # the fresh draws: 300 and 280 of 10 000 misses, 700 p < 0.05 (7 %)
         calls.append((task, n_sim))
         return [
-            row(LOW.format("scale"), task[0], task[1], 84, n_sim),
-            row(LOW.format("clock"), task[0], task[1], 66, n_sim),
-            row("seed_contrast p (pooled)", task[0], task[1], 210, n_sim),
+            row(LOW.format("scale"), task[0], task[1], 300, n_sim),
+            row(LOW.format("clock"), task[0], task[1], 280, n_sim),
+            row("seed_contrast p (pooled)", task[0], task[1], 700, n_sim),
         ]
 
     out = confirm_failures(first, work, 1000, progress=lambda m: None)
-    assert calls == [(("decel_iid", 3), 3000), (("signal_r0.05", 3), 3000)]
-    # pooled over 4000 draws, pass_max 223 at 5 % and 117 at 2.5 %: 280 fails; 121 fails (its
-    # 84 of 3000 alone would have passed: 2.8 %), 100 passes
-    assert out["pass_max"].tolist() == [223, 117, 117, 62, 62]
+    assert calls == [(("decel_iid", 3), 10_000), (("signal_r0.05", 3), 10_000)]
+    # pooled over 11 000 draws at the family level 1 − 0.05/100: the largest count whose
+    # binomial cdf reaches 0.9995, 627 at 5 % and 330 at 2.5 % (checked below): 770 fails; 337
+    # fails (its 300 of 10 000 alone: 3.0 %), 314 passes
+    for most, a in ((627, 0.05), (330, 0.025)):
+        assert stats.binom.cdf(most, 11_000, a) >= 0.9995 > stats.binom.cdf(most - 1, 11_000, a)
+    assert out["pass_max"].tolist() == [627, 330, 330, 62, 62]
     assert out["passes"].tolist() == [False, False, True, False, True]
-    assert out.loc[:2, "n_sim"].tolist() == [4000] * 3
-    assert out.loc[:2, "rate"].tolist() == [280 / 4000, 121 / 4000, 100 / 4000]
+    assert out.loc[:2, "n_sim"].tolist() == [11_000] * 3
+    assert out.loc[:2, "rate"].tolist() == [770 / 11_000, 337 / 11_000, 314 / 11_000]
     assert out.loc[:2, "first_rate"].tolist() == [0.07, 0.037, 0.034]  # the first draws stay
     assert (out.loc[:2, "first_n_sim"] == 1000).all()
-    low, high = stats.binomtest(121, 4000).proportion_ci(0.95, method="exact")
+    low, high = stats.binomtest(337, 11_000).proportion_ci(0.95, method="exact")
     assert (out.loc[1, "mc_low"], out.loc[1, "mc_high"]) == pytest.approx((low, high), rel=1e-9)
     assert out.loc[[3, 4], "first_n_sim"].isna().all()  # unused or passing: not re-drawn
     assert out.loc[[3, 4]].equals(first.loc[[3, 4]])
@@ -332,7 +335,7 @@ def test_a_failing_verdict_row_is_re_drawn_and_decided_on_all_its_draws_pooled()
     calls.clear()
     with ThreadPoolExecutor(2) as pool:
         spread = confirm_failures(first, work, 1000, progress=lambda m: None, pool=pool)
-    assert sorted(calls) == [(("decel_iid", 3), 3000), (("signal_r0.05", 3), 3000)]
+    assert sorted(calls) == [(("decel_iid", 3), 10_000), (("signal_r0.05", 3), 10_000)]
     pd.testing.assert_frame_equal(spread, out)
 
 

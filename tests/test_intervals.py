@@ -3,6 +3,7 @@ scenario fixes, the counts against the report's own intervals, and the pass rule
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from topotrain.analysis.calibration import intervals as iv
 from topotrain.analysis.calibration import persistent as pe
@@ -55,16 +56,20 @@ def test_miss_counts_are_the_reports_own_intervals_against_the_truth():
 
 
 def test_a_redrawn_row_is_decided_on_its_pooled_draws():
-    """18 misses of 400 fail (c(400, 2.5 %) = 15); with 9 of 400 more, 27 of 800 pass
-    (c(800, 2.5 %) = 28), with 11 more, 29 do not; the means are the draws' weighted means."""
+    """18 misses of 400 fail (c(400, 2.5 %) = 15); with 128 of 4,000 more (the re-draw's 10 ×),
+    146 of 4,400 pass (c_F(4,400, 2.5 %) = 146: the family level 1 − 0.05/100), with 129 more,
+    147 do not; the means are the draws' weighted means."""
     head = {"scenario": "s", "view": "co_scale", "end": "lower end above β_co", "seconds": 1.0}
     first = [head | {"draws": 400, "defined": 400, "misses": 18, "passes": False}]
     first[0] |= {"mean_effect": 0.01, "mean_width": 0.2}
-    again = [head | {"draws": 400, "defined": 400, "misses": 9, "passes": True}]
-    again[0] |= {"mean_effect": 0.03, "mean_width": 0.1}
+    again = [head | {"draws": 4000, "defined": 4000, "misses": 128, "passes": True}]
+    again[0] |= {"mean_effect": 0.021, "mean_width": 0.1}
     (row,) = iv.pooled(first, again)
-    assert (pass_max(400, 0.025), pass_max(800, 0.025)) == (15, 28)
-    assert (row["draws"], row["misses"], row["pass_max"], row["passes"]) == (800, 27, 28, True)
-    assert row["mean_effect"] == pytest.approx(0.02) and row["mean_width"] == pytest.approx(0.15)
-    (worse,) = iv.pooled(first, [again[0] | {"misses": 11}])
-    assert not worse["passes"] and worse["rate"] == pytest.approx(29 / 800)
+    assert pass_max(400, 0.025) == 15
+    assert stats.binom.cdf(146, 4400, 0.025) >= 1 - 0.05 / 100 > stats.binom.cdf(145, 4400, 0.025)
+    assert (row["draws"], row["misses"], row["pass_max"], row["passes"]) == (4400, 146, 146, True)
+    assert row["mean_effect"] == pytest.approx(0.02) and row["mean_width"] == pytest.approx(
+        (0.2 * 400 + 0.1 * 4000) / 4400
+    )
+    (worse,) = iv.pooled(first, [again[0] | {"misses": 129}])
+    assert not worse["passes"] and worse["rate"] == pytest.approx(147 / 4400)

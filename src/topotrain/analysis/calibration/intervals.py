@@ -6,7 +6,8 @@ drifts on the nulls) each study's co-movement effects β_co [equal-tailed 95 % i
 and, partial on the norm, ``seed_comove_l2``), the function the report calls, claimed sign +1 for
 every model. Where the process fixes β_co in a view, each end's miss is counted: the lower end
 above it, the upper end below it (each at most α/2 = 2.5 % for a valid interval), and judged by the
-pass rule (``pass_rule.pass_max`` at α/2). Known β_co per scenario (``truth``):
+pass rule (``pass_rule.pass_max`` at α/2; ``draws_needed(α/2)`` = 405 studies, the default
+``view_draws``, tell a row at 5 % from one at 2.5 %). Known β_co per scenario (``truth``):
 
 - ``no_coupling``, ``offset_confound`` (a shared per-seed constant: nothing co-moves) and
   ``progress_warp`` (a per-seed speed; the view removes the warp's smooth direction): 0 in both
@@ -25,7 +26,11 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.calibration import persistent as pe
-from topotrain.analysis.calibration.pass_rule import pass_max
+from topotrain.analysis.calibration.pass_rule import (
+    CONFIRM_FACTOR,
+    pass_max,
+    redraw_max,
+)
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import SESOI_CO, VIEWS, claim_views
 from topotrain.analysis.inference.seed_contrast import SCALE
@@ -104,14 +109,15 @@ def miss_rows(scenario: str, s: pe.Setting, draws: int, threads: int = 1, seed=0
 
 
 def pooled(first: list[dict], again: list[dict]) -> list[dict]:
-    """``miss_rows`` of one row drawn twice (the second with another seed), decided on all its
-    draws pooled (``pass_rule``: k₁ + k₂ ≤ c(n₁ + n₂, α/2))."""
+    """``miss_rows`` of one row drawn twice (the second, CONFIRM_FACTOR × the draws, with another
+    seed), decided on all its draws pooled at the suite's family level (``pass_rule``: k₁ + k₂ ≤
+    c_F(n₁ + n₂, α/2), ``redraw_max``)."""
     out = []
     for a, b in zip(first, again, strict=True):
         hits, n = a["misses"] + b["misses"], a["defined"] + b["defined"]
         row = a | {"draws": a["draws"] + b["draws"], "defined": n, "misses": hits}
-        row |= {"rate": hits / n if n else np.nan, "pass_max": pass_max(n, NOMINAL) if n else 0}
-        row |= {"passes": bool(n) and hits <= pass_max(n, NOMINAL), "redrawn": True}
+        row |= {"rate": hits / n if n else np.nan, "pass_max": redraw_max(n, NOMINAL) if n else 0}
+        row |= {"passes": bool(n) and hits <= redraw_max(n, NOMINAL), "redrawn": True}
         weights = (a["draws"], b["draws"])
         row |= {c: np.average([a[c], b[c]], weights=weights) for c in ("mean_effect", "mean_width")}
         out.append(row | {"seconds": a["seconds"] + b["seconds"]})
@@ -123,7 +129,8 @@ def interval_table(
 ) -> pd.DataFrame:
     """``miss_rows`` of every null and of the stated model and innovation coupling planted at
     β_co = Δ_co (partial co-movement view), at ``seeds`` seeds, 51 checkpoints, white share w; a
-    scenario with a failing row is drawn again (seed 1) and decided on its pooled draws."""
+    scenario with a failing row is drawn again (seed 1, CONFIRM_FACTOR × the draws) and decided
+    on its pooled draws (``pooled``)."""
     rows = []
     for k in seeds:
         s = pe.Setting(k, white=white)
@@ -133,6 +140,7 @@ def interval_table(
         for scenario in itertools.chain(pe.NULLS, signals):
             found = miss_rows(scenario, s, draws, threads)
             if not all(r["passes"] for r in found):
-                found = pooled(found, miss_rows(scenario, s, draws, threads, seed=1))
+                again = miss_rows(scenario, s, CONFIRM_FACTOR * draws, threads, seed=1)
+                found = pooled(found, again)
             rows += [{"redrawn": False} | r for r in found]
     return pd.DataFrame(rows)

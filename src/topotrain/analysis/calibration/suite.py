@@ -9,7 +9,8 @@ interval end's miss rate; ``effect``), its 95 % Clopper–Pearson Monte Carlo in
 the nominal rate. A null's row ``passes`` when its "yes" count is at most ``pass_max``
 (``pass_rule``: a row at nominal passes ≥ 95 % of the time, one at twice nominal fails ≥ 80 %
 from ``draws_needed`` draws on); a verdict's failing row is re-drawn and decided on all its
-draws pooled (``confirm_failures``). Each task (scenario × seeds) has its own ``task_rng``.
+draws pooled, at the suite's family level (``confirm_failures``, ``pass_rule.redraw_max``).
+Each task (scenario × seeds) has its own ``task_rng``.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from topotrain.analysis.calibration.effect import (
     study_effects,
 )
 from topotrain.analysis.calibration.pass_rule import (
+    CONFIRM_FACTOR,
     clopper_pearson,
     draws_needed,
     pass_max,
-    passes,
+    redraw_max,
 )
 from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
     ALPHA_NULLS,
@@ -87,7 +89,6 @@ CALIBRATION_COLUMNS = [  # first_*: a re-drawn row's first draws (the others: al
     *("test", "scenario", "measures", "seeds", "n_sim", "rate", "mc_low", "mc_high", "nominal"),
     *("pass_max", "passes", "used_in_verdicts", "first_n_sim", "first_rate"),
 ]
-CONFIRM_FACTOR = 3  # a verdict's row that fails gets 3 × the draws more, fresh seed, pooled
 CONFIRM_SEED = 1  # added to the suite's seed for the re-draw
 EFFECT_NOMINAL = ALPHA / 2  # an effect interval end's nominal miss rate (effect.judge_effect)
 RUN_VIEWS = ("raw", "detrended", "partial_step", "partial_l2")  # one run's views: p and CI
@@ -112,7 +113,6 @@ USED = {  # tests whose result feeds a verdict or a flag
 SCALE_ONLY = {"l2_function"}  # nulls of the scale tests only (x does carry y's fluctuation)
 ALPHA_VIEW = "seed_contrast_alpha"  # x's contrast partial on α's stand-in "a" (not in verdicts yet)
 SIGN_ONLY = {"opposite_sign"}  # nulls of the sign-aware flags only
-
 
 PAIRED = {  # nulls of T5's paired test: per-model error differences symmetric about 0
     "paired_gaussian": lambda rng, shape: rng.normal(size=shape),
@@ -285,14 +285,15 @@ def _rows(
     return rows
 
 
-def _estimate(hits: int, n: int, nominal: float, null: bool) -> dict:
+def _estimate(hits: int, n: int, nominal: float, null: bool, pooled: bool = False) -> dict:
     """n_sim, rate, its Clopper–Pearson 95 % interval, nominal, and on a null pass_max and
-    passes (hits ≤ pass_max, ``pass_rule``) of ``hits`` "yes" over n draws."""
+    passes (hits ≤ pass_max; ``pooled`` draws: ``redraw_max``) of ``hits`` "yes" over n draws."""
     low, high = clopper_pearson(hits, n)
     out = {"n_sim": n, "rate": hits / n, "mc_low": low, "mc_high": high, "nominal": nominal}
     if not null:
         return out | {"pass_max": pd.NA, "passes": np.nan}
-    return out | {"pass_max": pass_max(n, nominal), "passes": bool(passes(hits, n, nominal))}
+    most = redraw_max(n, nominal) if pooled else pass_max(n, nominal)
+    return out | {"pass_max": most, "passes": bool(hits <= most)}
 
 
 def _is_null_for(test: str, scenario: str) -> bool:
@@ -377,9 +378,10 @@ def confirm_failures(table: pd.DataFrame, work: Callable, n_sim: int, progress=l
     """Re-draw CONFIRM_FACTOR × n_sim fresh studies (``work(task, n_sim=…)``: ``_task`` with a
     new seed; in the executor ``pool``'s workers if given: each task has its own generator, so the
     table is the same) for every row that fails and that a verdict or an effect interval uses, and
-    decide it on all its draws pooled: k₁ + k₂ ≤ pass_max(n₁ + n₂). About 5 % of rows at their
-    nominal rate fail their first draws, most pass pooled; a row at twice nominal fails pooled
-    too. n_sim … passes become the pooled ones; first_n_sim, first_rate keep the first."""
+    decide it on all its draws pooled at the suite's family level: k₁ + k₂ ≤ redraw_max(n₁ + n₂)
+    (``pass_rule``). About 5 % of rows at their nominal rate fail their first draws and one in
+    20 000 fails pooled; a row at twice nominal fails pooled too. n_sim … passes become the
+    pooled ones; first_n_sim, first_rate keep the first."""
     table, draws = table.copy(), CONFIRM_FACTOR * n_sim
     used = table["used_in_verdicts"] | table["test"].isin(EFFECT_TESTS)
     retry = table["passes"].eq(False) & used
@@ -392,7 +394,7 @@ def confirm_failures(table: pd.DataFrame, work: Callable, n_sim: int, progress=l
         for i in table.index[retry & table["scenario"].eq(scenario) & table["seeds"].eq(seeds)]:
             first, new = table.loc[i], again.loc[table.at[i, "test"]]
             hits = round(first["rate"] * first["n_sim"]) + round(new["rate"] * new["n_sim"])
-            pooled = _estimate(hits, first["n_sim"] + new["n_sim"], first["nominal"], True)
+            pooled = _estimate(hits, first["n_sim"] + new["n_sim"], first["nominal"], True, True)
             table.loc[i, ["first_n_sim", "first_rate"]] = first["n_sim"], first["rate"]
             table.loc[i, list(pooled)] = list(pooled.values())
     return table
