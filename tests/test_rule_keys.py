@@ -26,8 +26,8 @@ OPTIONAL = "?"  # marks a key read with .get: a key only some configs give
 
 
 def tiny_study(workdir: Path, topology_jobs: str = "checkpoint") -> None:
-    """The tiny study with every branch on: the spine, two local runs in a group, Pythia, the
-    control, and the confirmation of the spine and the control on fresh seeds;
+    """The tiny study with every branch on: the spine (with its LLC), two local runs in a group,
+    Pythia, the control, and the confirmation of the spine and the control on fresh seeds;
     ``topology_jobs``: the spine's weight topology per checkpoint or per training."""
     train, valid = write_corpus(workdir, n_chars=2_000)
     config = tiny_config(train, valid)
@@ -45,6 +45,7 @@ def tiny_study(workdir: Path, topology_jobs: str = "checkpoint") -> None:
     config["pythia"]["keep_weights"] = False
     config["control"] = {"enabled": True, "seeds": [0, 1], "steps": 100, "interval": 50}
     config["confirm"] = {"seeds": [43, 44], "control_seeds": [2, 3]}  # fresh seeds, both branches
+    config["baselines"] = {"llc": {"enabled": True}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 

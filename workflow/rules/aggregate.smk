@@ -8,6 +8,7 @@ rule aggregate_features:
         series=get_series_tables(),
         gradients=get_gradient_records(),
         weightwatcher=get_ww_tables(),
+        llc=get_llc_tables(),
     output:
         table=f"{RESULTS}/features/weights.parquet",
         table_csv=f"{RESULTS}/features/weights.csv",

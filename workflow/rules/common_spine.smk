@@ -104,6 +104,29 @@ def get_ww_params(wildcards):
     )
 
 
+LLC = config["baselines"]["llc"]
+LLC_FILES = (
+    f"{RESULTS}/llc/{TRAINING}"  # .parquet (a row per checkpoint) and _traces.npz
+)
+LLC_STEPS = [t for i, t in enumerate(STEPS) if i % LLC["every"] == 0 or t == STEPS[-1]]
+
+
+def get_llc_tables(seeds=SEEDS):
+    """Each run's LLC table (in get_trainings' order), or none when baselines.llc is off."""
+    if not LLC["enabled"]:
+        return []
+    return [
+        f"{LLC_FILES.format(model=m, seed=s)}.parquet" for m in MODELS for s in seeds
+    ]
+
+
+def get_llc_params(wildcards):
+    """What a run's LLC table depends on: the sampler's settings and devinterp's version."""
+    return {k: v for k, v in LLC.items() if k not in ("enabled", "every")} | dict(
+        devinterp=package_version("devinterp")
+    )
+
+
 def get_gradient_records(seeds=SEEDS):
     """Every checkpoint's gradient-topology record (in get_topology_records' order), or none when
     topology.gradients is off."""

@@ -76,6 +76,31 @@ rule weightwatcher:
         "../scripts/job.py"
 
 
+# The local learning coefficient of one training's checkpoints (baselines.llc: devinterp's
+# sampler), every baselines.llc.every-th and the last: one job per training, like WeightWatcher.
+rule llc:
+    input:
+        checkpoints=expand(CKPT, step=map(step_tag, LLC_STEPS), allow_missing=True),
+        tokens=rules.prepare_corpus.output.train,
+    output:
+        table=f"{LLC_FILES}.parquet",
+        traces=f"{LLC_FILES}_traces.npz",
+    log:
+        f"{RESULTS}/logs/llc/{TRAINING}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/llc/{TRAINING}.tsv"
+    conda:
+        "../../envs/llc.yaml"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=120,
+    params:
+        llc=get_llc_params,
+    script:
+        "../scripts/job.py"
+
+
 if config["topology"]["jobs"] == "training":
 
     ruleorder: training_topology > weight_topology

@@ -121,6 +121,7 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
     if control_enabled(config):
         problems += control_problems(config["control"])
     problems += confirm_problems(config)
+    problems += llc_problems(config)
     branches = (spine_enabled(config), config["runs"], pythia_enabled(config))
     if not any(branches) and not control_enabled(config):
         problems.append(
@@ -128,6 +129,20 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
         )
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+def llc_problems(config: dict) -> list[str]:
+    """baselines.llc on without devinterp installed: said before any job runs."""
+    import importlib.util
+
+    if not config.get("baselines", {}).get("llc", {}).get("enabled"):
+        return []
+    if importlib.util.find_spec("devinterp") is None:
+        return [
+            "baselines.llc.enabled is true but devinterp is not installed: pip install "
+            '"topotrain[llc]", or set baselines.llc.enabled: false'
+        ]
+    return []
 
 
 CONFIRM_SEEDS = {"seeds": ("spine", "seeds"), "control_seeds": ("control", "control.seeds")}

@@ -73,6 +73,7 @@ from topotrain.jobs.runs import (
 from topotrain.jobs.topology import (
     diagram_series_job,
     gradient_topology_job,
+    llc_job,
     training_topology_job,
     weight_topology_job,
     weightwatcher_job,
@@ -97,6 +98,7 @@ __all__ = [
     "weight_topology_job",
     "training_topology_job",
     "weightwatcher_job",
+    "llc_job",
     "aggregate_features_job",
     "diagram_series_job",
     "gradient_topology_job",

@@ -13,10 +13,11 @@ def aggregate_features_job(
     series: list[str] | None = None,
     gradients: list[str] | None = None,
     weightwatcher: list[str] | None = None,
+    llc: list[str] | None = None,
 ) -> None:
     """Join every checkpoint's features (each training's diagram series, the gradient records
-    when given: one per record, same order; each training's WeightWatcher table, when given)
-    with the training logs (metrics.csv, evals.csv of
+    when given: one per record, same order; each training's WeightWatcher and LLC tables, when
+    given) with the training logs (metrics.csv, evals.csv of
     each of ``params["trainings"]``, in its order) into the feature tables."""
     from topotrain.analysis.tables.aggregate import aggregate_weights
 
@@ -34,6 +35,7 @@ def aggregate_features_job(
         series,
         gradients,
         weightwatcher,
+        llc,
     )
 
 
@@ -50,4 +52,5 @@ def aggregate_features_rule(sm) -> None:
         list(sm.input.series),
         list(sm.input.gradients),
         list(sm.input.weightwatcher),
+        list(sm.input.llc),
     )

@@ -234,6 +234,29 @@ def _write_ww_table(rows: list[dict], n_checkpoints: int, out: str) -> None:
     )
 
 
+def llc_job(checkpoints: list[str], tokens: str, params: dict, out: dict[str, str]) -> None:
+    """The local learning coefficient (``baselines.llc``: devinterp's sampler and estimator) of
+    one training's ``checkpoints`` (those of every ``params["every"]``-th step and the last) →
+    one parquet table, a row per checkpoint, and an npz of the chains' loss traces, both
+    written atomically."""
+    import numpy as np
+    import pandas as pd
+
+    from topotrain.io import atomic_write_all
+    from topotrain.jobs.common import log
+    from topotrain.training.llc import training_llc
+
+    rows, traces = training_llc(checkpoints, tokens, params, log.info)
+    table = pd.DataFrame(rows)
+    atomic_write_all(
+        {
+            out["table"]: lambda fh: table.to_parquet(fh, index=False),
+            out["traces"]: lambda fh: np.savez_compressed(fh, **traces),
+        }
+    )
+    log.info("LLC: %d checkpoints → %s", len(table), out["table"])
+
+
 # Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
 # object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
 
@@ -264,3 +287,7 @@ def weight_topology_rule(sm) -> None:
 
 def weightwatcher_rule(sm) -> None:
     weightwatcher_job(list(sm.input), sm.params.ww, sm.output[0])
+
+
+def llc_rule(sm) -> None:
+    llc_job(list(sm.input.checkpoints), sm.input.tokens, sm.params.llc, dict(sm.output.items()))

@@ -49,7 +49,7 @@ from topotrain.analysis.inference.verdicts import (
     decide_claim,
 )
 
-KINDS = ("topological", "weightwatcher")
+KINDS = ("topological", "weightwatcher", "llc")
 # the training's own diagnostic beside them, under the same test (its partial on itself undefined)
 BASELINE_ROWS = ("grad_norm",)
 WORDS = {  # decide_claim's verdicts as words for one exploratory feature

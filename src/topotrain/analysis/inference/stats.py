@@ -60,6 +60,7 @@ FEATURES = registry.tested()  # the features the tests contrast, in order (topol
 BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
 # WeightWatcher's metrics, mean over layers (aggregate.ww_features of topology.weightwatcher's)
 WW_FEATURES = [f"ww_{m}_mean" for m in WW_METRICS]
+LLC_FEATURES = ["llc"]  # the local learning coefficient (baselines.llc), at the checkpoints it ran
 
 
 def gradient_features(df: pd.DataFrame) -> list[str]:
@@ -92,7 +93,8 @@ SIZE_NORMALISED = ("h0_mean_bar",)  # TP0 per bar: included when the table has i
 def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
     """(feature, kind) pairs: the tested features (topology.registry), ``h0_mean_bar`` and the
     ``*_scalefree*`` columns but those that repeat another here (``registry.repeated``), the
-    gradient's (``grad_*``) and WeightWatcher's (``ww_*_mean``), then BASELINES."""
+    gradient's (``grad_*``), WeightWatcher's (``ww_*_mean``) and the LLC (``llc``), then
+    BASELINES."""
     repeats = set(registry.repeated(df))
     extra = [
         c
@@ -100,7 +102,7 @@ def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
         if (c in SIZE_NORMALISED or registry.SCALEFREE in c) and c not in repeats
     ]
     extra += gradient_features(df)
-    extra += [c for c in WW_FEATURES if c in df]
+    extra += [c for c in WW_FEATURES + LLC_FEATURES if c in df]
     return [(f, kind(f)) for f in [*registry.tested(), *extra, *BASELINES]]
 
 
@@ -234,9 +236,11 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
 
 def kind(feature: str) -> str:
     """'baseline' for the clock, schedule and scale, 'weightwatcher' for WeightWatcher's metrics,
-    else 'topological'."""
+    'llc' for the local learning coefficient, else 'topological'."""
     if feature in WW_FEATURES:
         return "weightwatcher"
+    if feature in LLC_FEATURES:
+        return "llc"
     return "baseline" if feature in BASELINES else "topological"
 
 

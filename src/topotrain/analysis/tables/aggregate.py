@@ -64,6 +64,10 @@ def read_runs_tables(
     return pd.concat(frames, ignore_index=True)
 
 
+# an LLC table's columns the weights table takes (the halves: two measurements from disjoint chains)
+LLC_COLUMNS = ["llc", "llc_half1", "llc_half2", "llc_std", "llc_drift"]
+
+
 def ww_layer_table(ww: pd.DataFrame) -> pd.DataFrame:
     """The WeightWatcher rows as per-layer columns: ww_<metric>, ww_num_evals, ww_fit, ww_warning
     (topology.weightwatcher), keyed by model, seed, step, layer."""
@@ -262,6 +266,7 @@ def aggregate_weights(
     series: list[str] | None = None,
     gradients: list[str] | None = None,
     weightwatcher: list[str] | None = None,
+    llc: list[str] | None = None,
 ) -> pd.DataFrame:
     """The aggregate rule: per-checkpoint records + run logs → weights and weights_layers tables.
 
@@ -270,7 +275,9 @@ def aggregate_weights(
     written all or none. ``series``: each run's diagram-series table, in the order of ``runs``;
     ``gradients``: the gradient-topology record of each checkpoint, in the order of ``records``
     (their features become ``grad_*`` columns of both tables); ``weightwatcher``: each run's
-    WeightWatcher table in the order of ``runs`` (``ww_*`` columns: ``ww_features``).
+    WeightWatcher table in the order of ``runs`` (``ww_*`` columns: ``ww_features``); ``llc``:
+    each run's LLC table in that order (LLC_COLUMNS of the weights table, NaN at the checkpoints
+    it skips).
     """
     layers = read_layer_records(records, keys)
     by_run = {(r["model"], r["seed"]): r for r in runs}
@@ -283,6 +290,9 @@ def aggregate_weights(
         ww = ww_layer_table(tables)
         layers = layers.merge(ww, on=on, how="left")
         table = table.merge(ww_features(ww), on=on[:3], how="left")
+    if llc:
+        tables = read_runs_tables(llc, runs, "LLC table", "llc")
+        table = table.merge(tables[on[:3] + LLC_COLUMNS], on=on[:3], how="left")
     if extra is not None:
         layers = layers.merge(extra, on=on, how="left")
     if grads is not None:

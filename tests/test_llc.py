@@ -1,0 +1,165 @@
+"""The local learning coefficient (``baselines.llc``): devinterp's estimator against a model whose
+learning coefficient is known (a regular model: λ = d/2), bit-identical reruns, the weights left
+as they were, the GPT job's windows and rows, and a clear error when devinterp is missing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from topotrain.baselines import llc as L
+from topotrain.config.checks import llc_problems
+
+devinterp = pytest.importorskip("devinterp", reason="the llc extra (devinterp) is not installed")
+
+
+def regression(d: int, n: int = 2000, seed: int = 0):
+    """Linear regression y = X·w + N(0, 1) with d weights at their least-squares fit: a regular
+    model (Fisher information X'X/n of full rank), so λ = d/2; the loss is the per-sample
+    negative log-likelihood up to its constant, ½(y − x·w)²."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g)
+    y = x @ torch.randn(d, generator=g) + torch.randn(n, generator=g)
+    model = torch.nn.Linear(d, 1, bias=False)
+    with torch.no_grad():
+        model.weight[:] = torch.linalg.lstsq(x, y[:, None]).solution.T
+
+    def loss_fn(m, ids):
+        i = ids[:, 0]
+        return 0.5 * (y[i] - m(x[i]).squeeze(-1)).pow(2)[:, None]
+
+    return model, torch.arange(n)[:, None].repeat(1, 2), loss_fn
+
+
+# nβ = n/log n (Watanabe's β* = 1/log n), ε small enough that the mini-batch gradient noise and
+# the discretisation add a few per cent (about (ε/4)·nβ·(1 + nβ/B) ≈ 6 % here), every batch of
+# the data once in the loss at w* (init_batches × B = n), 4 × 400 steps
+KNOWN = L.LLCSettings(
+    lr=3e-4, localization=1.0, nbeta=2000 / math.log(2000), chains=4, draws=400,
+    batch_size=100, init_batches=20, seed=1,
+)  # fmt: skip
+
+
+def test_a_regular_model_gets_half_its_parameter_count():
+    """λ = d/2 for d = 2 and 8: each estimate within 20 % (measured here: 0.88 and 4.06, the
+    chains' spread 0.09 and 0.25), and the ratio of the two near 4."""
+    got = {}
+    for d in (2, 8):
+        model, ids, loss_fn = regression(d)
+        got[d] = L.estimate(model, ids, loss_fn, KNOWN)
+        assert got[d]["llc"] == pytest.approx(d / 2, rel=0.2)
+        assert got[d]["llc_std"] < 0.2 * d / 2
+        chains = np.array(got[d]["llc_chains"])
+        assert chains.size == 4 and got[d]["llc"] == pytest.approx(chains.mean(), abs=1e-12)
+        assert got[d]["llc_half1"] == pytest.approx(chains[:2].mean(), abs=1e-12)
+        assert got[d]["llc_half2"] == pytest.approx(chains[2:].mean(), abs=1e-12)
+        assert got[d]["trace"].shape == (4, 400)
+    assert 3.0 < got[8]["llc"] / got[2]["llc"] < 5.5
+
+
+def test_the_estimate_is_the_traces_mean_rise_times_nbeta_and_reruns_bit_identical():
+    model, ids, loss_fn = regression(3)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    s = L.LLCSettings(lr=3e-4, localization=1.0, nbeta=100.0, chains=2, draws=40, batch_size=100,
+                      init_batches=20, seed=7)  # fmt: skip
+    a, b = L.estimate(model, ids, loss_fn, s), L.estimate(model, ids, loss_fn, s)
+    assert a["llc"] == b["llc"] and np.array_equal(a["trace"], b["trace"])
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])  # the sampler's moves undone
+    # devinterp's estimator: nβ × (each chain's mean loss over its steps − the loss at w*)
+    per_chain = 100.0 * (a["trace"].mean(axis=1) - a["llc_init_loss"])
+    assert a["llc_chains"] == pytest.approx(per_chain.tolist(), rel=1e-5)
+    assert a["llc_drift"] == pytest.approx(L.drift(a["trace"], 100.0))
+    other = L.estimate(model, ids, loss_fn, L.LLCSettings(**{**s.__dict__, "seed": 8}))
+    assert other["llc"] != a["llc"]  # the seed draws the noise
+
+
+def test_drift_compares_the_traces_last_quarter_with_its_second():
+    trace = np.array([[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]])  # quarters of 2 steps
+    assert L.drift(trace, 10.0) == pytest.approx(10.0 * ((6 + 7) / 2 - (2 + 3) / 2))
+    assert math.isnan(L.drift(np.zeros((2, 3)), 1.0))
+
+
+def test_the_losses_are_the_models_cross_entropy_per_position():
+    from topotrain.training.model import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    gpt = GPT(GPTConfig(vocab_size=11, block_size=6, n_layer=1, n_head=1, n_embd=8))
+    ids = torch.randint(0, 11, (5, 7))
+    per = L.token_loss(gpt, ids)
+    assert per.shape == (5, 6)
+    _, mean = gpt(ids[:, :-1], ids[:, 1:])
+    assert per.mean().item() == pytest.approx(mean.item(), rel=1e-6)
+
+    class Answer(torch.nn.Module):  # the control's interface: logits of the answer from (a, b)
+        def forward(self, ab):
+            return torch.nn.functional.one_hot(ab[:, 0] % 4, 4).float() * 3.0
+
+    rows = torch.tensor([[1, 2, 3], [2, 2, 0]])
+    got = L.answer_loss(Answer(), rows)
+    want = torch.nn.functional.cross_entropy(Answer()(rows[:, :2]), rows[:, 2], reduction="none")
+    assert got.shape == (2, 2) and torch.equal(got[:, 0], want) and torch.equal(got[:, 1], want)
+
+
+def test_gpt_windows_are_seeded_slices_of_the_training_split():
+    tokens = np.arange(100, dtype=np.uint16)
+    a, b = L.gpt_windows(tokens, 9, 12, seed=3), L.gpt_windows(tokens, 9, 12, seed=3)
+    assert a.shape == (12, 10) and a.dtype == torch.int64 and torch.equal(a, b)
+    assert (a[:, 1:] - a[:, :-1] == 1).all()  # consecutive tokens of the split
+    assert not torch.equal(a, L.gpt_windows(tokens, 9, 12, seed=4))
+    with pytest.raises(ValueError, match="fewer than 10"):
+        L.gpt_windows(tokens[:5], 9, 3, seed=0)
+
+
+def test_training_llc_gives_a_row_and_a_trace_per_checkpoint(tmp_path):
+    from topotrain.training.model import GPT, GPTConfig
+    from topotrain.training.run_state import save_checkpoint
+
+    torch.manual_seed(1)
+    gpt = GPT(GPTConfig(vocab_size=128, block_size=8, n_layer=1, n_head=1, n_embd=8))
+    paths = []
+    for step in (0, 10):
+        paths.append(str(tmp_path / f"step_{step:05d}.safetensors"))
+        save_checkpoint(gpt, step, paths[-1])
+    np.arange(400, dtype=np.uint16).__mod__(128).astype(np.uint16).tofile(tmp_path / "train.bin")
+    cfg = {"lr": 1e-4, "localization": 100.0, "nbeta": None, "chains": 2, "draws": 8,
+           "batch_size": 4, "init_batches": 2, "sequences": 16, "seed": 0, "every": 1}  # fmt: skip
+    from topotrain.training.llc import training_llc
+
+    rows, traces = training_llc(paths, str(tmp_path / "train.bin"), cfg)
+    table = pd.DataFrame(rows)
+    assert table["step"].tolist() == [0, 10] and np.isfinite(table["llc"]).all()
+    assert table.loc[0, "llc"] == table.loc[1, "llc"]  # the same weights, windows and noise
+    assert sorted(traces) == ["trace_0", "trace_10"] and traces["trace_0"].shape == (2, 8)
+    assert L.LLCSettings.of(cfg).resolved_nbeta() == pytest.approx(4 / math.log(4))
+
+
+def test_llc_on_without_devinterp_is_said_before_any_job(monkeypatch):
+    import importlib.util
+
+    on = {"baselines": {"llc": {"enabled": True}}}
+    assert llc_problems({"baselines": {"llc": {"enabled": False}}}) == []
+    assert llc_problems(on) == []  # installed here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "devinterp" else real(name)
+    )
+    (problem,) = llc_problems(on)
+    assert "baselines.llc.enabled" in problem and "topotrain[llc]" in problem
+
+
+def test_the_llc_column_is_a_feature_of_kind_llc_in_the_diagnostics():
+    from topotrain.analysis.inference.diagnostics import diagnosed
+    from topotrain.analysis.inference.stats import feature_kinds, kind
+
+    pairs = feature_kinds(pd.DataFrame({"llc": [1.0], "step": [0]}))
+    assert ("llc", "llc") in pairs and kind("llc") == "llc"
+    assert ("llc", "llc") not in feature_kinds(pd.DataFrame({"step": [0]}))
+    assoc = pd.DataFrame(
+        {"kind": ["llc", "baseline", "topological"], "feature": ["llc", "step", "np_mean"]}
+    )
+    assert diagnosed(assoc).tolist() == [True, False, True]
