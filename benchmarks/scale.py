@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -132,7 +133,17 @@ def weightwatcher_path(spec: dict, totals: dict) -> tuple[list[dict], dict]:
     return [], {}
 
 
+def llc_path(spec: dict, totals: dict) -> tuple[list[dict], dict]:
+    """The spine's LLC of the checkpoint (``baselines.llc`` at its defaults: devinterp's sampler,
+    4 chains × 200 steps of 32 windows), devinterp imported beforehand."""
+    from topotrain.training.llc import training_llc
+
+    training_llc([spec["file"]], spec["tokens"], DEFAULTS["baselines"]["llc"])
+    return [], {}
+
+
 PATHS = {
+    "llc": llc_path,
     "project": topology_path,
     "weightwatcher": weightwatcher_path,
     "eager": topology_path,
@@ -155,6 +166,7 @@ PRELOAD = {  # modules a path imports, loaded before the memory baseline
     "live": ("torch", "transformers", "topotrain.live"),
     "gradients": ("torch", "topotrain.training.gradients"),
     "weightwatcher": ("torch", "weightwatcher", "topotrain.baselines.weightwatcher"),
+    "llc": ("torch", "devinterp.slt.llc", "datasets", "topotrain.training.llc"),
 }
 TOPOLOGY_MODULES = (
     "topotrain.jobs.topology",
@@ -272,6 +284,9 @@ def measure(name: str, spec: dict, threads: int, progress) -> dict:
     progress(f"scale {name}: WeightWatcher {row['weightwatcher']['seconds']:.2f} s")
     if spec["family"] == "spine":
         row["gradients"] = spawn({**spec, "path": "gradients"})
+        if importlib.util.find_spec("devinterp"):  # the llc extra
+            row["llc"] = spawn({**spec, "path": "llc"})
+            progress(f"scale {name}: LLC {row['llc']['seconds']:.2f} s")
     if name == "gpt2-small":
         row["live"] = spawn({**spec, "path": "live"})
         progress(f"scale {name}: weight_topology(model) {row['live']['call']:.2f} s")
@@ -315,6 +330,9 @@ def summary(name: str, shapes: list, threads: int, runs: dict) -> dict:
     if "gradients" in runs:
         row |= {"gradients_s": runs["gradients"]["seconds"]}
         row["gradients_peak_mb"] = runs["gradients"]["peak_mb"]
+    if "llc" in runs:  # one checkpoint's LLC against its topology, same run
+        row |= {"llc_s": runs["llc"]["seconds"], "llc_cpu_s": runs["llc"]["cpu_s"]}
+        row["llc_over_project"] = runs["llc"]["seconds"] / project["seconds"]
     if "live" in runs:
         row |= {"live_s": runs["live"]["call"], "live_peak_mb": runs["live"]["peak_mb"]}
     return row

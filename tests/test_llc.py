@@ -163,3 +163,63 @@ def test_the_llc_column_is_a_feature_of_kind_llc_in_the_diagnostics():
         {"kind": ["llc", "baseline", "topological"], "feature": ["llc", "step", "np_mean"]}
     )
     assert diagnosed(assoc).tolist() == [True, False, True]
+
+
+def test_beyond_the_llc_is_the_split_half_partial_on_two_halves_of_its_chains():
+    """The same test as beyond α (``split_rows``, calibrated on a latent measured twice with
+    independent errors), on the LLC of two disjoint halves of its chains: a feature tracking the
+    loss only through what the LLC measures is not beyond it, one with the loss's own part is;
+    its rows equal split_cell's on llc_half1/2 pooled; the LLC's own row is undefined, noted;
+    the diagnostics table carries them as rho_llc, p_llc, beats_llc, split_r_llc."""
+    from test_associations import synthetic_table
+
+    from topotrain.analysis.inference.diagnostics import (
+        LLC_HALVES,
+        SPLIT,
+        diagnostics_table,
+        partial_contrasts,
+        split_cell,
+    )
+    from topotrain.analysis.inference.seed_contrast import (
+        model_matrices,
+        pooled_row,
+        seed_permutations,
+    )
+
+    rng = np.random.default_rng(5)
+    df = synthetic_table(models=("a", "b"))
+    s, u = rng.normal(0, 1, len(df)), rng.normal(0, 1, len(df))
+    df["val_loss"] = df["val_loss"] + 0.3 * s + 0.3 * u
+    df["np_mean"] = df["val_loss"] + rng.normal(0, 0.02, len(df))
+    df["h0_count"] = s + rng.normal(0, 0.3, len(df))
+    df[LLC_HALVES[0]] = s + rng.normal(0, 0.6, len(df))
+    df[LLC_HALVES[1]] = s + rng.normal(0, 0.6, len(df))
+    df["llc"] = (df[LLC_HALVES[0]] + df[LLC_HALVES[1]]) / 2
+    table = partial_contrasts(df, ["np_mean", "h0_count", "llc"], seed=0)
+    table = table.set_index(["feature", "beyond"])
+    assert set(table.index.get_level_values("beyond")) == {"wvar", "grad", "llc"}  # no α halves
+    through = table.loc[("h0_count", "llc")]
+    assert through["split_r"] > 0.5 and through["p"] > 0.05
+    assert table.loc[("np_mean", "llc"), "p"] < 0.01
+    assert np.isnan(table.loc[("llc", "llc"), "p"]) and "llc" in table.loc[("llc", "llc"), "note"]
+    nulls = []
+    cols = ["h0_count", "val_loss", *LLC_HALVES]
+    for _, g in df.groupby("model", sort=False):
+        perms = seed_permutations(g["seed"].nunique(), 0)
+        nulls.append(
+            split_cell(model_matrices(g, cols), "h0_count", "val_loss", LLC_HALVES, perms)[1]
+        )
+    assert through["p"] == pooled_row(nulls, SPLIT, "two-sided", 0)["p"]
+    assoc = pd.DataFrame(
+        [{"model": "pooled", "feature": f, "kind": k, "target": "val_loss", "view": v, "rho": 0.5,
+          "p": 0.01, "effect": 0.2, "effect_ci_low": 0.1, "effect_ci_high": 0.3,
+          "beats_clock": True, "beats_scale": True}
+         for f, k in (("np_mean", "topological"), ("h0_count", "topological"))
+         for v in ("raw", "seed_contrast", "seed_contrast_l2")]
+    )  # fmt: skip
+    diag = diagnostics_table(assoc, 0.1, partials=table.reset_index()).set_index("feature")
+    assert diag.loc["np_mean", "beats_llc"] and not diag.loc["h0_count", "beats_llc"]
+    assert diag.loc["h0_count", "split_r_llc"] == pytest.approx(through["split_r"])
+    assert diag.loc["h0_count", "p_llc"] == through["p"] and np.isnan(
+        diag.loc["np_mean", "split_r"]
+    )

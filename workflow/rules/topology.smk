@@ -95,6 +95,7 @@ rule llc:
     resources:
         mem_mb=3000,
         runtime=120,
+        gpu=1 if LLC["device"] == "cuda" else 0,
     params:
         llc=get_llc_params,
     script:

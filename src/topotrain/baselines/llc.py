@@ -59,6 +59,7 @@ class LLCSettings:
     batch_size: int = 32
     init_batches: int = 16
     seed: int = 0
+    device: str = "cpu"
 
     @classmethod
     def of(cls, cfg: dict) -> LLCSettings:
@@ -87,8 +88,8 @@ def estimate(
     llc_half1 and llc_half2 (the mean of the first and of the other half of the chains: two
     independent measurements), llc_std, llc_chains, llc_init_loss, llc_drift and trace (chains
     × steps, numpy). The model's
-    weights are left as they were; devinterp's zarr output goes to a temporary directory,
-    removed after."""
+    weights are left as they were (on the CPU: devinterp samples on ``s.device``); its zarr
+    output goes to a temporary directory, removed after."""
     require_devinterp()
     from datasets import Dataset
     from devinterp.slt.llc import llc
@@ -117,7 +118,7 @@ def estimate(
             num_init_loss_batches=s.init_batches,
             localization=s.localization,
             init_seed=s.seed,
-            device="cpu",
+            device=s.device,
             output_path=f"{workdir}/samples.zarr",
         )
         trace = np.asarray(res.loss_trace.values, dtype=np.float64)
@@ -125,7 +126,7 @@ def estimate(
         init_loss = float(res.init_loss)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-        model.load_state_dict(saved)
+        model.to("cpu").load_state_dict(saved)
     half = chains.size // 2  # two measurements from disjoint chains (the split partial's)
     return {
         "llc": float(chains.mean()),

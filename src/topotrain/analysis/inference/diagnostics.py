@@ -60,6 +60,9 @@ WORDS = {  # decide_claim's verdicts as words for one exploratory feature
 VIEWS = {"clock": "seed_contrast", "scale": "seed_contrast_l2"}
 BEYOND = {"wvar": "np_wvar_mean", "grad": "grad_norm"}  # partial contrasts: name -> column
 HALVES = ("ww_alpha_half1_mean", "ww_alpha_half2_mean")  # α over alternate layers
+LLC_HALVES = ("llc_half1", "llc_half2")  # the LLC of disjoint halves of its chains
+SPLITS = {"alpha": HALVES, "llc": LLC_HALVES}  # split-half partials: name -> two measurements
+SPLIT_OF = {"llc": "llc"}  # the feature each split measures (its own split is undefined)
 SPLIT = "seed_contrast_alpha_split"  # partial on a latent measured twice: α of two layer halves
 P_METHOD_SPLIT = "permutation of seed labels, the feature's residual on {} (instrumented by {})"
 MIN_SPLIT_R = 0.5  # the halves' agreement below which the split-half partial is not calibrated
@@ -76,6 +79,10 @@ DIAGNOSTICS_COLUMNS = [
     "p_alpha",
     "beats_alpha",
     "split_r",
+    "rho_llc",
+    "p_llc",
+    "beats_llc",
+    "split_r_llc",
     "verdict",
 ]
 
@@ -136,7 +143,7 @@ def partial_contrasts(
     ``df`` (two-sided, +1 signs): columns feature, beyond, rho, p, note. NaN where the column is
     missing or is the feature itself."""
     conds = [c for c in beyond.values() if c in df]
-    halves = [h for h in HALVES if h in df]
+    halves = [h for pair in SPLITS.values() for h in pair if h in df]
     inputs = model_inputs(df, [*features, target, *conds, *halves], seed)
     rows = []
     for feature in features:
@@ -147,26 +154,38 @@ def partial_contrasts(
             ]
             res = pooled_row(nulls, PARTIAL, "two-sided", seed, cond=cond)
             rows.append({"feature": feature, "beyond": name, **res})
-    if all(h in df for h in HALVES):
-        rows += split_rows(inputs, features, target, seed)
+    for name, pair in SPLITS.items():
+        if all(h in df for h in pair):
+            rows += split_rows(inputs, features, target, seed, name)
     columns = ["feature", "beyond", "rho", "p", "n", "p_method", "note", "split_r"]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
-def split_rows(inputs: list, features: list[str], target: str, seed: int = 0) -> list[dict]:
-    """Beyond α (``beyond`` "alpha"): per feature, the split-half partial contrast on HALVES
-    (``seed_contrast.split_cell``, the feature's residual rows permuted), pooled over models;
-    split_r is the smallest model's agreement of the two halves. Below MIN_SPLIT_R the
-    calibration suite finds the test too liberal (7–9 % at 0.25): p is then NaN, with a note."""
-    rows = []
+def split_rows(
+    inputs: list, features: list[str], target: str, seed: int = 0, name: str = "alpha"
+) -> list[dict]:
+    """Beyond α or the LLC (``beyond`` ``name`` of SPLITS): per feature, the split-half partial
+    contrast on that pair of measurements (``split_cell``, the feature's residual rows permuted),
+    pooled over models; split_r is the smallest model's agreement of the two halves. Below
+    MIN_SPLIT_R the calibration suite finds the test too liberal (7–9 % at 0.25): p is then
+    NaN, with a note. The suite's rows (alpha_latent, alpha_noisy: a latent measured twice with
+    independent errors) are this test's whatever the pair measures: α over two halves of the
+    layers, the LLC over two halves of its chains."""
+    rows, pair = [], SPLITS[name]
     for feature in features:
-        cells = [split_cell(mats, feature, target, HALVES, perms) for _, _, mats, perms in inputs]
+        if SPLIT_OF.get(name) == feature:
+            note = f"{feature} is what {pair[0]} and {pair[1]} measure: its own partial undefined"
+            rows.append({"feature": feature, "beyond": name, "rho": np.nan, "p": np.nan} | {
+                "note": note})  # fmt: skip
+            continue
+        cells = [split_cell(mats, feature, target, pair, perms) for _, _, mats, perms in inputs]
         rs = [c[0]["split_r"] for c in cells if np.isfinite(c[0]["split_r"])]
         split_r = float(min(rs)) if rs else np.nan
         res = pooled_row([c[1] for c in cells], SPLIT, "two-sided", seed)
-        row = {"feature": feature, "beyond": "alpha", **res, "split_r": split_r}
+        row = {"feature": feature, "beyond": name, **res, "split_r": split_r}
         if not halves_agree(split_r):
-            row |= {"p": np.nan, "note": f"α's halves agree r = {split_r:.2f} < {MIN_SPLIT_R}"}
+            what = "α's halves" if name == "alpha" else f"the {name}'s halves"
+            row |= {"p": np.nan, "note": f"{what} agree r = {split_r:.2f} < {MIN_SPLIT_R}"}
         rows.append(row)
     return rows
 
@@ -194,9 +213,10 @@ def diagnostics_table(
             for col in ("effect", "effect_ci_low", "effect_ci_high", "p"):
                 row[f"{col}_{name}"] = float(cell[col]) if cell is not None else np.nan
             row[f"beats_{name}"] = bool(cell is not None and cell[f"beats_{name}"])
-        for name in (*BEYOND, "alpha"):
+        for name in (*BEYOND, *SPLITS):
             row |= _beyond(partials, feature, name, row["raw_rho"], alpha)
         row["split_r"] = _split_r(partials, feature)
+        row["split_r_llc"] = _split_r(partials, feature, "llc")
         row["verdict"] = verdict(row, sesoi)
         out.append(row)
     table = pd.DataFrame(out, columns=DIAGNOSTICS_COLUMNS)
@@ -244,10 +264,10 @@ def rejects_in_sign(p: float, rho: float, reference: float, alpha: float) -> boo
     return holds_in_one_sign([p], [rho], alpha, sign=reference)
 
 
-def _split_r(partials: pd.DataFrame | None, feature: str) -> float:
+def _split_r(partials: pd.DataFrame | None, feature: str, name: str = "alpha") -> float:
     if partials is None or "split_r" not in partials:
         return np.nan
-    hit = partials[(partials["feature"] == feature) & (partials["beyond"] == "alpha")]
+    hit = partials[(partials["feature"] == feature) & (partials["beyond"] == name)]
     return float(hit["split_r"].iloc[0]) if len(hit) else np.nan
 
 
