@@ -223,3 +223,48 @@ def test_beyond_the_llc_is_the_split_half_partial_on_two_halves_of_its_chains():
     assert diag.loc["h0_count", "p_llc"] == through["p"] and np.isnan(
         diag.loc["np_mean", "split_r"]
     )
+
+
+def test_control_llc_measures_each_checkpoint_on_the_seeds_training_pairs(tmp_path):
+    from topotrain.training.llc import control_llc
+    from topotrain.training.modular import (
+        ControlConfig,
+        ModularTransformer,
+        save_weights,
+        split_pairs,
+    )
+
+    knobs = {"p": 7, "train_frac": 0.5, "width": 8, "heads": 1, "mlp": 16, "steps": 10,
+             "interval": 5, "lr": 1e-3, "weight_decay": 1.0, "beta2": 0.98}  # fmt: skip
+    cfg = ControlConfig(**knobs, seed=3)
+    torch.manual_seed(0)
+    model = ModularTransformer(cfg)
+    save_weights(model, 5, cfg, tmp_path)
+    (path,) = [str(p) for p in tmp_path.glob("*.safetensors")]
+    s = {"lr": 1e-4, "localization": 100.0, "nbeta": None, "chains": 2, "draws": 6,
+         "batch_size": 8, "init_batches": 2, "seed": 0}  # fmt: skip
+    rows, traces = control_llc([path], knobs, 3, s)
+    assert [r["step"] for r in rows] == [5] and traces["trace_5"].shape == (2, 6)
+    train, _ = split_pairs(7, 0.5, 3)  # the same rows, loss and weights directly
+    direct = L.estimate(model, train.to(torch.int64), L.answer_loss, L.LLCSettings.of(s))
+    assert rows[0]["llc"] == direct["llc"]
+
+
+def test_the_controls_llc_sentences_carry_their_numbers():
+    from topotrain.report.control import llc_sentences
+
+    base = {"contrast_rho": 0.8, "contrast_p": 0.01, "effect": 0.5, "effect_ci_low": 0.2,
+            "effect_ci_high": 0.7, "rho_norm": 0.6, "p_norm": 0.02, "beats_norm": True,
+            "rho_fourier": 0.1, "p_fourier": 0.6, "beats_fourier": False}  # fmt: skip
+    emb = {"feature": "emb_h1_total", "rho_llc": 0.55, "p_llc": 0.004, "beats_llc": True,
+           "split_r_llc": 0.81}  # fmt: skip
+    table = pd.DataFrame([{"feature": "llc", **base}, {**base, **emb}])
+    text = llc_sentences(table, "emb_h1_total")
+    assert "tracks each seed's test loss" in text and "ρ 0.80" in text
+    assert "beyond the weight norm ρ 0.60 (p 0.02)" in text
+    assert "beyond the Fourier measure ρ 0.10 (p 0.6)" in text
+    assert "does not move with the test loss beyond both" in text
+    assert "ρ 0.55, exact p 0.004 (halves agree r = 0.81): it goes beyond the LLC" in text
+    table.loc[1, ["p_llc", "split_r_llc"]] = [np.nan, 0.3]
+    assert "r = 0.30 < 0.5" in llc_sentences(table, "emb_h1_total")
+    assert llc_sentences(table[table["feature"] != "llc"], "emb_h1_total") == ""

@@ -22,8 +22,10 @@ def llc_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("llc")
     train, valid = write_corpus(workdir)
     config = tiny_config(train, valid) | {"baselines": {"llc": LLC}}
+    config["control"] = {"enabled": True, "seeds": [0, 1, 2], "steps": 100, "interval": 25}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     targets = ["results/tables/associations.csv", "results/tables/diagnostics.csv"]
+    targets += ["results/tables/control_diagnostics.csv"]
     run_snakemake(workdir, "--cores", "2", *targets, timeout=1200)
     return workdir
 
@@ -57,3 +59,16 @@ def test_changing_the_sampler_reruns_the_llc_jobs_only_downstream(llc_run):
     overlay.write_text(yaml.safe_dump({"baselines": {"llc": LLC | {"draws": 9}}}))
     jobs = planned_counts(llc_run, "results/features/weights.csv", "--configfile", str(overlay))
     assert jobs.get("llc") == 2 and "train_model" not in jobs and "training_topology" not in jobs
+
+
+def test_the_control_gets_the_llc_of_its_seeds_and_its_diagnostics_row(llc_run):
+    features = pd.read_parquet(llc_run / "results/features/control.parquet")
+    for seed, run in features.groupby("seed"):
+        table = pd.read_parquet(llc_run / f"results/control/seed{seed}/llc.parquet")
+        assert table["step"].tolist() == [0, 50, 100]  # every 2nd of 0, 25, …, 100
+        joined = run.set_index("step")["llc"]
+        assert np.allclose(joined.loc[[0, 50, 100]], table["llc"], rtol=1e-12)
+        assert joined.loc[[25, 75]].isna().all()
+    diag = pd.read_csv(llc_run / "results/tables/control_diagnostics.csv").set_index("feature")
+    assert diag.loc["llc", "kind"] == "llc" and np.isfinite(diag.loc["llc", "contrast_rho"])
+    assert {"rho_llc", "p_llc", "beats_llc", "split_r_llc"} <= set(diag.columns)

@@ -25,6 +25,21 @@ def get_control_outputs():
     return [*CONTROL_TABLES.values(), *figures]
 
 
+CONTROL_LLC = CONTROL_ON and config["baselines"]["llc"]["enabled"]
+CONTROL_LLC_STEPS = [
+    t
+    for i, t in enumerate(CONTROL_STEPS)
+    if i % config["baselines"]["llc"]["every"] == 0 or t == CONTROL_STEPS[-1]
+]
+
+
+def get_control_llc(wildcards=None):
+    """Every seed's LLC table when baselines.llc is on (none otherwise)."""
+    if not CONTROL_LLC:
+        return []
+    return expand(rules.control_llc.output.table, seed=CONTROL_SEEDS)
+
+
 def get_control_ww(wildcards=None):
     """Every seed's WeightWatcher table when topology.weightwatcher is on (none otherwise)."""
     if not CONTROL_WW:

@@ -70,10 +70,40 @@ rule control_weightwatcher:
         "../scripts/job.py"
 
 
+# The LLC of one seed's checkpoints (baselines.llc), every baselines.llc.every-th and the last.
+rule control_llc:
+    input:
+        expand(
+            f"{CONTROL_RUN}/step_{{step}}.safetensors",
+            step=[f"{s:05d}" for s in CONTROL_LLC_STEPS],
+            allow_missing=True,
+        ),
+    output:
+        table=f"{CONTROL_RUN}/llc.parquet",
+        traces=f"{CONTROL_RUN}/llc_traces.npz",
+    log:
+        f"{RESULTS}/logs/control/seed{{seed}}/llc.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/llc/control/seed{{seed}}.tsv"
+    conda:
+        "../../envs/llc.yaml"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=120,
+        gpu=1 if LLC["device"] == "cuda" else 0,
+    params:
+        llc=get_llc_params,
+        control={k: CONTROL[k] for k in CONTROL_KNOBS},
+    script:
+        "../scripts/job.py"
+
+
 rule control_analysis:
     input:
         tables=expand(rules.control_features.output.table, seed=CONTROL_SEEDS),
         ww=get_control_ww(),
+        llc=get_control_llc(),
     output:
         **{f"{name}_csv": path for name, path in CONTROL_TABLES.items()},
         **figure_outputs(["control_curves", "control_between_seeds"]),

@@ -35,6 +35,7 @@ from topotrain.jobs.confirm import (
 from topotrain.jobs.control import (
     control_analysis_job,
     control_features_job,
+    control_llc_job,
     control_weightwatcher_job,
     train_control_job,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "control_features_job",
     "control_analysis_job",
     "control_weightwatcher_job",
+    "control_llc_job",
     "confirm_features_job",
     "control_confirm_features_job",
     "hypotheses_job",

@@ -61,6 +61,17 @@ def control_weightwatcher_job(checkpoints: list[str], params: dict, out: str) ->
     weightwatcher_job(checkpoints, params, out)
 
 
+def control_llc_features(paths: list[str], seeds: list[int]):
+    """Every seed's LLC table (one per seed of ``seeds``) as its LLC_COLUMNS, keyed by model,
+    seed and step (NaN at the checkpoints it skips once merged)."""
+    from topotrain.analysis.control.features import MODEL
+    from topotrain.analysis.tables.aggregate import LLC_COLUMNS, read_runs_tables
+
+    runs = [{"model": MODEL, "seed": s} for s in seeds]
+    tables = read_runs_tables(paths, runs, "control LLC table", "control_llc")
+    return tables[["model", "seed", "step", *LLC_COLUMNS]]
+
+
 def control_ww_features(paths: list[str], seeds: list[int]):
     """The seeds' WeightWatcher tables (``weightwatcher_job``, one per seed in the order of
     ``seeds``) as per-checkpoint ``ww_*_mean`` columns (``aggregate.ww_features``), keyed by
@@ -73,18 +84,31 @@ def control_ww_features(paths: list[str], seeds: list[int]):
     return ww_features(ww_layer_table(tables))
 
 
+def control_llc_job(
+    checkpoints: list[str], params: dict, control: dict, seed: int, out: dict[str, str]
+) -> None:
+    """The LLC (``baselines.llc``) of one control seed's checkpoints (every ``every``-th and the
+    last) over its training pairs → a parquet table and the traces (``topology.write_llc``)."""
+    from topotrain.jobs.common import log
+    from topotrain.jobs.topology import write_llc
+    from topotrain.training.llc import control_llc
+
+    write_llc(*control_llc(checkpoints, control, seed, params, log.info), out)
+
+
 def control_analysis_job(
     tables: list[str],
     out: dict[str, str],
     ww: list[str] | None = None,
     seeds: list[int] | None = None,
     sesoi: float | None = None,
+    llc: list[str] | None = None,
 ) -> None:
     """Every seed's features (and WeightWatcher's metrics, ``ww``: one table per seed of
     ``seeds``) → the features table, the per-feature, per-seed, verdict (at Δ = ``sesoi``,
     ``analysis.sesoi``; the schema's default when None) and diagnostics tables and the per-seed
     curves figure."""
-    from topotrain.analysis.control.diagnostics import WW, control_diagnostics
+    from topotrain.analysis.control.diagnostics import LLC_FEATURES, WW, control_diagnostics
     from topotrain.analysis.control.grokking import (
         FEATURES,
         SESOI,
@@ -99,7 +123,9 @@ def control_analysis_job(
     df = control_frame(tables)
     if ww:
         df = df.merge(control_ww_features(ww, seeds), on=["model", "seed", "step"], how="left")
-    features = [f for f in (*FEATURES, *WW) if f in df]
+    if llc:
+        df = df.merge(control_llc_features(llc, seeds), on=["model", "seed", "step"], how="left")
+    features = [f for f in (*FEATURES, *WW, *LLC_FEATURES) if f in df]
     seeds_table = seed_table(df, features)
     table = feature_table(df, seeds_table, features)
     csvs = {
@@ -156,6 +182,7 @@ def control_analysis_rule(sm) -> None:
         list(sm.input.ww),
         sm.params.seeds,
         sm.params.sesoi,
+        list(sm.input.llc),
     )
 
 
@@ -167,6 +194,16 @@ def control_features_rule(sm) -> None:
         sm.params.p,
         sm.params.fourier_k,
         sm.params.topology,
+        dict(sm.output.items()),
+    )
+
+
+def control_llc_rule(sm) -> None:
+    control_llc_job(
+        list(sm.input),
+        sm.params.llc,
+        sm.params.control,
+        int(sm.wildcards.seed),
         dict(sm.output.items()),
     )
 

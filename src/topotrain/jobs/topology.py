@@ -237,16 +237,23 @@ def _write_ww_table(rows: list[dict], n_checkpoints: int, out: str) -> None:
 def llc_job(checkpoints: list[str], tokens: str, params: dict, out: dict[str, str]) -> None:
     """The local learning coefficient (``baselines.llc``: devinterp's sampler and estimator) of
     one training's ``checkpoints`` (those of every ``params["every"]``-th step and the last) →
-    one parquet table, a row per checkpoint, and an npz of the chains' loss traces, both
-    written atomically."""
+    one parquet table, a row per checkpoint, and an npz of the chains' loss traces
+    (``write_llc``)."""
+    from topotrain.jobs.common import log
+    from topotrain.training.llc import training_llc
+
+    write_llc(*training_llc(checkpoints, tokens, params, log.info), out)
+
+
+def write_llc(rows: list[dict], traces: dict, out: dict[str, str]) -> None:
+    """An LLC job's rows → out["table"] (parquet) and its traces → out["traces"] (npz), both
+    or neither."""
     import numpy as np
     import pandas as pd
 
     from topotrain.io import atomic_write_all
     from topotrain.jobs.common import log
-    from topotrain.training.llc import training_llc
 
-    rows, traces = training_llc(checkpoints, tokens, params, log.info)
     table = pd.DataFrame(rows)
     atomic_write_all(
         {

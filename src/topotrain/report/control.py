@@ -187,6 +187,40 @@ def monitor_sentence(table: pd.DataFrame, alpha: float = ALPHA) -> str:
     )
 
 
+def llc_sentences(table: pd.DataFrame, primary: str | None, alpha: float = ALPHA) -> str:
+    """Two sentences, with their numbers, where the control has the LLC (``baselines.llc``):
+    whether it moves with each seed's test loss beyond the weight norm and the Fourier measure,
+    and whether the control's ``primary`` embedding-topology feature (its own claim's) goes
+    beyond it; '' without the LLC."""
+    rows = table.set_index("feature")
+    if "llc" not in rows.index:
+        return ""
+    r = rows.loc["llc"]
+    beyond = {
+        f"{c}_{n}": r.get(f"{c}_{n}", np.nan) for c in ("rho", "p") for n in ("norm", "fourier")
+    }
+    both = _found(r, alpha) and all(bool(r.get(f"beats_{n}", False)) for n in ("norm", "fourier"))
+    text = prose.render(
+        "control/llc",
+        said=_said(r, alpha),
+        moves="moves" if both else "does not move",
+        **{k: (f"{v:.2f}" if k.startswith("rho") else _fmt_p(v)) for k, v in beyond.items()},
+    )
+    if primary not in rows.index:
+        return text
+    e = rows.loc[primary]
+    split_r, p = e.get("split_r_llc", np.nan), e.get("p_llc", np.nan)
+    if np.isfinite(p):
+        goes = "goes" if bool(e.get("beats_llc", False)) else "does not go"
+        result = f"ρ {e['rho_llc']:.2f}, exact p {_fmt_p(p)} (halves agree r = {split_r:.2f})"
+        result += f": it {goes} beyond the LLC"
+    elif np.isfinite(split_r):
+        result = f"undefined (halves agree r = {split_r:.2f} < 0.5: not calibrated there)"
+    else:
+        result = "undefined (no LLC halves at the checkpoints every seed shares)"
+    return text + " " + prose.render("control/beyond_llc", feature=primary, result=result)
+
+
 def control_section(
     tables: dict[str, str], primary: pd.DataFrame | None, np_variance: pd.DataFrame | None
 ) -> str:
@@ -210,12 +244,12 @@ def control_section(
         pooled = np_variance[np_variance["model"] == "pooled"]
         table = to_markdown(pooled.drop(columns=["model"]))
         variance = "\n\n" + prose.render("control/np_variance", table=table)
-    diagnostics = ""
+    diagnostics, primary = "", verdicts.iloc[0].get("feature") if len(verdicts) else None
     if tables.get("control_diagnostics_csv"):  # written by control_analysis beside the others
         diag = pd.read_csv(tables["control_diagnostics_csv"])
         diagnostics = "\n\n" + prose.render(
             "control/diagnostics",
-            sentence=monitor_sentence(diag),
+            sentence=" ".join(filter(None, [monitor_sentence(diag), llc_sentences(diag, primary)])),
             table=to_markdown(diag),
             min_seeds=SEEDS_FOR_INTERVAL,
         )

@@ -9,7 +9,8 @@ measure, and the weight norm), over every seed:
   over all k! seed orders, and the effect β with its 95 % interval (``seed_effect``; none below
   ``MIN_ARRANGEMENTS`` orders, i.e. with fewer than 5 seeds);
 - beyond α (the split-half partial on α over alternate matrices, given where the halves agree:
-  split_r ≥ 0.5; ``inference.diagnostics``);
+  split_r ≥ 0.5; ``inference.diagnostics``) and, with ``baselines.llc`` on, beyond the LLC (the
+  same test on the LLC of two halves of its chains, split_r_llc ≥ 0.5), the LLC being a row too;
 - beyond the weight norm, the Fourier measure and the layers' weight variance: the contrast
   partial on each (``PARTIAL``): ρ, p and whether it rejects in the plain contrast's sign (a
   partial ρ of the other sign rejects nothing: the feature's link is the other way round once
@@ -27,7 +28,7 @@ from scipy import stats
 
 from topotrain.analysis.control.grokking import FOURIER, NORM, TARGET, TOPOLOGY, WVAR
 from topotrain.analysis.inference.diagnostics import (
-    HALVES,
+    SPLITS,
     halves_agree,
     rejects_in_sign,
     split_cell,
@@ -43,6 +44,7 @@ from topotrain.analysis.inference.stats import ALPHA
 from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
 
 WW = [f"ww_{m}_mean" for m in WW_METRICS]
+LLC_FEATURES = ["llc"]  # the local learning coefficient (baselines.llc), at the steps it ran
 REFERENCES = [FOURIER, NORM]
 BEYOND = {"norm": NORM, "fourier": FOURIER, "wvar": WVAR}
 CONTROL_DIAGNOSTICS_COLUMNS = [
@@ -59,12 +61,18 @@ CONTROL_DIAGNOSTICS_COLUMNS = [
     "p_alpha",
     "beats_alpha",
     "split_r",
+    "rho_llc",
+    "p_llc",
+    "beats_llc",
+    "split_r_llc",
 ]
 
 
 def kind_of(feature: str) -> str:
     if feature in TOPOLOGY:
         return "topological"
+    if feature in LLC_FEATURES:
+        return "llc"
     return "weightwatcher" if feature.startswith("ww_") else "reference"
 
 
@@ -83,8 +91,9 @@ def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -
     """CONTROL_DIAGNOSTICS_COLUMNS for the features of TOPOLOGY, WW and REFERENCES that ``df``
     (the control's features, one row per seed and checkpoint) has: topological rows first, then
     WeightWatcher's, then the references."""
-    features = [f for f in (*TOPOLOGY, *WW, *REFERENCES) if f in df]
-    conds = [c for c in (*BEYOND.values(), *HALVES) if c in df]
+    features = [f for f in (*TOPOLOGY, *WW, *LLC_FEATURES, *REFERENCES) if f in df]
+    halves = [h for pair in SPLITS.values() for h in pair]
+    conds = [c for c in (*BEYOND.values(), *halves) if c in df]
     mats = model_matrices(df, sorted({*features, TARGET, *conds}))
     perms = seed_permutations(df["seed"].nunique(), seed)
     rows = []
@@ -106,20 +115,26 @@ def control_diagnostics(df: pd.DataFrame, seed: int = 0, alpha: float = ALPHA) -
             row[f"rho_{name}"] = part["rho"] if np.isfinite(p) else np.nan
             row[f"p_{name}"] = p
             row[f"beats_{name}"] = rejects_in_sign(p, part["rho"], plain["rho"], alpha)
-        row |= _beyond_alpha(mats, feature, perms, plain["rho"], alpha)
+        for name in SPLITS:
+            row |= _beyond_split(mats, feature, perms, plain["rho"], alpha, name)
         rows.append(row)
     return pd.DataFrame(rows, columns=CONTROL_DIAGNOSTICS_COLUMNS)
 
 
-def _beyond_alpha(mats: dict, feature: str, perms, plain_rho: float, alpha: float) -> dict:
-    """The split-half partial on α's halves (``inference.diagnostics``' beyond α), given where
-    the halves agree (``halves_agree``)."""
-    out = {"rho_alpha": np.nan, "p_alpha": np.nan, "beats_alpha": False, "split_r": np.nan}
-    if not all(h in mats for h in HALVES):
+def _beyond_split(
+    mats: dict, feature: str, perms, plain_rho: float, alpha: float, name: str = "alpha"
+) -> dict:
+    """The split-half partial on the halves of SPLITS[name] (α over alternate matrices, or the
+    LLC of two halves of its chains: ``inference.diagnostics``' beyond α / the LLC), given where
+    the halves agree (``halves_agree``); split_r (α's) or split_r_llc."""
+    r_col = "split_r" if name == "alpha" else f"split_r_{name}"
+    out = {f"rho_{name}": np.nan, f"p_{name}": np.nan, f"beats_{name}": False, r_col: np.nan}
+    pair = SPLITS[name]
+    if not all(h in mats for h in pair) or feature == name:
         return out
-    cell, _ = split_cell(mats, feature, TARGET, HALVES, perms)
-    out["split_r"] = cell["split_r"]
+    cell, _ = split_cell(mats, feature, TARGET, pair, perms)
+    out[r_col] = cell["split_r"]
     if not halves_agree(cell["split_r"]):
         return out
     beats = rejects_in_sign(cell["p"], cell["rho"], plain_rho, alpha)
-    return out | {"rho_alpha": cell["rho"], "p_alpha": cell["p"], "beats_alpha": beats}
+    return out | {f"rho_{name}": cell["rho"], f"p_{name}": cell["p"], f"beats_{name}": beats}
