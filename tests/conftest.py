@@ -63,8 +63,9 @@ def write_random_tokens(directory: Path) -> tuple[Path, Path]:
     return directory / "train.bin", directory / "val.bin"
 
 
-def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 600):
-    """Run the repository's Snakefile in ``workdir``; returns the CompletedProcess."""
+def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1500):
+    """Run the repository's Snakefile in ``workdir``; returns the CompletedProcess (a run past
+    ``timeout`` seconds fails: CI's 2 cores run the long workflow tests one after another)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)

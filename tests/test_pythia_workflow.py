@@ -71,7 +71,7 @@ def pythia_run(tmp_path_factory):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        proc = run_snakemake(workdir, "--cores", "2", *TARGETS)
+        proc = run_snakemake(workdir, "--cores", "2", *TARGETS, timeout=1800)  # CI: 2 busy cores
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
