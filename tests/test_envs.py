@@ -27,9 +27,15 @@ def parse(requirement: str) -> tuple[str, str | None]:
     return CONDA_TO_PYPI.get(match.group(1), name), match.group(2)
 
 
-def pyproject_dependencies() -> dict[str, str | None]:
+ENV_EXTRAS = ("llc",)  # extras an env installs for its rule (envs/llc.yaml: devinterp)
+
+
+def pyproject_dependencies(extras: tuple[str, ...] = ()) -> dict[str, str | None]:
     with open(ROOT / "pyproject.toml", "rb") as fh:
-        deps = tomllib.load(fh)["project"]["dependencies"]
+        project = tomllib.load(fh)["project"]
+    deps = project["dependencies"] + [
+        d for e in extras for d in project["optional-dependencies"][e]
+    ]
     return dict(parse(d) for d in deps)
 
 
@@ -55,7 +61,7 @@ def test_parse_maps_conda_names_and_bounds():
 
 @pytest.mark.parametrize("env", ENVS, ids=lambda p: p.name)
 def test_every_env_package_is_a_project_dependency_with_the_same_lower_bound(env):
-    project = pyproject_dependencies()
+    project = pyproject_dependencies(ENV_EXTRAS)
     for name, bound in env_dependencies(env).items():
         assert name in project, f"{env.name}: {name} is not in pyproject.toml's dependencies"
         assert bound == project[name], (

@@ -196,15 +196,15 @@ def llc_sentences(table: pd.DataFrame, primary: str | None, alpha: float = ALPHA
     if "llc" not in rows.index:
         return ""
     r = rows.loc["llc"]
-    beyond = {
-        f"{c}_{n}": r.get(f"{c}_{n}", np.nan) for c in ("rho", "p") for n in ("norm", "fourier")
-    }
     both = _found(r, alpha) and all(bool(r.get(f"beats_{n}", False)) for n in ("norm", "fourier"))
     text = prose.render(
         "control/llc",
         said=_said(r, alpha),
         moves="moves" if both else "does not move",
-        **{k: (f"{v:.2f}" if k.startswith("rho") else _fmt_p(v)) for k, v in beyond.items()},
+        rho_norm=f"{r.get('rho_norm', np.nan):.2f}",
+        p_norm=_fmt_p(r.get("p_norm", np.nan)),
+        rho_fourier=f"{r.get('rho_fourier', np.nan):.2f}",
+        p_fourier=_fmt_p(r.get("p_fourier", np.nan)),
     )
     if primary not in rows.index:
         return text
@@ -244,12 +244,12 @@ def control_section(
         pooled = np_variance[np_variance["model"] == "pooled"]
         table = to_markdown(pooled.drop(columns=["model"]))
         variance = "\n\n" + prose.render("control/np_variance", table=table)
-    diagnostics, primary = "", verdicts.iloc[0].get("feature") if len(verdicts) else None
+    diagnostics, own = "", verdicts.iloc[0].get("feature") if len(verdicts) else None
     if tables.get("control_diagnostics_csv"):  # written by control_analysis beside the others
         diag = pd.read_csv(tables["control_diagnostics_csv"])
         diagnostics = "\n\n" + prose.render(
             "control/diagnostics",
-            sentence=" ".join(filter(None, [monitor_sentence(diag), llc_sentences(diag, primary)])),
+            sentence=" ".join(filter(None, [monitor_sentence(diag), llc_sentences(diag, own)])),
             table=to_markdown(diag),
             min_seeds=SEEDS_FOR_INTERVAL,
         )
