@@ -412,39 +412,50 @@ def test_beyond_alpha_is_the_split_half_partial_and_given_only_where_the_halves_
     the split-half partial (each model exactly split_cell's, pooled) finds nothing beyond α
     while partialling one half out leaves s in both; np_mean (the loss itself, with its own part
     u beyond s) is beyond α; halves that do not agree (independent noise) give no p, noted."""
-    from topotrain.analysis.inference.diagnostics import (
-        HALVES,
-        SPLIT,
-        partial_contrasts,
-        split_cell,
-    )
-    from topotrain.analysis.inference.seed_contrast import (
-        model_matrices,
-        pooled_row,
-        seed_permutations,
-    )
+    from topotrain.analysis.inference.diagnostics import HALVES, partial_contrasts
 
-    rng = np.random.default_rng(21)
-    df = synthetic_table(models=("a", "b"))
-    s, u = rng.normal(0, 1, len(df)), rng.normal(0, 1, len(df))
-    df["val_loss"] = df["val_loss"] + 0.3 * s + 0.3 * u  # u: the loss's own, beyond s
-    df["np_mean"] = df["val_loss"] + rng.normal(0, 0.02, len(df))
-    df["h0_count"] = s + rng.normal(0, 0.3, len(df))  # tracks the loss only through s
-    df[HALVES[0]] = s + rng.normal(0, 0.6, len(df))
-    df[HALVES[1]] = s + rng.normal(0, 0.6, len(df))
+    df, rng = latent_table(21, HALVES)
     table = partial_contrasts(df, ["np_mean", "h0_count"], seed=0).set_index(["feature", "beyond"])
     through = table.loc[("h0_count", "alpha")]
     assert through["split_r"] > 0.5 and through["p"] > 0.05
     assert table.loc[("np_mean", "alpha"), "p"] < 0.01
     one_half = partial_contrasts(df, ["h0_count"], beyond={"a1": HALVES[0]}, seed=0)
     assert one_half.set_index("beyond").loc["a1", "p"] < 0.01  # the plain partial under-adjusts
-    cols = ["h0_count", "val_loss", *HALVES]
-    nulls = []
-    for _, g in df.groupby("model", sort=False):
-        perms = seed_permutations(g["seed"].nunique(), 0)
-        nulls.append(split_cell(model_matrices(g, cols), "h0_count", "val_loss", HALVES, perms)[1])
-    assert through["p"] == pooled_row(nulls, SPLIT, "two-sided", 0)["p"]
+    assert through["p"] == pooled_split_p(df, "h0_count", HALVES)
 
     df[HALVES[1]] = rng.normal(0, 1, len(df))  # halves that measure nothing in common
     weak = partial_contrasts(df, ["h0_count"], seed=0).set_index("beyond").loc["alpha"]
     assert np.isnan(weak["p"]) and "α's halves agree r = " in weak["note"]
+
+
+def latent_table(seed: int, halves: tuple[str, str]) -> tuple[pd.DataFrame, np.random.Generator]:
+    """Two models' synthetic table where the loss is 0.3·s + 0.3·u beyond its trend (s a latent,
+    u the loss's own), np_mean the loss itself, h0_count s plus noise (it tracks the loss only
+    through s), and ``halves`` two measurements of s with independent noise; and the generator,
+    for what a test draws next."""
+    rng = np.random.default_rng(seed)
+    df = synthetic_table(models=("a", "b"))
+    s, u = rng.normal(0, 1, len(df)), rng.normal(0, 1, len(df))
+    df["val_loss"] = df["val_loss"] + 0.3 * s + 0.3 * u  # u: the loss's own, beyond s
+    df["np_mean"] = df["val_loss"] + rng.normal(0, 0.02, len(df))
+    df["h0_count"] = s + rng.normal(0, 0.3, len(df))  # tracks the loss only through s
+    df[halves[0]] = s + rng.normal(0, 0.6, len(df))
+    df[halves[1]] = s + rng.normal(0, 0.6, len(df))
+    return df, rng
+
+
+def pooled_split_p(df: pd.DataFrame, feature: str, halves: tuple[str, str]) -> float:
+    """The split-half partial's pooled p of ``feature`` on ``halves``, by hand: each model's
+    split_cell null, pooled."""
+    from topotrain.analysis.inference.diagnostics import SPLIT, split_cell
+    from topotrain.analysis.inference.seed_contrast import (
+        model_matrices,
+        pooled_row,
+        seed_permutations,
+    )
+
+    cols, nulls = [feature, "val_loss", *halves], []
+    for _, g in df.groupby("model", sort=False):
+        perms = seed_permutations(g["seed"].nunique(), 0)
+        nulls.append(split_cell(model_matrices(g, cols), feature, "val_loss", halves, perms)[1])
+    return pooled_row(nulls, SPLIT, "two-sided", 0)["p"]

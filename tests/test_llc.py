@@ -171,29 +171,15 @@ def test_beyond_the_llc_is_the_split_half_partial_on_two_halves_of_its_chains():
     loss only through what the LLC measures is not beyond it, one with the loss's own part is;
     its rows equal split_cell's on llc_half1/2 pooled; the LLC's own row is undefined, noted;
     the diagnostics table carries them as rho_llc, p_llc, beats_llc, split_r_llc."""
-    from test_associations import synthetic_table
+    from test_associations import latent_table, pooled_split_p
 
     from topotrain.analysis.inference.diagnostics import (
         LLC_HALVES,
-        SPLIT,
         diagnostics_table,
         partial_contrasts,
-        split_cell,
-    )
-    from topotrain.analysis.inference.seed_contrast import (
-        model_matrices,
-        pooled_row,
-        seed_permutations,
     )
 
-    rng = np.random.default_rng(5)
-    df = synthetic_table(models=("a", "b"))
-    s, u = rng.normal(0, 1, len(df)), rng.normal(0, 1, len(df))
-    df["val_loss"] = df["val_loss"] + 0.3 * s + 0.3 * u
-    df["np_mean"] = df["val_loss"] + rng.normal(0, 0.02, len(df))
-    df["h0_count"] = s + rng.normal(0, 0.3, len(df))
-    df[LLC_HALVES[0]] = s + rng.normal(0, 0.6, len(df))
-    df[LLC_HALVES[1]] = s + rng.normal(0, 0.6, len(df))
+    df, _ = latent_table(5, LLC_HALVES)
     df["llc"] = (df[LLC_HALVES[0]] + df[LLC_HALVES[1]]) / 2
     table = partial_contrasts(df, ["np_mean", "h0_count", "llc"], seed=0)
     table = table.set_index(["feature", "beyond"])
@@ -202,14 +188,7 @@ def test_beyond_the_llc_is_the_split_half_partial_on_two_halves_of_its_chains():
     assert through["split_r"] > 0.5 and through["p"] > 0.05
     assert table.loc[("np_mean", "llc"), "p"] < 0.01
     assert np.isnan(table.loc[("llc", "llc"), "p"]) and "llc" in table.loc[("llc", "llc"), "note"]
-    nulls = []
-    cols = ["h0_count", "val_loss", *LLC_HALVES]
-    for _, g in df.groupby("model", sort=False):
-        perms = seed_permutations(g["seed"].nunique(), 0)
-        nulls.append(
-            split_cell(model_matrices(g, cols), "h0_count", "val_loss", LLC_HALVES, perms)[1]
-        )
-    assert through["p"] == pooled_row(nulls, SPLIT, "two-sided", 0)["p"]
+    assert through["p"] == pooled_split_p(df, "h0_count", LLC_HALVES)
     assoc = pd.DataFrame(
         [{"model": "pooled", "feature": f, "kind": k, "target": "val_loss", "view": v, "rho": 0.5,
           "p": 0.01, "effect": 0.2, "effect_ci_low": 0.1, "effect_ci_high": 0.3,
@@ -268,3 +247,11 @@ def test_the_controls_llc_sentences_carry_their_numbers():
     table.loc[1, ["p_llc", "split_r_llc"]] = [np.nan, 0.3]
     assert "r = 0.30 < 0.5" in llc_sentences(table, "emb_h1_total")
     assert llc_sentences(table[table["feature"] != "llc"], "emb_h1_total") == ""
+
+
+def test_llc_steps_are_every_every_th_checkpoint_and_the_last():
+    from topotrain.config import llc_steps
+
+    assert llc_steps([0, 10, 20, 30, 40], 2) == [0, 20, 40]
+    assert llc_steps([0, 10, 20, 30, 40], 3) == [0, 30, 40]  # the last, off the grid
+    assert llc_steps([0, 10], 20) == [0, 10] and llc_steps([], 5) == []

@@ -21,6 +21,7 @@ from topotrain.config import (
     ConfigError,
     check_config,
     checkpoint_steps,
+    llc_steps,
     coerce_config,
     control_enabled,
     fill_defaults,

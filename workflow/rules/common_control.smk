@@ -26,11 +26,7 @@ def get_control_outputs():
 
 
 CONTROL_LLC = CONTROL_ON and config["baselines"]["llc"]["enabled"]
-CONTROL_LLC_STEPS = [
-    t
-    for i, t in enumerate(CONTROL_STEPS)
-    if i % config["baselines"]["llc"]["every"] == 0 or t == CONTROL_STEPS[-1]
-]
+CONTROL_LLC_STEPS = llc_steps(CONTROL_STEPS, config["baselines"]["llc"]["every"])
 
 
 def get_control_llc(wildcards=None):

@@ -108,7 +108,7 @@ LLC = config["baselines"]["llc"]
 LLC_FILES = (
     f"{RESULTS}/llc/{TRAINING}"  # .parquet (a row per checkpoint) and _traces.npz
 )
-LLC_STEPS = [t for i, t in enumerate(STEPS) if i % LLC["every"] == 0 or t == STEPS[-1]]
+LLC_STEPS = llc_steps(STEPS, LLC["every"])
 
 
 def get_llc_tables(seeds=SEEDS):

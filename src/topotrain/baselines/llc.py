@@ -30,7 +30,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -75,10 +75,6 @@ class LLCSettings:
 
         return float(default_nbeta(self.batch_size))
 
-    def params(self) -> dict:
-        """The settings as a record's params (nβ resolved)."""
-        return asdict(self) | {"nbeta": self.resolved_nbeta()}
-
 
 def estimate(
     model: torch.nn.Module, input_ids: torch.Tensor, loss_fn: LossFn, s: LLCSettings
@@ -87,9 +83,8 @@ def estimate(
     ``loss_fn(model, ids)`` → per-position losses, n × (T − 1)): llc (the chains' mean),
     llc_half1 and llc_half2 (the mean of the first and of the other half of the chains: two
     independent measurements), llc_std, llc_chains, llc_init_loss, llc_drift and trace (chains
-    × steps, numpy). The model's
-    weights are left as they were (on the CPU: devinterp samples on ``s.device``); its zarr
-    output goes to a temporary directory, removed after."""
+    × steps, numpy). The model's weights are left as they were (on the CPU: devinterp samples on
+    ``s.device``); its zarr output goes to a temporary directory, removed after."""
     require_devinterp()
     from datasets import Dataset
     from devinterp.slt.llc import llc

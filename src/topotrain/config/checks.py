@@ -254,6 +254,12 @@ def checkpoint_steps(train: dict) -> list[int]:
     return list(range(0, train["steps"] + 1, train["checkpoint_interval"]))
 
 
+def llc_steps(steps: list[int], every: int) -> list[int]:
+    """The checkpoints whose LLC is measured (``baselines.llc.every``): every every-th of
+    ``steps`` and the last."""
+    return [t for i, t in enumerate(steps) if i % every == 0 or t == steps[-1]]
+
+
 def layer_patterns(topology: dict) -> list[str]:
     """The fnmatch patterns of the matrices to analyse, embeddings appended when asked for."""
     patterns = list(topology["layers"])

@@ -108,7 +108,7 @@ def control_analysis_job(
     ``seeds``) → the features table, the per-feature, per-seed, verdict (at Δ = ``sesoi``,
     ``analysis.sesoi``; the schema's default when None) and diagnostics tables and the per-seed
     curves figure."""
-    from topotrain.analysis.control.diagnostics import LLC_FEATURES, WW, control_diagnostics
+    from topotrain.analysis.control.diagnostics import WW, control_diagnostics
     from topotrain.analysis.control.grokking import (
         FEATURES,
         SESOI,
@@ -116,6 +116,7 @@ def control_analysis_job(
         seed_table,
         verdicts,
     )
+    from topotrain.analysis.inference.stats import LLC_FEATURES
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves
 

@@ -32,6 +32,7 @@ from topotrain.analysis.inference.diagnostics import (
     halves_agree,
     rejects_in_sign,
     split_cell,
+    split_r_column,
 )
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
@@ -40,11 +41,10 @@ from topotrain.analysis.inference.seed_contrast import (
     seed_permutations,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
-from topotrain.analysis.inference.stats import ALPHA
+from topotrain.analysis.inference.stats import ALPHA, LLC_FEATURES
 from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
 
 WW = [f"ww_{m}_mean" for m in WW_METRICS]
-LLC_FEATURES = ["llc"]  # the local learning coefficient (baselines.llc), at the steps it ran
 REFERENCES = [FOURIER, NORM]
 BEYOND = {"norm": NORM, "fourier": FOURIER, "wvar": WVAR}
 CONTROL_DIAGNOSTICS_COLUMNS = [
@@ -127,7 +127,7 @@ def _beyond_split(
     """The split-half partial on the halves of SPLITS[name] (α over alternate matrices, or the
     LLC of two halves of its chains: ``inference.diagnostics``' beyond α / the LLC), given where
     the halves agree (``halves_agree``); split_r (α's) or split_r_llc."""
-    r_col = "split_r" if name == "alpha" else f"split_r_{name}"
+    r_col = split_r_column(name)
     out = {f"rho_{name}": np.nan, f"p_{name}": np.nan, f"beats_{name}": False, r_col: np.nan}
     pair = SPLITS[name]
     if not all(h in mats for h in pair) or feature == name:

@@ -215,8 +215,8 @@ def diagnostics_table(
             row[f"beats_{name}"] = bool(cell is not None and cell[f"beats_{name}"])
         for name in (*BEYOND, *SPLITS):
             row |= _beyond(partials, feature, name, row["raw_rho"], alpha)
-        row["split_r"] = _split_r(partials, feature)
-        row["split_r_llc"] = _split_r(partials, feature, "llc")
+        for name in SPLITS:
+            row[split_r_column(name)] = _split_r(partials, feature, name)
         row["verdict"] = verdict(row, sesoi)
         out.append(row)
     table = pd.DataFrame(out, columns=DIAGNOSTICS_COLUMNS)
@@ -262,6 +262,12 @@ def rejects_in_sign(p: float, rho: float, reference: float, alpha: float) -> boo
     contrast's): ``holds_in_one_sign`` of the one view in that sign; False where p or the
     reference is undefined or the reference is 0."""
     return holds_in_one_sign([p], [rho], alpha, sign=reference)
+
+
+def split_r_column(name: str) -> str:
+    """The diagnostics tables' column of a split's halves' agreement: ``split_r`` for α's (the
+    first split), ``split_r_<name>`` for the others."""
+    return "split_r" if name == "alpha" else f"split_r_{name}"
 
 
 def _split_r(partials: pd.DataFrame | None, feature: str, name: str = "alpha") -> float:
