@@ -70,9 +70,13 @@ def test_the_estimate_is_the_traces_mean_rise_times_nbeta_and_reruns_bit_identic
     assert a["llc"] == b["llc"] and np.array_equal(a["trace"], b["trace"])
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k])  # the sampler's moves undone
-    # devinterp's estimator: nβ × (each chain's mean loss over its steps − the loss at w*)
+    # devinterp's estimator: nβ × (each chain's mean loss over its steps − the loss at w*),
+    # which it sums in float32: up to draws × ε32 × the largest loss apart, times nβ (CPUs
+    # differ in the float32 summation order: 5.6e-6 apart on one, 3e-7 on another)
     per_chain = 100.0 * (a["trace"].mean(axis=1) - a["llc_init_loss"])
-    assert a["llc_chains"] == pytest.approx(per_chain.tolist(), rel=1e-5)
+    float32_sum = 100.0 * 40 * np.finfo(np.float32).eps * np.abs(a["trace"]).max()
+    assert a["llc_chains"] == pytest.approx(per_chain.tolist(), abs=float32_sum)
+    assert float32_sum < 2e-3 * min(per_chain)  # still checks the estimator to 0.2 %
     assert a["llc_drift"] == pytest.approx(L.drift(a["trace"], 100.0))
     other = L.estimate(model, ids, loss_fn, L.LLCSettings(**{**s.__dict__, "seed": 8}))
     assert other["llc"] != a["llc"]  # the seed draws the noise
