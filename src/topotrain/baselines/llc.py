@@ -97,6 +97,7 @@ def estimate(
             f"{s.batch_size}"
         )
     data = Dataset.from_dict({"input_ids": input_ids.tolist()}).with_format("torch")
+    nbeta = s.resolved_nbeta()
     saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
     workdir = tempfile.mkdtemp(prefix="topotrain-llc-")
     try:
@@ -105,7 +106,7 @@ def estimate(
             data,
             {},
             lr=s.lr,
-            n_beta=s.resolved_nbeta(),
+            n_beta=nbeta,
             loss_fn=loss_fn,
             num_chains=s.chains,
             num_draws=s.draws,
@@ -130,7 +131,7 @@ def estimate(
         "llc_std": float(chains.std(ddof=1)) if chains.size > 1 else math.nan,
         "llc_chains": chains.tolist(),
         "llc_init_loss": init_loss,
-        "llc_drift": drift(trace, s.resolved_nbeta()),
+        "llc_drift": drift(trace, nbeta),
         "trace": trace,
     }
 

@@ -39,17 +39,18 @@ def control_llc(
     """``training_llc`` of one seed of the grokking control: its model rebuilt from ``control``
     (the control's knobs), the loss the answer's cross-entropy over the seed's training pairs
     (``split_pairs``: the rows it trained on)."""
-    from safetensors import safe_open
-
-    from topotrain.training.modular import ControlConfig, ModularTransformer, split_pairs
+    from topotrain.training.modular import (
+        ControlConfig,
+        ModularTransformer,
+        load_weights,
+        split_pairs,
+    )
 
     s, knobs = LLCSettings.of(cfg), ControlConfig(**control, seed=seed)
     train, _ = split_pairs(knobs.p, knobs.train_frac, seed)
     model, rows, traces = ModularTransformer(knobs), [], {}
     for path in checkpoints:
-        with safe_open(str(path), framework="pt") as fh:
-            step = int(fh.metadata()["step"])
-            model.load_state_dict({name: fh.get_tensor(name) for name in fh.keys()})
+        step = load_weights(path, model)
         res = estimate(model, train.to(torch.int64), answer_loss, s)
         rows.append(_measured(path, step, res, traces, progress))
     return rows, traces

@@ -105,6 +105,15 @@ def save_weights(model: ModularTransformer, step: int, cfg: ControlConfig, out: 
     atomic_save_safetensors(tensors, out / checkpoint_name(step), metadata=meta)
 
 
+def load_weights(path: str | Path, model: ModularTransformer) -> int:
+    """``save_weights``' file at ``path`` loaded into ``model``; returns its step."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as fh:
+        model.load_state_dict({name: fh.get_tensor(name) for name in fh.keys()})
+        return int(fh.metadata()["step"])
+
+
 def _resume(path: Path, cfg: ControlConfig, model: nn.Module, opt: torch.optim.Optimizer):
     """(step, rows) saved at ``path`` with the model's and optimizer's state loaded; (0, []) when
     there is none. A state saved under another config is an error naming the file."""
