@@ -19,7 +19,11 @@ from topotrain.analysis.calibration.effect import (
     judge_effect,
     study_effects,
 )
-from topotrain.analysis.calibration.pass_rule import draws_needed, pass_probability
+from topotrain.analysis.calibration.pass_rule import (
+    draws_needed,
+    pass_probability,
+    verdict_draws,
+)
 from topotrain.analysis.calibration.simulator import (
     ALPHA_NULLS,
     ALPHA_SIGNALS,
@@ -339,13 +343,18 @@ def test_a_failing_verdict_row_is_re_drawn_and_decided_on_all_its_draws_pooled()
     pd.testing.assert_frame_equal(spread, out)
 
 
-def test_the_effect_rows_at_8_seeds_get_the_draws_the_pass_rule_needs():
-    """A fifth of 1,000 (200) passes a 5 % miss rate as 2.5 % 45 % of the time; 405 draws 20 %."""
+def test_the_effect_rows_at_8_seeds_get_the_draws_a_verdict_row_needs():
+    """A fifth of 1,000 (200) passes a 5 % miss rate as 2.5 % 45 % of the time; 405 draws (the
+    rule's at twice nominal, the floor until issue 56) 20 %. A verdict row's floor is now
+    verdict_draws (1.5 × nominal fails ≥ 80 %): 1,288 at 2.5 %, capped at n_sim, so at the
+    default 1,000 the 8-seed effect rows use every study (a 1.5 × row passes 0.26 there)."""
     assert pass_probability(200, ALPHA / 2, ALPHA) == pytest.approx(0.455, abs=0.001)
-    assert effect_studies(1000, 8) == draws_needed(ALPHA / 2) == 405
-    assert pass_probability(405, ALPHA / 2, ALPHA) <= 0.2
-    assert effect_studies(1000, 3) == effect_studies(1000, 5) == 1000
-    assert effect_studies(3000, 8) == 600 and effect_studies(20, 8) == 20
+    assert draws_needed(ALPHA / 2) == 405 and pass_probability(405, ALPHA / 2, ALPHA) <= 0.2
+    assert verdict_draws(ALPHA / 2) == 1288
+    assert effect_studies(1000, 8) == effect_studies(1000, 3) == effect_studies(1000, 5) == 1000
+    assert pass_probability(1000, ALPHA / 2, 1.5 * ALPHA / 2) == pytest.approx(0.257, abs=0.001)
+    assert effect_studies(3000, 8) == 1288 and effect_studies(20, 8) == 20
+    assert effect_studies(10_000, 8) == 2000  # a fifth, past the floor
 
 
 @pytest.mark.long  # `make test-long` (.ci/run runs it)

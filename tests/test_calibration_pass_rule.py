@@ -16,11 +16,14 @@ from topotrain.analysis.calibration import suite
 from topotrain.analysis.calibration.pass_rule import (
     CONFIRM_FACTOR,
     FAMILY_ROWS,
+    VERDICT_EXCESS,
     draws_needed,
     pass_max,
     pass_probability,
     redraw_max,
     rule_pass_probability,
+    short_of_verdict_draws,
+    verdict_draws,
 )
 from topotrain.analysis.calibration.suite import (
     CALIBRATION_COLUMNS,
@@ -145,6 +148,85 @@ def test_pooling_the_re_draw_gives_little_second_chance():
     assert 1 - two_stage(0.025, 1000, 10_000, 0.025) < 1.5e-4
 
 
+def scipy_rule(rate: float, ns: np.ndarray, a: float) -> np.ndarray:
+    """The whole rule's P(pass) at ``rate`` for every n of ``ns`` (re-draw 10 × n, family level),
+    by scipy's binomial over the full grid of first counts k = c + 1 … n (no bound, no cut)."""
+    out = []
+    for n in ns:
+        c1, cf = stats.binom.ppf(0.95, n, a), stats.binom.ppf(FAMILY_LEVEL, 11 * n, a)
+        k = np.arange(c1 + 1, n + 1)
+        rescued = stats.binom.pmf(k, n, rate) * stats.binom.cdf(cf - k, 10 * n, rate)
+        out.append(stats.binom.cdf(c1, n, rate) + rescued.sum())
+    return np.array(out)
+
+
+# issue 56: (nominal, verdict draws, c, c_F of 11 n, P(pass) at 1.4 ×, 1.5 ×, 2 × nominal)
+VERDICT = [(0.05, 628, 41, 406, 0.357, 0.200, 0.0014), (0.025, 1288, 42, 417, 0.355, 0.199, 0.0016)]
+
+
+@pytest.mark.parametrize("a, n, c, cf, p14, p15, p20", VERDICT)
+def test_a_verdict_row_at_one_and_a_half_times_nominal_fails_at_least_80_percent(
+    a, n, c, cf, p14, p15, p20
+):
+    """verdict_draws (docs/calibration.md's arithmetic): the smallest n from which the whole rule
+    passes a row at 1.5 × nominal ≤ 20 % at every n up to 2·n, by sums written here (hand pmf at n
+    and n − 1, scipy over the rest); at n a row at nominal passes all but about 1 in 10 000."""
+    assert VERDICT_EXCESS == 1.5 and verdict_draws(a) == draws_needed(a, 1.5) == n
+    assert (smallest_95(n, a), smallest_95(11 * n, a, FAMILY_LEVEL)) == (c, cf)
+    assert (pass_max(n, a), redraw_max(11 * n, a)) == (c, cf)
+    assert two_stage(1.5 * a, n, 10 * n, a) <= 0.2 < two_stage(1.5 * a, n - 1, 10 * (n - 1), a)
+    ns = np.arange(n, 2 * n)
+    assert (scipy_rule(1.5 * a, ns, a) <= 0.2).all()
+    for excess, p in ((1.4, p14), (1.5, p15), (2.0, p20)):
+        assert two_stage(excess * a, n, 10 * n, a) == pytest.approx(p, abs=5e-4)
+        assert rule_pass_probability(n, a, excess * a) == pytest.approx(p, abs=5e-4)
+    nominal = two_stage(a, n, 10 * n, a)
+    assert 1 - 1.2e-4 <= nominal and nominal**530 >= 0.94
+    assert verdict_draws(a) == draws_needed(a, 1.5, factor=None)  # the re-draw adds nothing here
+
+
+def test_at_400_draws_a_row_at_1_4_times_nominal_passed_half_the_time_or_more():
+    """The issue's figures for the old view_draws: 47 % at 5 %, 73 % at 2.5 % (whole rule)."""
+    assert two_stage(0.07, 400, 4000, 0.05) == pytest.approx(0.474, abs=5e-4)
+    assert two_stage(0.035, 400, 4000, 0.025) == pytest.approx(0.725, abs=5e-4)
+
+
+@pytest.mark.parametrize("a, n", [(v[0], v[1]) for v in VERDICT])
+def test_monte_carlo_rows_at_the_verdict_draws_pass_as_the_sums_say(a, n):
+    """400,000 rows drawn as binomial counts, first draws then a tenfold re-draw pooled: the
+    pass rate at 1.5 × nominal within 4 Monte Carlo SE of the exact sum (≤ 20 %), and at nominal
+    the fail rate within 4 SE of about 1 in 10 000."""
+    rng = np.random.default_rng([56, n])
+    reps, c, cf = 400_000, pass_max(n, a), redraw_max(11 * n, a)
+    for rate in (1.5 * a, a):
+        k1 = rng.binomial(n, rate, reps)
+        k2 = rng.binomial(10 * n, rate, reps)
+        passed = (k1 <= c) | ((k1 > c) & (k1 + k2 <= cf))
+        exact = rule_pass_probability(n, a, rate)
+        se = math.sqrt(exact * (1 - exact) / reps)
+        assert abs(passed.mean() - exact) <= 4 * se + 1e-5, (rate, passed.mean(), exact)
+    assert 1 - exact <= 1.2e-4
+
+
+def test_rule_pass_probability_takes_an_array_of_draws():
+    ns = np.array([20, 191, 405, 628, 1288])
+    for a in (0.05, 0.025):
+        got = rule_pass_probability(ns, a, 1.5 * a)
+        assert got == pytest.approx(scipy_rule(1.5 * a, ns, a), abs=1e-12)
+        assert got[2] == rule_pass_probability(405, a, 1.5 * a)
+
+
+def test_too_few_draws_for_a_verdict_row_are_said_naming_the_key():
+    key = "analysis.calibration.view_draws"
+    assert short_of_verdict_draws(1288, 0.025, key, "intervals") is None
+    assert short_of_verdict_draws(628, 0.05, key, "views") is None
+    said = short_of_verdict_draws(400, 0.05, key, "calibration_views.csv")
+    assert said.startswith(f"{key} = 400 is below the 628 draws a verdict row at 5 % needs")
+    assert "calibration_views.csv" in said and "passes 33 % of the time" in said
+    said = short_of_verdict_draws(1287, 0.025, key, "calibration_intervals.csv")
+    assert "1288 draws" in said and "at 2.5 % needs" in said and "passes 20 % " in said
+
+
 def test_confirm_failures_decides_binomial_draws_as_the_two_stage_rule_says():
     """400 rows at a true 6 % (1,000 draws, 10,000 more when they fail) through confirm_failures:
     the pass rate is two_stage's, not the old rule's 82 %."""
@@ -193,3 +275,49 @@ def test_no_two_tasks_of_the_suite_nor_their_re_draws_draw_the_same_numbers(monk
                 suite._task(task, n_sim=2, n_resamples=10, seed=seed)
     assert len(first) == 2 * len(tasks)
     assert len(set(first.values())) == len(first)
+
+
+def test_make_calibrate_with_few_view_draws_warns_naming_the_key_and_notes_each_table(
+    tmp_path, monkeypatch, caplog
+):
+    """calibration_job (the tables stubbed): a tiny view_draws runs, with a warning naming
+    analysis.calibration.view_draws and a note under each of the three tables' headings; the
+    schema's default (1,288, what the intervals' 2.5 % rows need) gets none."""
+    import logging
+
+    from topotrain.analysis.calibration import intervals, persistent, sign_rule
+    from topotrain.config import DEFAULTS
+    from topotrain.jobs.analysis import calibration_job
+
+    stub = pd.DataFrame({"draws": [1]})
+    monkeypatch.setattr(suite, "calibration_table", lambda **kw: stub)
+    monkeypatch.setattr(persistent, "null_table", lambda *a, **kw: stub)
+    monkeypatch.setattr(sign_rule, "sign_rule_rows", lambda *a, **kw: stub)
+    monkeypatch.setattr(intervals, "interval_table", lambda *a, **kw: stub)
+    names = ("calibration", "views", "sign_rule", "intervals")
+    out = {f"{n}_{e}": str(tmp_path / f"{n}.{e}") for n in names for e in ("csv", "md")}
+    defaults = DEFAULTS["analysis"]["calibration"]
+    assert defaults["view_draws"] == verdict_draws(0.025) == 1288 >= verdict_draws(0.05) == 628
+    assert defaults["simulations"] >= verdict_draws(0.05)
+
+    def run(draws: int) -> dict[str, str]:
+        knobs = {"simulations": defaults["simulations"], "seeds": [3], "view_draws": draws}
+        params = {"calibration": knobs, "n_resamples": 20, "seed": 0, "sesoi": 0.1}
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="topotrain.jobs"):
+            calibration_job(params, out)
+        return {n: (tmp_path / f"{n}.md").read_text() for n in names}
+
+    quiet = run(defaults["view_draws"])
+    assert not caplog.records and not any("Too few draws" in md for md in quiet.values())
+    tiny = run(20)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3 and all("analysis.calibration.view_draws = 20" in m for m in said)
+    assert "Too few draws" not in tiny["calibration"]
+    for name, nominal in (("views", "5 %"), ("sign_rule", "5 %"), ("intervals", "2.5 %")):
+        assert "analysis.calibration.view_draws = 20 is below" in tiny[name]
+        assert f"at {nominal} needs (calibration_{name}.csv)" in tiny[name]
+        assert (tmp_path / f"{name}.csv").exists()
+    assert "a row at 1.5 × nominal passes 100 % of the time" in tiny["intervals"]
+    between = run(1000)  # enough at 5 %, not at 2.5 %: the intervals' note alone
+    assert [n for n in names if "Too few draws" in between[n]] == ["intervals"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topotrain.jobs.common import _tables
+from topotrain.jobs.common import _tables, log
 
 
 def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
@@ -72,8 +72,11 @@ def _diagnostics(df, assoc, params: dict, out: dict[str, str]) -> None:
 
 
 def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None:
-    """False-positive rates and power of every test the verdicts use, on simulated runs."""
+    """False-positive rates and power of every test the verdicts use, on simulated runs. Draws
+    below what a verdict row needs (``pass_rule.verdict_draws``) are logged and noted under
+    each table's heading, naming the config key (``_verdict_note``)."""
     from topotrain.analysis.calibration.suite import calibration_table
+    from topotrain.config import ALPHA
 
     knobs = params["calibration"]
     table = calibration_table(
@@ -84,22 +87,45 @@ def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None
         threads=threads,
         sesoi=params["sesoi"],
     )
-    _tables(out, "calibration", table, "Calibration: false-positive rates and power")
+    title = "Calibration: false-positive rates and power"
+    sims = ("simulations", knobs["simulations"])
+    note = _verdict_note(*sims, ALPHA, "calibration.csv", warn=False)  # calibration_table warned
+    _tables(out, "calibration", table, title + note)
+    draws = ("view_draws", knobs["view_draws"])
     if "views_csv" in out:
         from topotrain.analysis.calibration.persistent import null_table
         from topotrain.analysis.calibration.sign_rule import sign_rule_rows
 
-        draws, seeds = knobs["view_draws"], tuple(knobs["seeds"])
-        views = null_table(draws, threads, seeds)
-        _tables(out, "views", views, "Calibration: level and co-movement views, persistent nulls")
-        signs = sign_rule_rows(draws, seeds, params["sesoi"], params["seed"])
-        _tables(out, "sign_rule", signs, "Calibration: the per-model sign rule, mixed signs")
+        seeds = tuple(knobs["seeds"])
+        views = null_table(draws[1], threads, seeds)
+        title = "Calibration: level and co-movement views, persistent nulls"
+        title += _verdict_note(*draws, ALPHA, "calibration_views.csv")
+        _tables(out, "views", views, title)
+        signs = sign_rule_rows(draws[1], seeds, params["sesoi"], params["seed"])
+        title = "Calibration: the per-model sign rule, mixed signs"
+        title += _verdict_note(*draws, ALPHA, "calibration_sign_rule.csv")
+        _tables(out, "sign_rule", signs, title)
     if "intervals_csv" in out:
-        from topotrain.analysis.calibration.intervals import interval_table
+        from topotrain.analysis.calibration.intervals import NOMINAL, interval_table
 
-        draws, seeds = knobs["view_draws"], tuple(knobs["seeds"])
-        miss = interval_table(draws, threads, seeds)
-        _tables(out, "intervals", miss, "Calibration: the co-movement effects' interval miss rates")
+        miss = interval_table(draws[1], threads, tuple(knobs["seeds"]))
+        title = "Calibration: the co-movement effects' interval miss rates"
+        title += _verdict_note(*draws, NOMINAL, "calibration_intervals.csv")
+        _tables(out, "intervals", miss, title)
+
+
+def _verdict_note(key: str, draws: int, nominal: float, rows: str, warn: bool = True) -> str:
+    """ "" when ``draws`` (config ``analysis.calibration.<key>``) reach what a verdict row at
+    ``nominal`` needs (``pass_rule.verdict_draws``), else the shortfall, logged as a warning
+    (``warn``) and returned as a paragraph for under the table's heading."""
+    from topotrain.analysis.calibration.pass_rule import short_of_verdict_draws
+
+    short = short_of_verdict_draws(draws, nominal, f"analysis.calibration.{key}", rows)
+    if short is None:
+        return ""
+    if warn:
+        log.warning("calibration: %s", short)
+    return f"\n\n**Too few draws for a verdict row**: {short}."
 
 
 def scaling_fits_job(table: str, params: dict, out: dict[str, str]) -> None:
@@ -206,7 +232,7 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
         paper,
         sesoi=sesoi,
         sesoi_co=params["sesoi_co"],
-        primary_views=params["primary_views"],
+        question=params["bottom_line_question"],
     )
     verdicts = replication_table(
         paper, tables, params["warmup_steps"], params["phase_threshold"], sesoi=sesoi

@@ -6,8 +6,9 @@ drifts on the nulls) each study's co-movement effects β_co [equal-tailed 95 % i
 and, partial on the norm, ``seed_comove_l2``), the function the report calls, claimed sign +1 for
 every model. Where the process fixes β_co in a view, each end's miss is counted: the lower end
 above it, the upper end below it (each at most α/2 = 2.5 % for a valid interval), and judged by the
-pass rule (``pass_rule.pass_max`` at α/2; the default ``view_draws``, 400 studies, pass a row at
-5 % at most 15 % of the time). Known β_co per scenario (``truth``):
+pass rule (``pass_rule.pass_max`` at α/2; the default ``view_draws``, 1,288 studies, is
+``pass_rule.verdict_draws(α/2)``: the whole rule passes a row at 1.5 × nominal, 3.75 %, at most
+20 % of the time). Known β_co per scenario (``truth``):
 
 - ``no_coupling``, ``offset_confound`` (a shared per-seed constant: nothing co-moves) and
   ``progress_warp`` (a per-seed speed; the view removes the warp's smooth direction): 0 in both

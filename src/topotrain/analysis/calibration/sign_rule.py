@@ -50,7 +50,7 @@ CLAIM_SIGNS = {"mixed (-,+,+,+)": (-1.0, 1.0, 1.0, 1.0), "all + (5 models)": (1.
 SCENARIOS = ("null", "one_wrong", "one_wrong_strong")
 STRONG = 4.0  # one_wrong_strong: the right models' share in Δ (0.4: the simulator's largest)
 SEEDS = (3, 5, 8)
-DRAWS = 400  # studies per row: a rate of 0.05 is known within about ±0.02
+DRAWS = 400  # studies per row here; the suite's are ``view_draws`` (1,288: pass_rule.verdict_draws)
 SIGN_RULE_COLUMNS = [
     "claim",
     "scenario",

@@ -7,9 +7,10 @@ across-size draws for the tests that need them. Each (test, scenario) row gives 
 over n_sim draws (``measures``: the false-positive rate on a null, the power on a signal, an
 interval end's miss rate; ``effect``), its 95 % Clopper–Pearson Monte Carlo interval and
 the nominal rate. A null's row ``passes`` when its "yes" count is at most ``pass_max``
-(``pass_rule``: a row at nominal passes ≥ 95 % of the time, one at twice nominal fails ≥ 80 %
-from ``draws_needed`` draws on); a verdict's failing row is re-drawn and decided on all its
-draws pooled, at the suite's family level (``confirm_failures``, ``pass_rule.redraw_max``).
+(``pass_rule``: a row at nominal passes ≥ 95 % of the time; a verdict's row at 1.5 × nominal
+fails ≥ 80 % from ``verdict_draws`` on, 628 at α and 1,288 at α/2); a verdict's failing row is
+re-drawn and decided on all its draws pooled, at the suite's family level
+(``confirm_failures``, ``pass_rule.redraw_max``).
 Each task (scenario × seeds) has its own ``task_rng``.
 """
 
@@ -35,9 +36,10 @@ from topotrain.analysis.calibration.effect import (
 from topotrain.analysis.calibration.pass_rule import (
     CONFIRM_FACTOR,
     clopper_pearson,
-    draws_needed,
     pass_max,
     redraw_max,
+    short_of_verdict_draws,
+    verdict_draws,
 )
 from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
     ALPHA_NULLS,
@@ -231,8 +233,9 @@ def _contrast_draws(
 
 def effect_studies(n_sim: int, k: int) -> int:
     """Studies of a k-seed task whose effect intervals are computed: ``effect_draws`` (a fifth
-    beyond 5 seeds) raised to the draws the pass rule needs at EFFECT_NOMINAL, at most n_sim."""
-    return min(n_sim, max(effect_draws(n_sim, k), draws_needed(EFFECT_NOMINAL)))
+    beyond 5 seeds) raised to the draws a verdict row needs at EFFECT_NOMINAL
+    (``verdict_draws``: 1,288), at most n_sim (the default 1,000: all of them)."""
+    return min(n_sim, max(effect_draws(n_sim, k), verdict_draws(EFFECT_NOMINAL)))
 
 
 def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -357,8 +360,9 @@ def calibration_table(
     of them; Δ = ``sesoi``, the study's ``analysis.sesoi``); scenarios run in ``threads``
     processes (the same rows in the same order for any count)."""
     tasks = calibration_tasks(seeds, sesoi)
-    if n_sim < draws_needed(EFFECT_NOMINAL):
-        log.warning("calibration: %d draws cannot tell a row at twice nominal (pass_rule)", n_sim)
+    rows = "calibration.csv's verdict rows at α"
+    if short := short_of_verdict_draws(n_sim, ALPHA, "analysis.calibration.simulations", rows):
+        log.warning("calibration: %s", short)
     work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed, sesoi=sesoi)
     results: dict[tuple, list[dict]] = {}
     with ProcessPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
