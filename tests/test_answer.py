@@ -95,7 +95,10 @@ PRIMARY = pd.DataFrame(
             feature="h0_total",
             models="a;b",
             signs="-1;+1",
-            verdict="inconclusive",
+            question="moves_with",
+            verdict="undecided",
+            verdict_ranks="explained by the clock",
+            verdict_moves_with="undecided",
             sesoi=0.1,
             sesoi_co=0.1,
             **{f"effect_{c}": v for c, v in zip(("clock", "scale"), (0.3, 0.2), strict=True)},
@@ -143,6 +146,7 @@ def test_the_forests_rows_are_the_claims_views_then_weightwatchers_with_power_an
     first = rows.iloc[0]
     assert (first["effect"], first["low"], first["high"], first["delta"]) == (0.3, 0.1, 0.5, 0.1)
     assert first["name"] == "TP0" and first["view"] == "level, beyond the clock"
+    assert first["verdict"] == "ranks: explained by the clock"  # its view's question's verdict
     assert first["power"] == 'power of "reproduced" 0.91 at Δ_co, 0.99 at Δ'
     assert rows.iloc[4]["high"] == 0.07 and rows.iloc[4]["verdict"] == "below Δ"
     family = forest_rows(PRIMARY, None, POWER[POWER["planted"].isna()])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 from conftest import ROOT
+from primary_rows import primary_row
 
 from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.replication.claims import RULES, read_paper_values, replication_table
@@ -41,50 +42,13 @@ def verdicts() -> tuple[pd.DataFrame, pd.DataFrame]:
         for s in range(3)
     ]
     primary = pd.DataFrame(
-        [
-            {
-                "feature": "h0_total",
-                "p_clock": 0.2,
-                "p_scale": 0.3,
-                "p": 0.3,
-                "p_bh": 0.45,
-                "arrangements": 7776,
-                "rejected": False,
-                "note": "",
-                **effect(0.02, -0.04, 0.08, clock_high=0.08, scale_high=0.12),
-                **dict(zip(VERDICT_COLUMNS, ["artefact", "inconclusive", "artefact"], strict=True)),
-            },
-            {
-                "feature": "np_mean",
-                "p_clock": 1 / 7776,
-                "p_scale": 2 / 7776,
-                "p": 2 / 7776,
-                "p_bh": 6 / 7776,
-                "arrangements": 7776,
-                "rejected": True,
-                "note": "",
-                **effect(0.31, 0.2, 0.42, clock_high=0.45, scale_high=0.42),
-                **dict(zip(VERDICT_COLUMNS, ["reproduced"] * 3, strict=True)),
-            },
+        [  # TP0 shown below Δ beyond the clock; NP reproduced (the bottom line's question: ranks)
+            primary_row("h0_total", 0.3, upper=0.08, norm_upper=0.12, clock_p=0.2),
+            primary_row("np_mean", 2 / 7776, upper=0.45, norm_upper=0.42, clock_p=1 / 7776),
         ]
     )
     tables = {"associations": pd.DataFrame(rows), "primary": primary}
     return replication_table(read_paper_values(PAPER), tables), primary
-
-
-VERDICT_COLUMNS = ["verdict", "verdict_half_sesoi", "verdict_double_sesoi"]
-
-
-def effect(value: float, low: float, high: float, clock_high: float, scale_high: float) -> dict:
-    """A primary row's effect columns (the weaker view's) at Δ = 0.1."""
-    return {
-        "effect": value,
-        "effect_ci_low": low,
-        "effect_ci_high": high,
-        "effect_clock_ci_high": clock_high,
-        "effect_scale_ci_high": scale_high,
-        "sesoi": 0.1,
-    }
 
 
 def test_bottom_line_counts_verdicts_per_question_with_the_deciding_numbers():
@@ -101,20 +65,26 @@ def test_bottom_line_counts_verdicts_per_question_with_the_deciding_numbers():
     said = first.split("?** ")[1].rstrip(".")  # the question's counts, e.g. "6 artefact"
     block = text.split(first)[1].split("\n\n")[0]
     # the five sizes' shared note (the claim's primary test) once, after their rows
-    assert block.count("- every `t2` row above: primary test (level: clock p = 0.2") == 1
-    assert block.count("primary test") == 1 and block.count("(t2; 3/3 seeds with the paper") == 5
+    assert block.count("- every `t2` row above: primary test of 7776 arrangements; ranks (the") == 1
+    assert block.count("primary test") == 2  # the t2 rows' shared note, and t3's (NP)
+    assert block.count("(t2; 3/3 seeds with the paper") == 5
     claims = block.count("\n- ") - block.count("\n- every `")
-    assert table[0].endswith(f" | {said} | {claims} |") and claims == sum(
-        int(n) for n in said.split()[::2] if n.isdigit()
-    )
-    assert "6 artefact" in first  # 5 sizes + "every p < 1e-5": the sign, not beyond the clock
-    assert "- ρ(TP0, train loss) xl-97k: **artefact** — paper -0.907, ours -0.9" in text
-    assert "TP0 p_clock = 0.2, p_scale = 0.3, BH p = 0.45 (does not reject it)" in text
-    assert "NP p_clock = 1.286e-04" in text and "smallest attainable p = 1/7,776" in text
-    assert "TP0 effect 0.02 [-0.04, 0.08] at Δ = 0.1: artefact (at Δ/2: inconclusive, at 2Δ: " in (
+    assert table[0].endswith(f" | {said} | {claims} |")
+    assert claims == sum(int(part.split()[0]) for part in said.split(", "))
+    assert said == "6 explained by the clock, 1 reproduced"  # 5 sizes + "every p < 1e-5"; NP
+    assert "- ρ(TP0, train loss) xl-97k: **explained by the clock** — paper -0.907, ours -0.9" in (
         text
     )
-    assert "NP effect 0.31 [0.2, 0.42] at Δ = 0.1: reproduced" in text
+    assert "The bottom line's question, fixed in the pre-registration: *ranks*." in text
+    assert (
+        "TP0 — ranks: **explained by the clock** (level view, train loss: p_clock = 0.2, p_scale = "
+        "0.3, BH p = 0.3 (does not reject it, effect signs held in 4/4 models, reversal by Δ ruled "
+        "out in 4/4); effect 0.04 (≥ 0, one-sided 95 % bound) at Δ = 0.1; at Δ/2: undecided, at "
+        "2Δ: explained by the clock); moves with: explained by the clock (co-movement view, val "
+        "loss: "
+    ) in text
+    assert "NP — ranks: **reproduced** (level view, train loss: p_clock = 1.286e-04" in text
+    assert "smallest attainable p = 1/7,776" in text
     assert "Do the claims hold on Pythia?" not in text  # every Pythia row is not evaluated
 
 
@@ -193,7 +163,7 @@ def test_the_html_page_renders_the_bottom_line_escaped():
     rep, primary = verdicts()
     page = to_html(bottom_line(rep, RULES, ALPHA, primary), "t")
     assert page.startswith("<!DOCTYPE html>") and "<h2>Bottom line</h2>" in page
-    assert "<li>ρ(TP0, train loss) tiny-3k: <b>artefact</b>" in page
+    assert "<li>ρ(TP0, train loss) tiny-3k: <b>explained by the clock</b>" in page
     assert "<b>Does weight topology track training loss beyond the clock and the scale?</b>" in page
     assert to_html("- a < b & `c`", "t").count("<li>a &lt; b &amp; <code>c</code></li>") == 1
     assert "<table><tr><th>Question</th><th>Verdicts</th><th>Claims</th></tr><tr><td>" in page
@@ -305,7 +275,9 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
     line = power_sentence(pd.read_csv(tmp_path / "power.csv"))
     assert line.startswith("TP0: power at Δ = 0.1 is 0.53 [MC 0.50, 0.57]")
     assert (
-        "At this design, the claim's joint test at Δ_co (innovation coupling): TP0 0.71, NP 0.55, "
+        "by the rule power.csv still simulates (the joint min-p over both views, the rule before "
+        "the two questions: not the verdicts above), the joint test at Δ_co (innovation "
+        "coupling): TP0 0.71, NP 0.55, "
         'and "reproduced" (every model\'s sign held and its reversal by Δ ruled out): TP0 0.40, '
         "NP 0.31; under the stated model at Δ: joint TP0 0.12, NP 0.08, reproduced TP0 0.09, NP "
         "0.02 (persistent"

@@ -75,6 +75,8 @@ def test_schema_rejects_bad_values_and_unknown_keys(path, value):
         ("models.small-7k.n_head", 3, "n_head=3 does not divide d_model=16"),
         ("train.checkpoint_interval", 300, "checkpoint_interval=300 does not divide"),
         ("train.warmup_steps", 6000, "warmup_steps=6000 exceeds"),
+        # removed (issue 56): named, with what replaces it
+        ("analysis.primary_views", ["level"], "primary_views: removed .*bottom_line_question"),
     ],
 )
 def test_semantic_check_names_the_offending_key(path, value, message):

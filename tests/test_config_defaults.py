@@ -26,6 +26,7 @@ NO_DEFAULT = {
     "models.*.d_model",
     "models.*.n_layer",
     "models.*.n_head",
+    "analysis.primary_views",  # removed (issue 56): kept so that config.checks names it if set
 }
 
 

@@ -1,6 +1,7 @@
 """The primary family's decision rules (issue 45): every claimed model's effect must have the
-claimed sign, the bound printed beside a one-sided test is one-sided, and "artefact" is
-family-wise, each checked against an independent computation on hand-built feature tables."""
+claimed sign, the bound printed beside a one-sided test is one-sided, and "explained by" is
+family-wise (issue 56: per question, over its 3 claims × 2 conditions), each checked against an
+independent computation on hand-built feature tables (the ranks question: the level view)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.replication.claims import read_paper_values, replication_table
 from topotrain.report.bottom_line import effect_phrase, primary_sentence
 
-LEVEL = ("level",)  # these rules are the level view's; the joint views: test_primary_views
+RANKS = "ranks"  # these rules are the level view's question's; both questions: test_primary_views
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
 MODELS = {
@@ -94,35 +95,35 @@ def test_a_wrong_sign_model_under_three_strong_ones_is_not_reproduced(paper):
     """NP's claim (−, +, +, +): three strong + models carry tiny-3k, whose effect is + (β ≈ 0.7
     where − is claimed). The pooled test rejects, but tiny-3k's sign fails: not reproduced."""
     df = study(STRONG | {"tiny-3k": 1.0})
-    fam = primary_family(df, paper, primary_views=LEVEL).set_index("feature")
+    fam = primary_family(df, paper, question=RANKS).set_index("feature")
     np_row = fam.loc["np_mean"]
     assert np_row["signs"] == "-1;+1;+1;+1" and np_row["rejected"]  # the pooled test alone
     assert np_row["signs_held"] == "3/4"
     assert np_row["effect_signs_clock"] == "+1;+1;+1;+1"
-    assert np_row["verdict"] == "inconclusive" and "tiny-3k" in np_row["note"]
+    assert np_row["verdict"] == "undecided" and "tiny-3k" in np_row["note"]
     # the per-model estimate computed independently: tiny-3k's own β (claimed −) is below 0
     tiny = view_cells(df, paper, "np_mean", "clock")[0]
     assert tiny.sign == -1 and _hodges_lehmann_sign(tiny) == -1
-    rep = replication_table(paper, {"features": df}).set_index("claim")
-    assert rep.loc[T3, "verdict"] == "inconclusive" and rep.loc[T3, "ours"] == 3
-    assert "effect signs held in 3/4 models; effect sign" in rep.loc[T3, "note"]
+    rep = replication_table(paper, {"features": df}, question=RANKS).set_index("claim")
+    assert rep.loc[T3, "verdict"] == "undecided" and rep.loc[T3, "ours"] == 3
+    assert "effect signs held in 3/4 models, reversal by Δ ruled out" in rep.loc[T3, "note"]
     assert "tiny-3k (+1/+1, claimed -1)" in rep.loc[T3, "note"]
     sentence = primary_sentence(fam.reset_index(), ALPHA)
     held = "effect signs held in 3/4 models, reversal by Δ ruled out in 0/4"
-    assert f"(rejects the null, {held}); NP effect " in sentence
-    bound = f"(≥ {np_row['effect_ci_low']:.4g}, one-sided 95 % bound) at Δ = 0.1: inconclusive"
-    assert bound in sentence
+    assert f"(rejects the null, {held}); effect " in sentence
+    bound = f"(≥ {np_row['effect_ci_low']:.4g}, one-sided 95 % bound) at Δ = 0.1; at Δ/2: "
+    assert bound in sentence and "NP — ranks: **undecided** (level view" in sentence
     # the same study with tiny-3k's effect −: every sign holds, but at 3 seeds no model's own
     # exact test reaches α (p ≥ 1/6), so no reversal by Δ is ruled out: not reproduced
-    right = primary_family(study(STRONG | {"tiny-3k": -1.0}), paper, primary_views=LEVEL).set_index(
+    right = primary_family(study(STRONG | {"tiny-3k": -1.0}), paper, question=RANKS).set_index(
         "feature"
     )
     assert right.loc["np_mean", "signs_held"] == "4/4"
     assert right.loc["np_mean", "ruled_out"] == "0/4"
-    assert right.loc["np_mean", "verdict"] == "inconclusive"
+    assert right.loc["np_mean", "verdict"] == "undecided"
     # at 5 seeds each model's test can: every reversal ruled out, and the claim is reproduced
     five = study(STRONG | {"tiny-3k": -1.0}, seeds=5)
-    right = primary_family(five, paper, primary_views=LEVEL).set_index("feature")
+    right = primary_family(five, paper, question=RANKS).set_index("feature")
     assert right.loc["np_mean", ["signs_held", "ruled_out"]].tolist() == ["4/4", "4/4"]
     assert right.loc["np_mean", "verdict"] == "reproduced"
 
@@ -161,7 +162,7 @@ def test_the_bound_beside_a_one_sided_test_is_one_sided_at_alpha(paper):
     1 − 2α interval, and the effect's own one-sided p crosses α there; effect_ci_high is +∞. At
     β0 = 0 that test is the claim's: the bound lies above 0 exactly when the view's p < α."""
     df = study(STRONG | {"tiny-3k": -1.0})
-    fam = primary_family(df, paper, primary_views=LEVEL).set_index("feature")
+    fam = primary_family(df, paper, question=RANKS).set_index("feature")
     for feature in ("h0_total", "np_mean", "h1_total"):
         row = fam.loc[feature]
         for view in CONDITIONS:
@@ -183,7 +184,7 @@ def test_the_one_sided_bound_matches_the_test_across_studies(paper):
     seen = set()
     for rng_seed in range(6):
         df = study({m: 0.25 * (1 if m != "tiny-3k" else -1) for m in MODELS}, rng_seed=rng_seed)
-        row = primary_family(df, paper, primary_views=LEVEL).set_index("feature").loc["np_mean"]
+        row = primary_family(df, paper, question=RANKS).set_index("feature").loc["np_mean"]
         for view in CONDITIONS:
             rejects = row[f"p_{view}"] < ALPHA
             assert rejects == (row[f"effect_{view}_bound"] > 0)
@@ -191,10 +192,11 @@ def test_the_one_sided_bound_matches_the_test_across_studies(paper):
     assert seen == {True, False}
 
 
-def test_artefact_needs_the_family_wise_bound_below_delta(paper):
+def test_explained_needs_the_family_wise_bound_below_delta(paper):
     """TP1 (noise: the test does not reject). Δ between the per-claim upper end (equal-tailed
-    1 − α: one-sided 1 − α/2) and the family-wise one (3 claims × 2 views: one-sided 1 − α/6,
-    the equal-tailed α/3 interval's upper end): artefact per claim, inconclusive family-wise."""
+    1 − α: one-sided 1 − α/2) and the family-wise one (the question's 3 claims × 2 conditions:
+    one-sided 1 − α/6, the equal-tailed α/3 interval's upper end): shown small per claim, but
+    undecided family-wise."""
     df = study(STRONG | {"tiny-3k": -1.0})
     per_claim, family = [], []
     for view in CONDITIONS:
@@ -204,15 +206,17 @@ def test_artefact_needs_the_family_wise_bound_below_delta(paper):
     assert min(family) > min(per_claim) > 0
     delta = (min(family) + min(per_claim)) / 2
     row = (
-        primary_family(df, paper, sesoi=delta, primary_views=LEVEL)
-        .set_index("feature")
-        .loc["h1_total"]
+        primary_family(df, paper, sesoi=delta, question=RANKS).set_index("feature").loc["h1_total"]
     )
     assert not row["rejected"]
     assert [row[f"effect_{v}_ci_high"] for v in CONDITIONS] == pytest.approx(per_claim, abs=1e-12)
     assert [row[f"effect_{v}_fw_high"] for v in CONDITIONS] == pytest.approx(family, abs=1e-12)
-    assert row["verdict"] == "inconclusive"
-    assert row["verdict_double_sesoi"] == "artefact"  # 2Δ lies above the family-wise bound too
+    assert row["verdict"] == row["verdict_ranks"] == "undecided"
+    # 2Δ lies above the family-wise bound too: below 2Δ beyond the clock (or, if the clock's bound
+    # is the larger, beyond the norm, which needs the effect present beyond the clock: not here)
+    assert row["verdict_double_sesoi"] == (
+        "explained by the clock" if family[0] < 2 * delta else "undecided"
+    )
 
 
 def test_the_bottom_line_prints_a_one_sided_bound_as_such():
@@ -223,9 +227,10 @@ def test_the_bottom_line_prints_a_one_sided_bound_as_such():
                 "effect_ci_low": low,
                 "effect_ci_high": high,
                 "sesoi": 0.1,
+                "question": "ranks",
                 "verdict": "reproduced",
                 "verdict_half_sesoi": "reproduced",
-                "verdict_double_sesoi": "inconclusive",
+                "verdict_double_sesoi": "undecided",
             }
         )
 

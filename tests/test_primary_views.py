@@ -1,6 +1,9 @@
-"""The primary family over design views (``primary.VIEWS``: level, co-movement): the joint
-min-p over views (Westfall–Young), the verdict's "artefact" only when every primary view shows
-the effect small, and views fixed by the config, never by the data."""
+"""The primary family's two questions (issue 56): *moves with* (the co-movement view) and *ranks*
+(the level view), each with its own verdict from its own view's test and bounds
+(``question_verdict``, on hand-made rows: every branch and the precedence), its own BH over the
+three claims and its own Bonferroni count; the bottom line's question fixed by the config, never
+by the data. ``joint_p`` (the joint min-p over views, the rule before issue 56) is kept for the
+calibration that still simulates it."""
 
 from __future__ import annotations
 
@@ -12,11 +15,22 @@ import pytest
 from conftest import ROOT
 
 from topotrain.analysis.inference.primary import (
+    QUESTIONS,
     VIEWS,
+    claimed_signs,
     joint_p,
     primary_family,
-    view_verdict,
+    question_verdict,
 )
+from topotrain.analysis.inference.seed_contrast import (
+    PARTIAL,
+    PARTIAL_CO,
+    SCALE,
+    model_matrices,
+    seed_permutations,
+)
+from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
+from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.replication.claims import read_paper_values
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
@@ -89,48 +103,86 @@ def test_joint_p_leaves_out_a_model_undefined_in_any_view_and_is_nan_without_vie
     assert np.isnan(joint_p([], [1.0])) and np.isnan(joint_p([{}], [1.0]))
 
 
-def _row(**kw) -> pd.Series:
-    row = {"p": 0.5, "rejected": False, "signs_held": "5/5", "ruled_out": "5/5"}
-    row["best_view"] = "level"
-    for c in (c for _, conds in VIEWS.values() for c in conds):
-        row[f"effect_{c}_fw_high"] = 1.0
+def _row(q: str = "moves_with", **kw) -> pd.Series:
+    """A hand-made primary row for question ``q`` (its view's columns; Δ = 0.1): nothing
+    rejected, every sign held and every reversal ruled out, every bound far above Δ, the clock's
+    effect present (p_bh 0.01, signs as claimed)."""
+    view = QUESTIONS[q]
+    clock, norm = VIEWS[view][1]
+    row = {f"p_bh_{q}": 0.5, f"held_{view}": "4/4", "signs": "-1;+1;+1;+1"}
+    row |= {f"ruled_{view}{sfx}": "4/4" for sfx in ("", "_half", "_double")}
+    row |= {f"effect_{c}_fw_high": 1.0 for c in (clock, norm)}
+    row |= {f"p_bh_{clock}": 0.01, f"effect_signs_{clock}": "-1;+1;+1;+1"}
     return pd.Series(row | kw)
 
 
-@pytest.mark.parametrize(
-    ("small", "views", "verdict"),
-    [
-        (["clock"], ("level",), "artefact"),
-        (["clock"], ("level", "comove"), "inconclusive"),  # co-movement can't rule it out
-        (["clock", "co_scale"], ("level", "comove"), "artefact"),
-        (["co_clock"], ("comove",), "artefact"),
-        ([], ("level", "comove"), "inconclusive"),
-    ],
-)
-def test_artefact_needs_every_primary_view_to_show_the_effect_small(small, views, verdict):
-    row = _row(**{f"effect_{c}_fw_high": 0.05 for c in small})
-    assert view_verdict(row, views, {"level": 0.1, "comove": 0.1}) == verdict
+def _small(q: str, which: str) -> dict:
+    """The family-wise upper bound of ``q``'s clock (0) or norm (1) condition below Δ = 0.1."""
+    return {f"effect_{_cond(q, 0 if which == 'clock' else 1)}_fw_high": 0.05}
 
 
-def test_a_reproduced_claim_reads_the_best_views_signs_and_smallness():
-    row = _row(p=0.001, rejected=True, best_view="comove", effect_co_clock_fw_high=0.05)
-    assert view_verdict(row, ("level", "comove"), {"level": 0.1, "comove": 0.1}) == (
-        "reproduced, below Δ"
+def _cond(q: str, i: int) -> str:
+    return list(VIEWS[QUESTIONS[q]][1])[i]
+
+
+@pytest.mark.parametrize("q", list(QUESTIONS))
+def test_each_verdict_branch_of_a_question(q):
+    view = QUESTIONS[q]
+    clock, norm = _cond(q, 0), _cond(q, 1)
+    rejects = {f"p_bh_{q}": 0.01}
+    assert question_verdict(_row(q, **rejects), q, 0.1) == "reproduced"
+    assert question_verdict(_row(q), q, 0.1) == "undecided"  # no rejection, nothing below Δ
+    assert question_verdict(_row(q, **{f"effect_{clock}_fw_high": 0.05}), q, 0.1) == (
+        "explained by the clock"
     )
-    assert view_verdict(row, ("level", "comove"), {"level": 0.1, "comove": 0.01}) == "reproduced"
-    held = row.copy()
-    held["signs_held"] = "4/5"
-    assert view_verdict(held, ("level", "comove"), {"level": 0.1, "comove": 0.1}) == "inconclusive"
-    # one model's reversal by Δ not ruled out (its own test), or the column missing: not reproduced
-    for ruled in ("4/5", None):
-        one = row.copy()
-        one["ruled_out"] = ruled
-        assert view_verdict(one, ("level", "comove"), {"level": 0.1, "comove": 0.1}) == (
-            "inconclusive"
-        )
-    assert view_verdict(row, ("level", "comove"), {"level": 0.1, "comove": 0.1}, "ruled_x") == (
-        "inconclusive"
+    assert question_verdict(_row(q, **{f"effect_{norm}_fw_high": 0.05}), q, 0.1) == (
+        "explained by the norm"
     )
+    # "explained by the norm" needs the effect present beyond the clock: BH-corrected clock p < α
+    norm_small = {f"effect_{norm}_fw_high": 0.05}
+    absent = _row(q, **norm_small, **{f"p_bh_{clock}": 0.05})
+    assert question_verdict(absent, q, 0.1) == "undecided"
+    # … and every claimed model's clock effect of its claimed sign
+    for signs in ("-1;+1;+1;-1", "-1;+1;0;+1", np.nan):
+        wrong = _row(q, **norm_small, **{f"effect_signs_{clock}": signs})
+        assert question_verdict(wrong, q, 0.1) == "undecided"
+    # at the bound itself is not below it; the other question's columns are never read
+    assert question_verdict(_row(q, **{f"effect_{clock}_fw_high": 0.1}), q, 0.1) == "undecided"
+    other = next(o for o in QUESTIONS if o != q)
+    theirs = _row(q, **_small(other, "clock"), **_small(other, "norm"), **{f"p_bh_{other}": 0.01})
+    assert question_verdict(theirs, q, 0.1) == "undecided" and QUESTIONS[other] != view
+
+
+@pytest.mark.parametrize("q", list(QUESTIONS))
+def test_the_verdicts_precedence_and_what_reproduced_needs(q):
+    view = QUESTIONS[q]
+    clock, norm = _cond(q, 0), _cond(q, 1)
+    both = {f"effect_{clock}_fw_high": 0.05, f"effect_{norm}_fw_high": 0.05}
+    rejects = {f"p_bh_{q}": 0.01}
+    # reproduced first, even with the bounds below Δ; then the clock before the norm
+    assert question_verdict(_row(q, **rejects, **both), q, 0.1) == "reproduced"
+    assert question_verdict(_row(q, **both), q, 0.1) == "explained by the clock"
+    # rejected, but a sign fails or a reversal is not ruled out: not reproduced, and falls through
+    for column in (f"held_{view}", f"ruled_{view}"):
+        for value in ("3/4", "0/0", None):
+            row = _row(q, **rejects, **{column: value})
+            assert question_verdict(row, q, 0.1) == "undecided"
+            row[f"effect_{norm}_fw_high"] = 0.05
+            assert question_verdict(row, q, 0.1) == "explained by the norm"
+    # the reversal columns at Δ/2 and 2Δ are read with their margin
+    half = _row(q, **rejects, **{f"ruled_{view}_half": "2/4"})
+    assert question_verdict(half, q, 0.05, "_half") == "undecided"
+    assert question_verdict(half, q, 0.1) == "reproduced"
+    # p_bh at α does not reject
+    assert question_verdict(_row(q, **{f"p_bh_{q}": ALPHA}), q, 0.1) == "undecided"
+
+
+@pytest.mark.parametrize("q", list(QUESTIONS))
+def test_an_undefined_p_is_undecided_whatever_the_bounds(q):
+    both = {**_small(q, "clock"), **_small(q, "norm")}
+    for p in (np.nan, None, "nan"):
+        assert question_verdict(_row(q, **both, **{f"p_bh_{q}": p}), q, 0.1) == "undecided"
+    assert question_verdict(_row(q).drop(f"p_bh_{q}"), q, 0.1) == "undecided"
 
 
 def _study(seeds: int = 3, n: int = 12, rng_seed: int = 5) -> pd.DataFrame:
@@ -160,48 +212,105 @@ def _study(seeds: int = 3, n: int = 12, rng_seed: int = 5) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def test_the_views_come_from_the_config_and_no_loss_data_changes_them():
+def test_the_bottom_line_question_comes_from_the_config_and_no_loss_data_changes_it():
     paper = read_paper_values(PAPER)
     df = _study()
     shuffled = df.assign(val_loss=np.random.default_rng(1).permutation(df["val_loss"].to_numpy()))
-    for views in (("level",), ("comove",), ("level", "comove")):
-        a = primary_family(df, paper, primary_views=views)
-        b = primary_family(shuffled, paper, primary_views=views)
-        assert set(a["views"]) == set(b["views"]) == {"+".join(views)}
+    for q in QUESTIONS:
+        a = primary_family(df, paper, question=q)
+        b = primary_family(shuffled, paper, question=q)
+        assert set(a["question"]) == set(b["question"]) == {q}
+        for frame in (a, b):  # the bottom line's columns are the question's own
+            assert frame["verdict"].tolist() == frame[f"verdict_{q}"].tolist()
+            assert frame["verdict_double_sesoi"].tolist() == (
+                frame[f"verdict_{q}_double_sesoi"].tolist()
+            )
+            assert frame["p_bh"].equals(frame[f"p_bh_{q}"])
+            assert frame["p"].equals(frame[f"p_{QUESTIONS[q]}"])
         assert a["sesoi"].eq(0.1).all()
-    with pytest.raises(ValueError, match="analysis.primary_views"):
-        primary_family(df, paper, primary_views=("levels",))
+    assert (primary_family(df, paper)["question"] == "moves_with").all()  # the schema's default
+    with pytest.raises(ValueError, match="analysis.bottom_line_question"):
+        primary_family(df, paper, question="level")
+    with pytest.raises(TypeError):  # the joint views are gone with their key
+        primary_family(df, paper, primary_views=("level", "comove"))
+
+
+def test_each_question_runs_its_own_bh_over_the_three_claims():
+    """p_bh_<q> is Benjamini–Hochberg over the three claims' p_<view>, by hand; the other
+    view's p's never enter it; rejected_<q> = p_bh_<q> < α."""
+    fam = primary_family(_study(), read_paper_values(PAPER))
+    for q, view in QUESTIONS.items():
+        p = fam[f"p_{view}"].to_numpy(float)
+        expected = _bh_by_hand(p)
+        assert fam[f"p_bh_{q}"].to_numpy(float) == pytest.approx(expected, abs=1e-15)
+        assert fam[f"rejected_{q}"].tolist() == [x < ALPHA for x in expected]
+        clock = list(VIEWS[view][1])[0]
+        clock_bh = _bh_by_hand(fam[f"p_{clock}"].to_numpy(float))
+        assert fam[f"p_bh_{clock}"].to_numpy(float) == pytest.approx(clock_bh, abs=1e-15)
+    assert _bh_by_hand([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.04, 0.04])  # the helper
+
+
+def _bh_by_hand(p) -> list[float]:
+    """Benjamini–Hochberg over three p's: p_(i)·3/i, then the smallest from i on, at most 1."""
+    return [min(1.0, *(3 * y / sum(z <= y for z in p) for y in p if y >= x)) for x in p]
+
+
+def test_each_questions_bounds_are_bonferroni_over_its_own_six():
+    """effect_<cond>_fw_high is the upper end of the equal-tailed effect interval at level
+    2α/6 (one-sided 1 − α/6: 3 claims × the question's 2 conditions), computed here directly
+    from each claimed model's cells, for every condition of both questions."""
+    paper, df = read_paper_values(PAPER), _study()
+    fam = primary_family(df, paper).set_index("feature")
+    kinds = {"clock": "seed_contrast", "scale": PARTIAL, "co_clock": "seed_comove"}
+    kinds["co_scale"] = PARTIAL_CO
+    for feature in ("h0_total", "np_mean"):
+        signs = claimed_signs(paper, feature)
+        for target, conds in VIEWS.values():
+            for cond, (_, on) in conds.items():
+                cells = []
+                for model, s in signs.items():
+                    rows = df[df["model"] == model]
+                    mats = model_matrices(rows, [feature, target, SCALE])
+                    perms = seed_permutations(rows["seed"].nunique())
+                    cells.append(effect_cell(mats, feature, target, kinds[cond], perms, on, s))
+                high = effect_interval(cells, 2 * ALPHA / 6)["effect_ci_high"]
+                assert fam.loc[feature, f"effect_{cond}_fw_high"] == pytest.approx(high, abs=1e-12)
+                assert high > effect_interval(cells, ALPHA)["effect_ci_high"]  # wider than 95 %
 
 
 def test_co_movement_finds_what_the_level_views_offsets_hide():
     """TP0 (claimed −) moves against the loss at every step; the level view's offsets hide it.
-    Both views' numbers are in the table; the joint p is at most twice the better view's."""
+    Each question answers from its own view: moves with rejects, ranks does not."""
     fam = primary_family(_study(), read_paper_values(PAPER)).set_index("feature")
     tp0 = fam.loc["h0_total"]
     assert tp0["p_comove"] == pytest.approx(1 / 6**5)  # the identity alone, in every model
-    assert tp0["effect_co_clock"] > 0.5 and tp0["best_view"] == "comove"
-    assert tp0["p"] <= 2 * min(tp0["p_level"], tp0["p_comove"]) + 1e-12
-    assert tp0["p"] >= min(tp0["p_level"], tp0["p_comove"])
-    assert tp0["views"] == "level+comove"
+    assert tp0["effect_co_clock"] > 0.5 and tp0["rejected_moves_with"]
+    assert (
+        tp0["effect_moves_with"]
+        == tp0[f"effect_{'co_scale' if tp0['p_co_scale'] > tp0['p_co_clock'] else 'co_clock'}"]
+    )  # noqa: E501
+    assert not tp0["rejected_ranks"] and tp0["p"] == tp0["p_comove"]
+    # 3 seeds: no model's own test can rule out a reversal (p ≥ 1/6), so nothing is reproduced
+    assert tp0["held_comove"] == "5/5" and tp0["ruled_comove"] == "0/5"
+    assert tp0["verdict_moves_with"] != "reproduced"
+    assert tp0["verdict"] == tp0["verdict_moves_with"]
     # the diagnostic: the level deviations keep their offsets, the co-movement far less
     assert tp0["lag1_level"] > 0.8 and abs(tp0["lag1_comove"]) < 0.4
 
 
-def test_the_bottom_line_names_each_views_p_and_the_co_movement_delta():
-    from types import SimpleNamespace
+def test_the_bottom_line_names_the_question_and_both_verdicts():
+    from topotrain.report.bottom_line import primary_sentence
 
-    from topotrain.report.bottom_line import effect_phrase, views_text
-
-    row = SimpleNamespace(
-        p_clock=0.2, p_scale=0.3, p_co_clock=0.001, p_co_scale=0.002, p=0.004,
-        views="level+comove", best_view="comove", effect=0.3, effect_ci_low=0.2,
-        effect_ci_high=np.inf, sesoi=0.1, sesoi_co=0.05, verdict="reproduced",
-        verdict_half_sesoi="reproduced", verdict_double_sesoi="reproduced",
-    )  # fmt: skip
-    text = views_text(row)
-    assert "level (train loss) p_clock = 0.2, p_scale = 0.3" in text
-    assert "co-movement (val loss) p_clock = 0.001, p_scale = 0.002" in text
-    assert text.endswith("claim's joint min-p over level+comove = 0.004")
-    assert "(co-movement view) 0.3 (≥ 0.2, one-sided 95 % bound) at Δ_co = 0.05" in (
-        effect_phrase("TP0", row, 0.05)
-    )
+    fam = primary_family(_study(), read_paper_values(PAPER))
+    text = primary_sentence(fam, ALPHA)
+    assert "The bottom line's question, fixed in the pre-registration: *moves with*." in text
+    tp0 = fam.set_index("feature").loc["h0_total"]
+    moves = f"moves with: **{tp0['verdict_moves_with']}**"
+    ranks = f"ranks: {tp0['verdict_ranks']}"
+    assert moves in text and ranks in text
+    tp0_part = text.split("TP0 — ")[1].split("; ranks: ")[0]
+    assert tp0_part.startswith("moves with: **")  # the bottom line's question first
+    assert "(co-movement view, val loss: p_clock = 1.286e-04, p_scale = " in text
+    assert "at Δ_co = 0.1" in text and "at Δ = 0.1" in text
+    assert "undecided" not in text or "decided nothing" in text  # never said as "no effect"
+    assert "no effect" not in text

@@ -7,8 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
+from primary_rows import primary_row
 
-from topotrain.analysis.inference.verdicts import REPRODUCED_SMALL, decide_claim
+from topotrain.analysis.inference.verdicts import (
+    EXPLAINED_BY_CLOCK,
+    EXPLAINED_BY_NORM,
+    REPRODUCED_SMALL,
+    UNDECIDED,
+    decide_claim,
+)
 from topotrain.analysis.replication.claims import (
     ARTEFACT,
     INCONCLUSIVE,
@@ -60,26 +67,12 @@ def raw(feature: str, cells: dict[str, list[tuple[float, float]]]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-NP_MODELS = "tiny-3k;med-21k;large-46k;xl-97k"  # where Table 3's p < 0.05
-
-
 def primary(upper: float = 0.5, held: str = "4/4", **p: float) -> pd.DataFrame:
-    """A primary-family table: feature -> its claim p (clock and scale alike; p_bh = p here),
-    the upper end of its effect interval (``upper``, both views) against Δ = 0.1, and the
-    claimed models whose effect has its sign (``held`` of 4, NP's models); the test rejects
-    only with every sign."""
-    rows = []
-    for f, v in p.items():
-        rejected = None if np.isnan(v) else v < 0.05 and held == "4/4"
-        row = {"feature": f, "p_clock": v, "p_scale": v, "p": v, "p_bh": v, "note": ""}
-        row |= {"models": NP_MODELS, "signs_held": held}
-        row |= {"arrangements": 7776, "rejected": bool(rejected), "sesoi": 0.1}
-        row |= {"effect": upper / 2, "effect_ci_low": 0.0, "effect_ci_high": upper}
-        row |= {"effect_clock_ci_high": upper, "effect_scale_ci_high": upper}
-        for col, delta in (("verdict", 0.1), ("verdict_half_sesoi", 0.05)):
-            row[col] = decide_claim(rejected, [upper, upper], delta)
-        rows.append(row | {"verdict_double_sesoi": decide_claim(rejected, [upper], 0.2)})
-    return pd.DataFrame(rows)
+    """A primary-family table (``primary_rows.primary_row``, the bottom line's question ranks):
+    feature -> its claim p (every condition alike; p_bh = p), the family-wise upper bound of
+    every condition (``upper``) against Δ = 0.1, and the claimed models whose effect has its sign
+    and whose reversal is ruled out (``held`` of 4, NP's models)."""
+    return pd.DataFrame([primary_row(f, v, upper, held) for f, v in p.items()])
 
 
 def rows_of(table: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -116,6 +109,9 @@ def test_without_any_input_every_claim_is_not_evaluated_with_its_rule(paper):
         INCONCLUSIVE,
         ARTEFACT,
         NOT_EVALUATED,
+        EXPLAINED_BY_CLOCK,
+        EXPLAINED_BY_NORM,
+        UNDECIDED,
     }
 
 
@@ -160,12 +156,15 @@ def test_tp0_rho_per_model_gives_each_verdict(paper):
         "small-7k": NOT_EVALUATED,
     }
     assert got(primary(h0_total=1e-4)) == expected | {"tiny-3k": REPRODUCED}
-    assert got(primary(h0_total=0.2)) == expected | {"tiny-3k": INCONCLUSIVE}  # not shown small
-    small = primary(h0_total=0.2, upper=0.08)  # the effect shown below Δ = 0.1
-    assert got(small) == expected | {"tiny-3k": ARTEFACT}
-    assert got(primary(h0_total=1e-4, upper=0.08)) == expected | {"tiny-3k": REPRODUCED_SMALL}
-    assert got(primary(h0_total=np.nan)) == expected | {"tiny-3k": INCONCLUSIVE}  # one seed
-    assert got(None) == expected | {"tiny-3k": INCONCLUSIVE}  # no primary family: never artefact
+    assert got(primary(h0_total=0.2)) == expected | {"tiny-3k": UNDECIDED}  # not shown small
+    small = primary(h0_total=0.2, upper=0.08)  # the effect shown below Δ = 0.1 beyond the clock
+    assert got(small) == expected | {"tiny-3k": EXPLAINED_BY_CLOCK}
+    # shown below Δ beyond the norm only, present beyond the clock (its own p 0.001)
+    norm = pd.DataFrame([primary_row("h0_total", 0.2, norm_upper=0.08, clock_p=0.001)])
+    assert got(norm) == expected | {"tiny-3k": EXPLAINED_BY_NORM}
+    assert got(primary(h0_total=1e-4, upper=0.08)) == expected | {"tiny-3k": REPRODUCED}
+    assert got(primary(h0_total=np.nan)) == expected | {"tiny-3k": UNDECIDED}  # one seed
+    assert got(None) == expected | {"tiny-3k": UNDECIDED}  # no primary family: nothing decided
     table = replication_table(paper, {"associations": assoc, "primary": primary(h0_total=1e-4)})
     tiny = rows_of(table, "ρ(TP0, train loss) tiny-3k").iloc[0]
     z = np.arctanh([-0.8, -0.7])  # Fisher-z interval, computed here by hand
@@ -185,9 +184,13 @@ def test_tp0_p_claim_uses_the_largest_raw_p_and_the_per_model_verdicts(paper):
 
     cells = {m: [(-0.9, 1e-8), (-0.8, 4e-6)] for m in MODELS}
     assert judged(cells) == (REPRODUCED, pytest.approx(2e-6))  # largest raw p = 4e-6 / 2
-    assert judged(cells, p=0.3)[0] == INCONCLUSIVE  # TP0 does not beat the clock, not small
-    assert judged(cells, p=0.3, upper=0.05)[0] == ARTEFACT  # … and is shown below Δ
-    assert judged(cells, upper=0.05)[0] == REPRODUCED_SMALL
+    assert judged(cells, p=0.3)[0] == UNDECIDED  # TP0 does not beat the clock, not small
+    assert judged(cells, p=0.3, upper=0.05)[0] == EXPLAINED_BY_CLOCK  # … and is shown below Δ
+    assert judged(cells, upper=0.05)[0] == REPRODUCED  # reproduced comes first
+    cells["tiny-3k"] = [(-0.9, 1e-8), (0.1, 4e-6)]  # one model's seeds disagree: inconclusive row
+    assert judged(cells)[0] == UNDECIDED
+    assert judged(cells, p=0.3, upper=0.05)[0] == EXPLAINED_BY_CLOCK  # the claim's explanation
+    cells["tiny-3k"] = [(-0.9, 1e-8), (-0.8, 4e-6)]
     cells["med-21k"] = [(-0.9, 1e-8), (-0.6, 1e-3)]  # p = 5e-4 ≥ 1e-5
     assert judged(cells) == (NOT_REPRODUCED, pytest.approx(5e-4))
     del cells["xl-97k"]
@@ -232,10 +235,10 @@ def test_np_reversal_counts_models_whose_effect_has_the_claimed_sign(paper):
 
     assert judged() == [REPRODUCED, 4.0, 4.0]
     assert judged(raw_xl=-0.5) == [REPRODUCED, 4.0, 4.0]  # the raw ρ does not decide
-    assert judged(held="3/4") == [INCONCLUSIVE, 4.0, 3.0]  # a model's effect has the other sign
-    assert judged(p=0.5)[0] == INCONCLUSIVE  # not beyond the clock
-    assert judged(p=0.5, upper=0.02)[0] == ARTEFACT  # shown below Δ
-    assert judged(p=np.nan)[:2] == [INCONCLUSIVE, 4.0] and np.isnan(judged(p=np.nan)[2])
+    assert judged(held="3/4") == [UNDECIDED, 4.0, 3.0]  # a model's effect has the other sign
+    assert judged(p=0.5)[0] == UNDECIDED  # not beyond the clock
+    assert judged(p=0.5, upper=0.02)[0] == EXPLAINED_BY_CLOCK  # shown below Δ beyond the clock
+    assert judged(p=np.nan)[:2] == [UNDECIDED, 4.0] and np.isnan(judged(p=np.nan)[2])
     fewer = primary(np_mean=1e-4).assign(models="med-21k;large-46k;xl-97k")  # no tiny-3k
     rows = replication_table(paper, {"primary": fewer})
     assert verdict(rows, claim) == NOT_EVALUATED
@@ -560,19 +563,20 @@ def test_a_claim_is_decided_by_its_test_and_its_interval_against_delta():
     assert decide_claim(False, [0.15, 0.4], 0.2) == ARTEFACT  # the same interval at 2Δ
 
 
-def test_the_claims_note_quotes_every_views_p_and_the_joint_p_it_decides_on():
+def test_the_claims_note_quotes_both_questions_the_bottom_lines_first():
     from topotrain.analysis.replication.claims import claim_state
 
-    table = primary(h0_total=0.02)
-    table = table.assign(p_co_clock=0.0031, p_co_scale=0.4, views="level+comove")
-    table = table.assign(best_view="comove", p=0.03, p_bh=0.09)
-    _, note = claim_state(table, "h0_total")
+    row = primary_row("h0_total", 0.4, clock_p=0.0031, question="moves_with")
+    decision, note = claim_state(pd.DataFrame([row]), "h0_total")
+    assert decision == row["verdict"] == row["verdict_moves_with"] == "undecided"
     assert note.startswith(
-        "primary test (level: clock p = 0.02, scale p = 0.02; co-movement: clock p = 0.0031, "
-        "scale p = 0.4): p = 0.03 over level and comove, p_bh = 0.09 of 7776 arrangements; "
+        "primary test of 7776 arrangements; moves with (the bottom line): undecided (co-movement: "
+        "clock p = 0.0031, scale p = 0.4, p_bh = 0.4; effect signs held in 4/4 models, "
+        "reversal by Δ_co ruled out in 4/4 (each model's own test); effect 0.25 (≥ 0, one-sided "
+        "95 % bound), Δ_co = 0.1; at Δ_co/2: undecided, at 2Δ_co: undecided); ranks: undecided "
+        "(level: clock p = 0.0031, scale p = 0.4, p_bh = 0.4;"
     )
-    assert "effect (comove view) " in note
-    _, level_only = claim_state(primary(h0_total=0.02), "h0_total")  # a table before the views
-    assert level_only.startswith(
-        "primary test (level: clock p = 0.02, scale p = 0.02): p = 0.02 over level, p_bh = 0.02"
-    )
+    ranks = primary_row("h0_total", 0.02)  # the other question at the bottom line
+    _, note = claim_state(pd.DataFrame([ranks]), "h0_total")
+    assert "; ranks (the bottom line): reproduced (level: " in note
+    assert note.index("ranks (the bottom line)") < note.index("moves with: ")

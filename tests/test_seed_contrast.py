@@ -22,7 +22,7 @@ from topotrain.analysis.inference.seed_contrast import (
 from topotrain.analysis.replication.claims import read_paper_values, replication_table
 
 PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
-LEVEL = ("level",)  # the level view's claims (the joint views: test_primary_views)
+RANKS = "ranks"  # the level view's question (both questions: test_primary_views)
 MODELS = {
     "tiny-3k": 3_000,
     "small-7k": 7_000,
@@ -159,7 +159,7 @@ def study(seeds: int = 3, n: int = 26) -> pd.DataFrame:
 
 def test_primary_family_rejects_the_planted_claim_and_not_the_clock():
     paper = read_paper_values(PAPER)
-    fam = primary_family(study(), paper, primary_views=LEVEL).set_index("feature")
+    fam = primary_family(study(), paper, question=RANKS).set_index("feature")
     assert fam.loc["h0_total", "arrangements"] == 6**5  # 7 776: p can reach 1/7 776
     assert fam.loc["h0_total", "p_clock"] == pytest.approx(1 / 6**5)
     assert fam.loc["h0_total", "rejected"] and fam.loc["h0_total", "rho_clock"] > 0.9
@@ -175,8 +175,8 @@ def test_primary_family_rejects_the_planted_claim_and_not_the_clock():
     # rejected with every sign held, but at 3 seeds no model's own test reaches α (p ≥ 1/6), so
     # no reversal by Δ is ruled out: not reproduced (5 seeds: tests/test_primary_rules.py)
     assert h0["signs_held"] == "5/5" and h0["ruled_out"] == "0/5"
-    assert h0["verdict"] == "inconclusive" and h0["sesoi"] == 0.1
-    one = primary_family(study(seeds=1), paper, primary_views=LEVEL)
+    assert h0["verdict"] == "undecided" and h0["sesoi"] == 0.1
+    one = primary_family(study(seeds=1), paper, question=RANKS)
     assert one["p"].isna().all() and one["note"].str.contains("cannot be measured").all()
 
 
@@ -190,13 +190,13 @@ def test_replication_reads_the_primary_family_end_to_end():
         n_resamples=50,
         targets=["train_loss"],
     )
-    table = replication_table(paper, {"associations": assoc, "features": df})
+    table = replication_table(paper, {"associations": assoc, "features": df}, question="ranks")
     tp0 = table[table["claim"].str.startswith("ρ(TP0, train loss) ")]
-    assert set(tp0["verdict"]) == {"inconclusive"}  # 3 seeds: no reversal by Δ ruled out
+    assert set(tp0["verdict"]) == {"undecided"}  # 3 seeds: no reversal by Δ ruled out
     assert tp0["note"].str.contains("clock p = 0.000129").all()  # 1/7 776
     assert tp0["note"].str.contains("reversal by Δ ruled out in 0/5").all()
     np_row = table[table["claim"] == "ρ(NP, train loss) sign reversal with size"].iloc[0]
-    assert np_row["verdict"] in {"artefact", "inconclusive", "not reproduced"}  # a clock: never
+    assert np_row["verdict"] in {"explained by the clock", "undecided"}  # a clock: never
     # reproduced
 
 

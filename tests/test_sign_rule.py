@@ -31,6 +31,12 @@ def test_planted_shares_put_one_model_against_its_claimed_sign():
         planted("opposite", signs)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 56 item 1: the report decides per question (primary.question_verdict, one view "
+    "each, no joint min-p), while calibration/sign_rule.claim_decision still simulates the joint "
+    "rule over both views; to be rewritten with it",
+)
 def test_the_calibrated_decision_is_the_reports_claim_test():
     """On 8 hand-built studies (4 models × 3 or 5 seeds, the first model's share flipped in
     half of them; the loss y serves both views) claim_decision equals the report's claim_test:

@@ -295,7 +295,7 @@ rule replication:
         phase_threshold=config["analysis"]["phase_threshold"],
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
-        primary_views=config["analysis"]["primary_views"],
+        bottom_line_question=config["analysis"]["bottom_line_question"],
     script:
         "../scripts/job.py"
 

@@ -122,6 +122,7 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
         problems += control_problems(config["control"])
     problems += confirm_problems(config)
     problems += llc_problems(config)
+    problems += removed_problems(config)
     branches = (spine_enabled(config), config["runs"], pythia_enabled(config))
     if not any(branches) and not control_enabled(config):
         problems.append(
@@ -129,6 +130,26 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
         )
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+
+
+REMOVED = {  # (section, key) → why it went and what replaces it
+    ("analysis", "primary_views"): (
+        "removed (issue 56): the primary family no longer takes a joint min-p over the views; "
+        "each question (moves_with: the co-movement view, ranks: the level view) has its own "
+        "verdict, and analysis.bottom_line_question (moves_with or ranks, fixed in the "
+        "pre-registration) names the bottom line's; delete the key"
+    ),
+}
+
+
+def removed_problems(config: dict) -> list[str]:
+    """A removed key still set, named with what replaces it (the schema keeps it, without a
+    default, so that the message is this one and not "additional property")."""
+    return [
+        f"{section}.{key}: {why}"
+        for (section, key), why in REMOVED.items()
+        if key in (config.get(section) or {})
+    ]
 
 
 def llc_problems(config: dict) -> list[str]:

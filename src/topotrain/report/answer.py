@@ -20,6 +20,10 @@ FOREST_VIEWS = {
     "co_clock": ("co-movement, beyond the clock", "sesoi_co"),
     "co_scale": ("co-movement, beyond the scale", "sesoi_co"),
 }
+# the question each condition answers (primary.QUESTIONS): its verdict is verdict_<question>
+FOREST_QUESTIONS = {"clock": "ranks", "scale": "ranks", "co_clock": "moves_with"}
+FOREST_QUESTIONS["co_scale"] = "moves_with"
+QUESTION_SAID = {"ranks": "ranks", "moves_with": "moves with"}
 # the diagnostics' partial contrasts of a claim's feature: name -> the forest's view label
 BEYOND_LABELS = {
     "grad": "beyond the gradient norm (pooled ρ, as measured)",
@@ -163,7 +167,8 @@ def forest_rows(
     primary: pd.DataFrame | None, diagnostics: pd.DataFrame | None, power: pd.DataFrame | None
 ) -> pd.DataFrame:
     """One row per (claim or diagnostic, view) with an effect: label, view label, effect, its
-    interval, Δ of its view, the verdict and the power at Δ (primary claims), in drawing order —
+    interval, Δ of its view, the verdict of the question its view answers and the power at Δ
+    (primary claims; ``question``), in drawing order —
     the primary claims first (every view of primary.csv), then each claim's feature beyond the
     gradient norm and the weight variance (the diagnostics' partial contrasts: pooled ρ as
     measured, no interval, their p as the verdict), then the diagnostics' WeightWatcher rows and
@@ -183,8 +188,9 @@ def forest_rows(
                     low=r[f"effect_{cond}_ci_low"],
                     high=r[f"effect_{cond}_ci_high"],
                     delta=r.get(delta, np.nan),
-                    verdict=r.get("verdict", ""),
+                    verdict=_question_verdict(r, FOREST_QUESTIONS[cond]),
                     power=_power(power, r["feature"]),
+                    question=FOREST_QUESTIONS[cond],
                 )
             )
     diag = diagnostics if diagnostics is not None else pd.DataFrame(columns=["kind", "feature"])
@@ -224,6 +230,16 @@ def forest_rows(
                 )
             )
     return pd.DataFrame(rows)
+
+
+def _question_verdict(row: dict, question: str) -> str:
+    """'moves with: undecided', the question's verdict of a primary.csv row ('' without it);
+    the bottom line's question is marked (bottom line)."""
+    verdict = row.get(f"verdict_{question}")
+    if not isinstance(verdict, str):
+        return ""
+    mark = " (bottom line)" if row.get("question") == question else ""
+    return f"{QUESTION_SAID[question]}{mark}: {verdict}"
 
 
 def _sesoi(primary: pd.DataFrame | None) -> float:
@@ -281,7 +297,8 @@ def figure_effects_forest(rows: pd.DataFrame, png: str, pdf: str | None = None) 
         fontsize=8,
     )
     ax.set_xlim(-1, 1)
-    first = rows[rows["group"] != "partial"].drop_duplicates(["group", "name"])
+    keys = ["group", "name", "question"] if "question" in rows else ["group", "name"]
+    first = rows[rows["group"] != "partial"].drop_duplicates(keys)  # a claim: each question's
     for r in [*first.itertuples(), *rows[rows["group"] == "partial"].itertuples()]:
         y = ys[r.Index]
         said = f"{r.verdict}\n{r.power}" if r.power else r.verdict

@@ -52,51 +52,83 @@ def counts(verdicts: pd.Series) -> str:
     return ", ".join(f"{n} {v}" for v, n in verdicts.value_counts(sort=False).items())
 
 
+# The primary family's two questions (primary.QUESTIONS, issue 56): name → (as said, its view, its
+# loss, its conditions beyond the clock and beyond the norm, its Δ's column and symbol)
+PRIMARY_QUESTIONS = {
+    "moves_with": (
+        "moves with", "co-movement", "val loss", ("co_clock", "co_scale"), "sesoi_co", "Δ_co"
+    ),
+    "ranks": ("ranks", "level", "train loss", ("clock", "scale"), "sesoi", "Δ"),
+}  # fmt: skip
+
+
 def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
-    """One sentence on the primary family: each claim's clock and scale p and its BH decision."""
+    """The primary family: the bottom line's question (fixed in the pre-registration), the four
+    verdict words, then per claim each question's verdict (the bottom line's first, in bold) with
+    the numbers that decide it (``question_phrase``). It says what the rule decided and nothing
+    more: "undecided" is never said as "no effect"."""
     if primary is None or primary.empty:
         return ""
+    given = primary["question"].dropna() if "question" in primary else pd.Series(dtype=str)
+    question = str(given.iloc[0]) if len(given) else ""
+    order = [question, *(q for q in PRIMARY_QUESTIONS if q != question)]
+    order = [q for q in order if q in PRIMARY_QUESTIONS]
     parts = []
     for row in primary.itertuples(index=False):
         name = NAMES.get(row.feature, row.feature)
-        if not np.isfinite(row.p):
+        views = [getattr(row, f"p_{PRIMARY_QUESTIONS[q][3][0]}", np.nan) for q in order]
+        if not np.isfinite(np.asarray(views, float)).any():
             parts.append(prose.render("bottom_line/unmeasured", name=name))
             continue
-        held, ruled = getattr(row, "signs_held", None), getattr(row, "ruled_out", None)
-        signs = prose.render("bottom_line/signs_held", held=held) if isinstance(held, str) else ""
-        if isinstance(ruled, str):
-            signs += prose.render("bottom_line/ruled_out", ruled=ruled)
-        parts.append(
-            prose.render(
-                "bottom_line/primary_claim",
-                name=name,
-                views=views_text(row),
-                p_bh=format_cell(row.p_bh),
-                verdict="rejects the null" if row.p_bh < alpha else "does not reject it",
-                signs=signs,
-                effect=effect_phrase(name, row, alpha),
-            )
-        )
+        answers = "; ".join(question_phrase(row, q, alpha, bold=q == question) for q in order)
+        parts.append(prose.render("bottom_line/primary_claim", name=name, answers=answers))
     smallest = int(primary["arrangements"].max()) if primary["arrangements"].notna().any() else 0
     floor = prose.render("bottom_line/primary_floor", smallest=f"{smallest:,}") if smallest else ""
-    return prose.render("bottom_line/primary", floor=floor, claims="; ".join(parts))
+    said = PRIMARY_QUESTIONS.get(question, (question,))[0]
+    return prose.render(
+        "bottom_line/primary",
+        floor=floor,
+        question=said,
+        claims="; ".join(parts),
+    )
 
 
-def views_text(row) -> str:
-    """'level (train loss) p_clock = …, p_scale = …; co-movement (val loss) p_clock = …, p_scale
-    = …; joint p over level+comove = …': each view's conditions and the claim's p over the
-    primary views (a table without views: the level's two p's)."""
-    level = view_p(row.p_clock, row.p_scale)
-    views = getattr(row, "views", None)
-    if not isinstance(views, str):
-        return level
-    comove = ""
-    if hasattr(row, "p_co_clock"):
-        pair = view_p(row.p_co_clock, row.p_co_scale)
-        comove = prose.render("bottom_line/view_comove", pair=pair)
-    how = "joint min-p" if "+" in views else "p"
-    p = format_cell(row.p)
-    return prose.render("bottom_line/views", level=level, comove=comove, how=how, views=views, p=p)
+def question_phrase(row, question: str, alpha: float, bold: bool = False) -> str:
+    """'moves with: **undecided** (co-movement view, val loss: p_clock = …, p_scale = …, BH p =
+    … (does not reject it, effect signs held in 5/5 models, reversal by Δ_co ruled out in 0/5);
+    effect 0.2 (≥ 0.1, one-sided 95 % bound) at Δ_co = 0.1; at Δ_co/2: …, at 2Δ_co: …)': one
+    question's verdict on a primary row and the numbers of its own view that decide it."""
+    said, view, loss, (clock, norm), sesoi, symbol = PRIMARY_QUESTIONS[question]
+    key = {"moves_with": "comove", "ranks": "level"}[question]  # primary.QUESTIONS' view
+    verdict = str(getattr(row, f"verdict_{question}"))
+    verdict = f"**{verdict}**" if bold else verdict
+    p_bh = float(getattr(row, f"p_bh_{question}"))
+    if not np.isfinite(p_bh):
+        return prose.render("bottom_line/question_unmeasured", question=said, verdict=verdict)
+    held, ruled = getattr(row, f"held_{key}", None), getattr(row, f"ruled_{key}", None)
+    signs = prose.render("bottom_line/signs_held", held=held) if isinstance(held, str) else ""
+    if isinstance(ruled, str):
+        signs += prose.render("bottom_line/ruled_out", ruled=ruled, delta=symbol)
+    bound = float(getattr(row, f"effect_{question}_bound"))
+    shown = bound_phrase(
+        getattr(row, f"effect_{question}"), bound, np.inf if np.isfinite(bound) else np.nan, alpha
+    )
+    return prose.render(
+        "bottom_line/question",
+        question=said,
+        verdict=verdict,
+        view=view,
+        loss=loss,
+        pair=view_p(getattr(row, f"p_{clock}"), getattr(row, f"p_{norm}")),
+        p_bh=format_cell(p_bh),
+        decision="rejects the null" if p_bh < alpha else "does not reject it",
+        signs=signs,
+        shown=shown,
+        delta=symbol,
+        value=format_cell(getattr(row, sesoi)),
+        half=getattr(row, f"verdict_{question}_half_sesoi"),
+        double=getattr(row, f"verdict_{question}_double_sesoi"),
+    )
 
 
 def view_p(p_clock: float, p_scale: float) -> str:
@@ -106,31 +138,33 @@ def view_p(p_clock: float, p_scale: float) -> str:
     )
 
 
-def effect_phrase(name: str, row, alpha: float) -> str:
-    """'NP effect 0.31 (≥ 0.2, one-sided 95 % bound) at Δ = 0.1: reproduced (at Δ/2: …, at 2Δ:
-    …)': the weaker view's effect with the bound that matches its one-sided test at ``alpha``
-    (an infinite end: '≥ low' or '≤ high'; two finite ends: the interval), and the claim's
-    verdicts by the rule."""
-    low, high = float(row.effect_ci_low), float(row.effect_ci_high)
-    # a one-sided bound (the other end infinite) is said as one; else the interval
+def bound_phrase(effect: float, low: float, high: float, alpha: float) -> str:
+    """'0.31 (≥ 0.2, one-sided 95 % bound)' for a one-sided bound at ``alpha`` (an infinite end:
+    '≥ low' or '≤ high'), else the interval '0.31 [0.2, 0.42]' or '0.31 (no interval)'."""
+    low, high = float(low), float(high)
     side, end = ("≥", low) if np.isposinf(high) else ("≤", high) if np.isneginf(low) else ("", 0)
-    shown = (
-        prose.render(
+    if side and np.isfinite(end):
+        return prose.render(
             "bottom_line/bound",
-            effect=format_cell(row.effect),
+            effect=format_cell(effect),
             side=side,
             end=format_cell(end),
             level=f"{100 * (1 - alpha):g}",
         )
-        if side and np.isfinite(end)
-        else interval_text(row.effect, low, high)
-    )
-    co = getattr(row, "best_view", None) == "comove"
+    return interval_text(effect, low, high)
+
+
+def effect_phrase(name: str, row, alpha: float) -> str:
+    """'NP effect 0.31 (≥ 0.2, one-sided 95 % bound) at Δ = 0.1: reproduced (at Δ/2: …, at 2Δ:
+    …)': the bottom-line question's effect (its view's weaker condition) with the bound that
+    matches its one-sided test at ``alpha`` (``bound_phrase``), and its verdicts by the rule (the
+    co-movement view's Δ_co when the question is moves_with)."""
+    co = getattr(row, "question", None) == "moves_with"
     return prose.render(
         "bottom_line/effect",
         name=name,
         which=" (co-movement view)" if co else "",
-        shown=shown,
+        shown=bound_phrase(row.effect, row.effect_ci_low, row.effect_ci_high, alpha),
         delta=f"Δ_co = {format_cell(row.sesoi_co)}" if co else f"Δ = {format_cell(row.sesoi)}",
         verdict=row.verdict,
         half=row.verdict_half_sesoi,

@@ -1,21 +1,26 @@
-"""The pre-registered primary family: the paper's claims TP0, NP and TP1 against training loss.
+"""The pre-registered primary family: the paper's claims TP0, NP and TP1 against the loss.
 
-Each claim says that, at every size where the paper reports p < α, ρ(feature, train loss) has the
-paper's sign s_m. We test it beyond the clock and the scale with the between-seed contrasts
-(``seed_contrast``): S = mean_m s_m·ρ_m over those sizes, one-sided in the claimed direction,
-exact over the product of the models' seed permutations (1/7 776 at 5 models × 3 seeds), once
-for ``seed_contrast`` (the clock) and once for ``seed_contrast_l2`` (the scale). A claim's p is
-the larger of the two (intersection–union: both must hold), and Benjamini–Hochberg runs over
-the family's three claims only; everything else in the tables is exploratory.
+Each claim says that, at every size where the paper reports p < α, ρ(feature, loss) has the
+paper's sign s_m. Two questions ask it between seeds, each with its own verdict (issue 56):
+*moves with* (``QUESTIONS``: the co-movement view, val loss: when a seed's loss moves more than
+its siblings', does its feature move too?) and *ranks* (the level view, train loss: at the same
+step, is the seed with the lower loss the one with the higher feature?). Per question the view is
+tested beyond the clock and beyond the norm (``VIEWS``: its two conditions) with the between-seed
+contrasts (``seed_contrast``): S = mean_m s_m·ρ_m over the claimed sizes, one-sided in the
+claimed direction, exact over the product of the models' seed permutations (1/7 776 at 5 models ×
+3 seeds). The question's p is the larger of its two conditions' (intersection–union: both must
+hold), Benjamini–Hochberg runs over the three claims within the question, and its family-wise
+upper bounds are Bonferroni over its 3 claims × 2 conditions (``family_tests``). Everything else
+in the tables is exploratory.
 
-S tests a global null, so strong models can carry one whose effect has the other sign: a claim
-is reproduced only if, besides, every claimed model's between-seed effect estimate has its
-claimed sign in both conditions of the best view (``effect_signs``) and each model's own exact
-test rules out a reversal by that view's Δ at α (``signs.ruled_out``; an intersection–union
-rule, level α however strong the other models are; at 3 seeds a model's smallest exact p is 1/6,
-so nothing is reproduced; ``calibration.sign_rule`` measures the rule). Beside the one-sided
-test the effect's bound is the matching one-sided 1 − α bound; the "artefact" rule reads upper
-bounds family-wise over 3 claims × 2 views (``decide_claim``).
+The verdict of a question (``question_verdict``) names what explains the raw ρ: "reproduced"
+(beyond the clock and the norm: BH rejects, every claimed model's effect estimate has its sign
+in both conditions, ``effect_signs``, and each model's own exact test rules out a reversal by
+the question's Δ, ``signs.ruled_out``: an intersection–union rule, level α however strong the
+other models are; at 3 seeds a model's smallest exact p is 1/6, so nothing is reproduced),
+"explained by the clock" (shown below Δ beyond the clock), "explained by the norm" (shown below Δ
+beyond the norm and present beyond the clock) or "undecided". Which question's verdict is the
+bottom line's is ``analysis.bottom_line_question``, fixed in the pre-registration.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from topotrain.analysis.inference.seed_contrast import (
     view_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
-from topotrain.analysis.inference.signs import (  # noqa: F401 (effect_signs: re-exported)
+from topotrain.analysis.inference.signs import (  # noqa: F401 (effect_signs, joint_p: re-exported)
     all_held,
     effect_signs,
     joint_p,
@@ -47,10 +52,10 @@ from topotrain.analysis.inference.signs import (  # noqa: F401 (effect_signs: re
 )
 from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
 from topotrain.analysis.inference.verdicts import (
-    ARTEFACT,
-    INCONCLUSIVE,
+    EXPLAINED_BY_CLOCK,
+    EXPLAINED_BY_NORM,
     REPRODUCED,
-    REPRODUCED_SMALL,
+    UNDECIDED,
     paper_series,
 )
 from topotrain.config import DEFAULTS
@@ -61,18 +66,22 @@ CO_TARGET = "val_loss"  # the co-movement view's loss: measured on the checkpoin
 CLAIMS = PRIMARY_CLAIMS  # feature -> the paper's table
 QUANTITY = "rho_{feature}_train_loss"
 CONDITIONS = {"clock": None, "scale": SCALE}  # name -> the column its contrast is partial on
-# Design views of the family: name -> (its loss, {condition: (contrast view, conditioning)}).
-# Each is tested beyond the clock and the scale (intersection–union); ``analysis.primary_views``
-# names those whose p makes the claim's, the others are computed beside them (exploratory).
+# Design views of the family: name -> (its loss, {condition: (contrast view, conditioning)}), the
+# clock's condition first, the norm's (the scale's) second. Each is tested beyond the clock and
+# the norm (intersection–union), and each answers one question (QUESTIONS).
 VIEWS = {
     "level": (TARGET, {"clock": ("seed_contrast", None), "scale": (PARTIAL, SCALE)}),
     "comove": (CO_TARGET, {"co_clock": ("seed_comove", None), "co_scale": (PARTIAL_CO, SCALE)}),
 }
-PRIMARY_VIEWS = tuple(DEFAULTS["analysis"]["primary_views"])
+# The two questions, each with its own verdict: question -> the view that answers it.
+QUESTIONS = {"moves_with": "comove", "ranks": "level"}
+QUESTION_NAMES = {"moves_with": "moves with", "ranks": "ranks"}  # as the report says them
+BOTTOM_LINE_QUESTION = DEFAULTS["analysis"]["bottom_line_question"]  # the pre-registered one
 SESOI = DEFAULTS["analysis"]["sesoi"]  # Δ, the smallest effect of interest (docs/study.md)
 SESOI_CO = DEFAULTS["analysis"]["sesoi_co"]  # Δ_co: the co-movement view's own (docs/study.md)
 EFFECT = ["effect", "effect_ci_low", "effect_ci_high"]
 MARGINS = {"": 1.0, "_half": 0.5, "_double": 2.0}  # reversal margins: the verdicts' Δ multiples
+VERDICT_SUFFIXES = {"": "", "_half": "_half_sesoi", "_double": "_double_sesoi"}  # margin → column
 _PER_CONDITION = ["rho", "p", "effect", "effect_ci_low", "effect_ci_high", "effect_bound"]
 
 
@@ -81,18 +90,36 @@ def _condition_columns(name: str) -> list[str]:
     return cols + [f"effect_{name}_{c}" for c in ("ci_low", "ci_high", "bound", "fw_high")]
 
 
+def clock_condition(view: str) -> str:
+    """The view's condition beyond the clock alone (its first)."""
+    return next(iter(VIEWS[view][1]))
+
+
+def norm_condition(view: str) -> str:
+    """The view's condition beyond the norm (its second: partial on the L2 norm)."""
+    return list(VIEWS[view][1])[1]
+
+
+def _question_columns(q: str) -> list[str]:
+    cols = [f"p_bh_{q}", f"rejected_{q}", f"effect_{q}", f"effect_{q}_bound"]
+    return cols + [f"verdict_{q}{sfx}" for sfx in VERDICT_SUFFIXES.values()]
+
+
 PRIMARY_COLUMNS = [
     "feature",
     "table",
     "models",
     "signs",
+    "question",
     "signs_held",
     *[f"ruled_out{sfx}" for sfx in MARGINS],
     *[c for _, conds in VIEWS.values() for name in conds for c in _condition_columns(name)],
     *[f"p_{view}" for view in VIEWS],
+    *[f"p_bh_{clock_condition(view)}" for view in VIEWS],
+    *[f"held_{view}" for view in VIEWS],
+    *[f"ruled_{view}{sfx}" for view in VIEWS for sfx in MARGINS],
     *[f"lag1_{view}" for view in VIEWS],
-    "views",
-    "best_view",
+    *[c for q in QUESTIONS for c in _question_columns(q)],
     "p",
     "p_bh",
     "arrangements",
@@ -107,13 +134,13 @@ PRIMARY_COLUMNS = [
 ]
 
 
-def family_tests(views=PRIMARY_VIEWS) -> int:
-    """The number of one-sided bounds "artefact" reads: every claim × every condition of every
-    primary view (Bonferroni over them: each upper bound at 1 − α/family_tests)."""
-    return len(CLAIMS) * sum(len(VIEWS[v][1]) for v in views)
+def family_tests(view: str) -> int:
+    """The number of one-sided upper bounds a question's verdict reads: every claim × each
+    condition of its view (Bonferroni over them: each bound at 1 − α/family_tests); 6."""
+    return len(CLAIMS) * len(VIEWS[view][1])
 
 
-FAMILY_TESTS = family_tests()
+FAMILY_TESTS = {view: family_tests(view) for view in VIEWS}
 
 
 def claimed_signs(paper: pd.DataFrame, feature: str) -> pd.Series:
@@ -211,15 +238,15 @@ def claim_test(
     feature: str,
     signs: pd.Series,
     seed: int = 0,
-    primary_views=PRIMARY_VIEWS,
     deltas: dict[str, float] | None = None,
 ) -> dict:
     """claim_views of every design view (VIEWS, each on its own loss) over the claimed models
-    that ``df`` holds, with the family's bounds (``family_tests``) and each model's reversal
-    test at MARGINS × the view's Δ (``deltas``: view → Δ, default (SESOI, SESOI_CO)); p_<view>,
-    the larger of a view's conditions' p (intersection–union), and p, the claim's over
-    ``primary_views``: that view's p alone, or the joint min-p over them (``joint_p``). The
-    note names each model whose effect lacks its claimed sign."""
+    that ``df`` holds, each view with its question's family-wise bounds (``family_tests``: 3
+    claims × its 2 conditions) and each model's reversal test at MARGINS × the view's Δ
+    (``deltas``: view → Δ, default (SESOI, SESOI_CO)); per view p_<view>, the larger of its
+    conditions' p (intersection–union), held_<view> and ruled_<view><margin>. A view whose loss
+    the table lacks has p_<view> NaN. The note names each model whose effect lacks its claimed
+    sign, per view."""
     deltas = deltas or {"level": SESOI, "comove": SESOI_CO}
     models = [m for m in signs.index if m in set(df["model"])]
     out = {"models": ";".join(models), "signs": ";".join(f"{s:+.0f}" for s in signs[models])}
@@ -230,38 +257,28 @@ def claim_test(
     mats = [model_matrices(r, columns) for r in rows]
     perms = [seed_permutations(r["seed"].nunique(), seed) for r in rows]
     claimed = list(signs[models])
-    nulls: dict[str, dict] = {}
-    tests = family_tests(primary_views)
+    notes, per_view = [], {"signs_held", *(f"ruled_out{sfx}" for sfx in MARGINS)}
     for name, (target, conds) in VIEWS.items():
         if target not in df:
             out[f"p_{name}"] = np.nan
+            notes.append(f"no {name} view: {target} not in the feature table")
             continue
-        nulls[name] = {}
         margins = {sfx: k * deltas[name] for sfx, k in MARGINS.items()}
         res = claim_views(
-            mats,
-            perms,
-            claimed,
-            feature,
-            target,
-            seed,
-            conds,
-            "greater",
-            tests,
-            nulls[name],
-            margins,
-        )
-        out |= {k: v for k, v in res.items() if k not in out or name == primary_views[0]}
+            mats, perms, claimed, feature, target, seed, conds, "greater", family_tests(name),
+            None, margins,
+        )  # fmt: skip
+        notes.append(res.pop("note"))
+        out |= {k: v for k, v in res.items() if k not in per_view and k not in out}
         out[f"held_{name}"] = res["signs_held"]
         out |= {f"ruled_{name}{sfx}": res[f"ruled_out{sfx}"] for sfx in MARGINS}
         out[f"p_{name}"] = max(res[f"p_{c}"] for c in conds)
         out[f"lag1_{name}"] = persistence(mats, feature, target, next(iter(conds.values()))[0])
-    out |= _claim_p(out, nulls, claimed, primary_views, seed)
-    conds = list(VIEWS[out["best_view"]][1]) if "best_view" in out else []
-    failed = _sign_failures(out, models, claimed, conds)
-    if failed:
-        why = f"effect sign ({'/'.join(conds)}) not the claimed one: " + ", ".join(failed)
-        out["note"] = "; ".join(filter(None, [out.get("note", ""), why]))
+        failed = _sign_failures(out, models, claimed, list(conds))
+        if failed:
+            why = f"effect sign ({'/'.join(conds)}) not the claimed one: "
+            notes.append(why + ", ".join(failed))
+    out["note"] = "; ".join(dict.fromkeys(n for n in notes if n))
     return out
 
 
@@ -290,21 +307,6 @@ def persistence(mats: list[dict[str, np.ndarray]], feature: str, target: str, vi
     return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
 
-def _claim_p(out: dict, nulls: dict, signs: list[float], views, seed: int) -> dict:
-    """p (the claim's), views, best_view (the primary view of smallest p) and its signs_held."""
-    given = [v for v in views if np.isfinite(out.get(f"p_{v}", np.nan))]
-    if not given:
-        return {"p": np.nan, "views": "+".join(views), "best_view": views[0]}
-    best = min(given, key=lambda v: out[f"p_{v}"])
-    p = out[f"p_{best}"] if len(given) == 1 else joint_p([nulls[v] for v in given], signs, seed)
-    res = {"p": p, "views": "+".join(given), "best_view": best, "signs_held": out[f"held_{best}"]}
-    res |= {f"ruled_out{sfx}": out[f"ruled_{best}{sfx}"] for sfx in MARGINS}
-    if len(given) < len(views):
-        lost = ", ".join(v for v in views if v not in given)
-        res["note"] = "; ".join(filter(None, [out.get("note", ""), f"no {lost} view (its loss?)"]))
-    return res
-
-
 def weaker_view(row: pd.Series, conds=CONDITIONS) -> str:
     """The condition whose p is the view's (the larger: intersection–union); the first on ties."""
     names = list(conds)
@@ -317,47 +319,64 @@ def primary_family(
     alpha: float = ALPHA,
     sesoi: float = SESOI,
     sesoi_co: float = SESOI_CO,
-    primary_views=PRIMARY_VIEWS,
+    question: str = BOTTOM_LINE_QUESTION,
 ) -> pd.DataFrame:
     """PRIMARY_COLUMNS, one row per claim in CLAIMS: claim_test over every design view (VIEWS),
-    p the claim's over ``primary_views`` (``claim_test``), p_bh over the family, rejected =
-    p_bh < alpha (the pooled test alone), the best primary view's effect (its weaker condition's)
-    with its one-sided 1 − α bound (effect_ci_low; effect_ci_high = +∞), and the verdict at
-    (Δ, Δ_co) = (sesoi, sesoi_co), halved and doubled (``view_verdict``). The views are the
-    config's, fixed before the data. NaN p (no seeds to contrast: cannot be measured) stays NaN
-    and is not counted in the family."""
-    unknown = sorted(set(primary_views) - set(VIEWS))
-    if unknown or not primary_views:
+    then per question q of QUESTIONS, from its own view only: p_bh_<q> (BH over the three claims
+    of p_<view>), rejected_<q> = p_bh_<q> < alpha, the effect of its weaker condition with its
+    one-sided 1 − α bound (effect_<q>, effect_<q>_bound) and its verdicts (``question_verdict``)
+    at its Δ (level: ``sesoi``; co-movement: ``sesoi_co``), halved and doubled (verdict_<q>,
+    verdict_<q>_half_sesoi, verdict_<q>_double_sesoi); p_bh_<clock condition>, each view's clock
+    p BH-corrected over the claims ("present beyond the clock"). ``question`` is the bottom
+    line's (``analysis.bottom_line_question``, fixed in the pre-registration): its view's p,
+    signs_held and ruled_out*, its p_bh, rejected, effect (effect_ci_high = +∞) and verdicts are
+    also p, p_bh, rejected, signs_held, ruled_out*, EFFECT and verdict, verdict_half_sesoi,
+    verdict_double_sesoi, so that a reader of ``verdict`` reads the pre-registered answer. NaN p
+    (no seeds to contrast, or the view's loss absent: cannot be measured) stays NaN, out of the
+    BH, and its verdict is undecided."""
+    if question not in QUESTIONS:
         raise ValueError(
-            f"analysis.primary_views: {unknown or 'empty'}; choose from {', '.join(VIEWS)}"
+            f"analysis.bottom_line_question: {question!r}; choose from {', '.join(QUESTIONS)}"
         )
-    views = tuple(primary_views)
     rows = []
     for feature, table in CLAIMS.items():
         base = {"feature": feature, "table": table}
         if df is None:
-            rows.append(base | {"note": "no feature table", "views": "+".join(views)})
+            rows.append(base | {"note": "no feature table"})
             continue
         deltas = {"level": sesoi, "comove": sesoi_co}
-        rows.append(base | claim_test(df, feature, claimed_signs(paper, feature), 0, views, deltas))
+        rows.append(base | claim_test(df, feature, claimed_signs(paper, feature), 0, deltas))
     out = pd.DataFrame(rows).reindex(columns=PRIMARY_COLUMNS)
-    out["p_bh"] = benjamini_hochberg(out["p"].to_numpy(float))
-    out["rejected"] = out["p_bh"] < alpha
-    for i, row in out.iterrows():
-        best = row["best_view"] if isinstance(row["best_view"], str) else views[0]
-        cond = weaker_view(row, VIEWS[best][1])
-        bound = row[f"effect_{cond}_bound"]
-        out.loc[i, EFFECT] = [row[f"effect_{cond}"], bound, np.inf if pd.notna(bound) else np.nan]
     out["sesoi"], out["sesoi_co"] = sesoi, sesoi_co
-    for column, sfx in (
-        ("verdict", ""),
-        ("verdict_half_sesoi", "_half"),
-        ("verdict_double_sesoi", "_double"),
-    ):
-        k = MARGINS[sfx]
-        deltas = {"level": k * sesoi, "comove": k * sesoi_co}
-        out[column] = [view_verdict(r, views, deltas, f"ruled_out{sfx}") for _, r in out.iterrows()]
-    undefined = out["p"].isna()
+    deltas = {"level": sesoi, "comove": sesoi_co}
+    for q, view in QUESTIONS.items():
+        clock = clock_condition(view)
+        out[f"p_bh_{clock}"] = benjamini_hochberg(out[f"p_{clock}"].to_numpy(float))
+        out[f"p_bh_{q}"] = benjamini_hochberg(out[f"p_{view}"].to_numpy(float))
+        out[f"rejected_{q}"] = out[f"p_bh_{q}"] < alpha
+        for i, row in out.iterrows():
+            cond = weaker_view(row, VIEWS[view][1])
+            out.loc[i, [f"effect_{q}", f"effect_{q}_bound"]] = [
+                row[f"effect_{cond}"],
+                row[f"effect_{cond}_bound"],
+            ]
+        for margin, sfx in VERDICT_SUFFIXES.items():
+            delta = MARGINS[margin] * deltas[view]
+            out[f"verdict_{q}{sfx}"] = [
+                question_verdict(r, q, delta, margin, alpha) for _, r in out.iterrows()
+            ]
+    view = QUESTIONS[question]
+    out["question"] = question
+    out["p"], out["p_bh"] = out[f"p_{view}"], out[f"p_bh_{question}"]
+    out["rejected"], out["signs_held"] = out[f"rejected_{question}"], out[f"held_{view}"]
+    for margin in MARGINS:
+        out[f"ruled_out{margin}"] = out[f"ruled_{view}{margin}"]
+    bound = out[f"effect_{question}_bound"]
+    out["effect"], out["effect_ci_low"] = out[f"effect_{question}"], bound
+    out["effect_ci_high"] = np.where(bound.notna(), np.inf, np.nan)
+    for sfx in VERDICT_SUFFIXES.values():
+        out[f"verdict{sfx}"] = out[f"verdict_{question}{sfx}"]
+    undefined = out[[f"p_{v}" for v in VIEWS]].isna().all(axis=1)
     out.loc[undefined, "note"] = (
         out.loc[undefined, "note"].fillna("").astype(str)
         + "; cannot be measured: a between-seed contrast needs at least 2 seeds per model"
@@ -365,24 +384,63 @@ def primary_family(
     return out
 
 
-def view_verdict(row: pd.Series, views, deltas: dict[str, float], ruled: str = "ruled_out") -> str:
-    """The claim's verdict: reproduced when its test rejects (``rejected``), every claimed
-    model's effect has its sign in the best primary view (signs_held) and every claimed model's
-    reversal by that view's Δ is ruled out (column ``ruled``, "k/K"); "shown small" in a view
-    when one of its conditions' family-wise upper bound (effect_*_fw_high) lies below that
-    view's Δ; artefact only when every primary view shows it small (a view that cannot rule an
-    effect out leaves the claim open); "reproduced, below Δ" when it rejects and the best view
-    shows it small; inconclusive otherwise and when the test cannot be measured."""
-    if pd.isna(row["p"]):
-        return INCONCLUSIVE
-    small = {
-        v: any(
-            np.isfinite(u) and u < deltas[v]
-            for u in (row[f"effect_{c}_fw_high"] for c in VIEWS[v][1])
-        )
-        for v in views
-    }
-    best = row["best_view"] if isinstance(row["best_view"], str) else views[0]
-    if bool(row["rejected"]) and all_held(row["signs_held"]) and all_held(row.get(ruled)):
-        return REPRODUCED_SMALL if small[best] else REPRODUCED
-    return ARTEFACT if all(small.values()) else INCONCLUSIVE
+def _below(bound: object, delta: float) -> bool:
+    """Whether an upper bound is finite and below ``delta`` (an equivalence test against β ≥ Δ)."""
+    try:
+        value = float(bound)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.isfinite(value) and value < delta)
+
+
+def _claimed_signs_held(claimed: object, estimated: object) -> bool:
+    """Whether every claimed model's effect estimate ("+1;-1;…", ``effect_signs_<condition>``)
+    has its claimed sign ("+1;-1;…", the row's ``signs``); False where either is missing."""
+    want, got = str(claimed).split(";"), str(estimated).split(";")
+    if len(want) != len(got):
+        return False
+    return all(w in ("+1", "-1") and w == g for w, g in zip(want, got, strict=True))
+
+
+def present_beyond_clock(row: pd.Series, view: str, alpha: float = ALPHA) -> bool:
+    """Whether the claim's effect is present beyond the clock in ``view``: its clock condition's
+    one-sided p, BH-corrected over the three claims (p_bh_<clock>), is below ``alpha`` and every
+    claimed model's effect estimate in that condition has its claimed sign (the same estimate
+    signs as ``signs_held``; the reversal rule is not asked here, as "explained by the norm"
+    claims an effect beyond the clock only as the family's pooled test does)."""
+    clock = clock_condition(view)
+    p_bh = pd.to_numeric(pd.Series([row.get(f"p_bh_{clock}")]), errors="coerce").iloc[0]
+    if not (np.isfinite(p_bh) and p_bh < alpha):
+        return False
+    return _claimed_signs_held(row.get("signs"), row.get(f"effect_signs_{clock}"))
+
+
+def question_verdict(
+    row: pd.Series, question: str, delta: float, margin: str = "", alpha: float = ALPHA
+) -> str:
+    """One question's verdict on a primary row, from its own view's columns only (QUESTIONS),
+    at Δ = ``delta`` (``margin``: "", "_half" or "_double", the reversal rule's columns), in this
+    order:
+
+    - "reproduced" (beyond the clock and the norm): p_bh_<q> < alpha (the question's BH over the
+      three claims of its view's intersection–union p), every claimed model's effect has its
+      claimed sign in both conditions (held_<view>) and every model's reversal by Δ is ruled out
+      by its own exact test (ruled_<view><margin>);
+    - else "explained by the clock": the clock condition's family-wise upper bound
+      (effect_<clock>_fw_high, 1 − α/6) lies below Δ;
+    - else "explained by the norm": the norm condition's family-wise upper bound lies below Δ and
+      the effect is present beyond the clock (``present_beyond_clock``);
+    - else "undecided", and always when the question's p is undefined (cannot be measured)."""
+    view = QUESTIONS[question]
+    p_bh = pd.to_numeric(pd.Series([row.get(f"p_bh_{question}")]), errors="coerce").iloc[0]
+    if not np.isfinite(p_bh):
+        return UNDECIDED
+    held = all_held(row.get(f"held_{view}")) and all_held(row.get(f"ruled_{view}{margin}"))
+    if p_bh < alpha and held:
+        return REPRODUCED
+    if _below(row.get(f"effect_{clock_condition(view)}_fw_high"), delta):
+        return EXPLAINED_BY_CLOCK
+    norm_small = _below(row.get(f"effect_{norm_condition(view)}_fw_high"), delta)
+    if norm_small and present_beyond_clock(row, view, alpha):
+        return EXPLAINED_BY_NORM
+    return UNDECIDED

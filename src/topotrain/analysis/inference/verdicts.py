@@ -18,7 +18,29 @@ from topotrain.analysis.inference.stats import spearman_exact
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 ARTEFACT, NOT_EVALUATED = "artefact", "not evaluated"
 REPRODUCED_SMALL = "reproduced, below Δ"  # the test rejects and the effect is shown < Δ too
-VERDICTS = (REPRODUCED, REPRODUCED_SMALL, NOT_REPRODUCED, INCONCLUSIVE, ARTEFACT, NOT_EVALUATED)
+# The primary family's words (issue 56): per question (moves with, ranks), what explains the raw ρ
+# (``primary.question_verdict``); REPRODUCED is said "beyond the clock and the norm".
+EXPLAINED_BY_CLOCK = "explained by the clock"  # shown below Δ beyond the clock
+EXPLAINED_BY_NORM = "explained by the norm"  # shown below Δ beyond the norm, present beyond clock
+UNDECIDED = "undecided"  # none of these: the rule decided nothing (not evidence of no effect)
+QUESTION_VERDICTS = (REPRODUCED, EXPLAINED_BY_CLOCK, EXPLAINED_BY_NORM, UNDECIDED)
+QUESTION_LABELS = {  # each word of QUESTION_VERDICTS → what it says explains the raw ρ
+    REPRODUCED: "beyond the clock and the norm",
+    EXPLAINED_BY_CLOCK: "shown below Δ beyond the clock",
+    EXPLAINED_BY_NORM: "shown below Δ beyond the norm, present beyond the clock",
+    UNDECIDED: "neither reproduced nor shown below Δ: the rule decided nothing",
+}
+VERDICTS = (
+    REPRODUCED,
+    REPRODUCED_SMALL,
+    NOT_REPRODUCED,
+    INCONCLUSIVE,
+    ARTEFACT,
+    NOT_EVALUATED,
+    EXPLAINED_BY_CLOCK,
+    EXPLAINED_BY_NORM,
+    UNDECIDED,
+)
 REPLICATION_COLUMNS = [
     "claim",
     "table",
@@ -67,11 +89,10 @@ def decide_claim(rejected: bool | None, uppers: list[float], delta: float) -> st
     artefact when it is shown small: in the clock's or the scale's view the upper bound
     ``uppers`` lies below Δ (an equivalence test against H0: β ≥ Δ per view); inconclusive
     otherwise, and when the test cannot be measured (``rejected`` None). The bounds set the
-    error rate: the primary family passes family-wise ones (``primary.FAMILY_TESTS``,
-    Bonferroni over 3 claims × 2 views: each one-sided at 1 − α/6, the upper end of
-    ``seed_effect.effect_interval`` at level α/3), so a false "artefact" anywhere in the
-    family has probability ≤ α; a caller passing the equal-tailed 95 % interval's upper ends
-    (one-sided 1 − α/2, Bonferroni over the two views) controls it per claim."""
+    error rate: a caller passing the equal-tailed 95 % interval's upper ends (one-sided
+    1 − α/2, Bonferroni over the two views) controls a false "artefact" per claim. The groups'
+    family, the diagnostics and the confirmation decide by it; the primary family decides per
+    question instead (``primary.question_verdict``)."""
     if rejected is None:
         return INCONCLUSIVE
     small = any(np.isfinite(u) and u < delta for u in np.asarray(uppers, float))

@@ -12,18 +12,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.inference.primary import primary_family
+from topotrain.analysis.inference.primary import (
+    BOTTOM_LINE_QUESTION,
+    QUESTION_NAMES,
+    QUESTIONS,
+    VIEWS,
+    primary_family,
+)
 from topotrain.analysis.inference.seed_effect import effect_text
 from topotrain.analysis.inference.stats import ALPHA, CLOCK_AND_SCALE, seed_interval, spearman_exact
 from topotrain.analysis.inference.verdicts import (
     ARTEFACT,
+    EXPLAINED_BY_CLOCK,
+    EXPLAINED_BY_NORM,
     INCONCLUSIVE,
     MIN_MODELS,
     NOT_EVALUATED,
     NOT_REPRODUCED,
     REPLICATION_COLUMNS,
     REPRODUCED,
-    REPRODUCED_SMALL,
+    UNDECIDED,
     VERDICTS,
     make_row,
     paper_series,
@@ -123,37 +131,49 @@ def bound_text(effect: float, low: float, high: float, level: float) -> str:
 
 
 def claim_state(primary: pd.DataFrame | None, feature: str) -> tuple[str | None, str]:
-    """(decision, note) of the feature's primary-family claim: its verdict at Δ
-    (``verdicts.decide_claim``: reproduced, reproduced below Δ, artefact or inconclusive); None
-    when it cannot be measured. The note gives p, the effect with its one-sided bound, the
-    claimed models whose effect has its sign, Δ and the verdicts at Δ/2 and 2Δ."""
+    """(decision, note) of the feature's primary-family claim: the bottom-line question's verdict
+    (``primary.question_verdict``: reproduced, explained by the clock, explained by the norm or
+    undecided); None when its test cannot be measured. The note gives, per question (the bottom
+    line's first), its verdict, its view's p's, BH p, the claimed models whose effect has its
+    sign and whose reversal is ruled out, its effect with its one-sided bound, its Δ and the
+    verdicts at Δ/2 and 2Δ; then the models whose effect lacks its sign."""
     row = _primary_row(primary, feature)
     if row is None:
         return None, "primary family not computed: cannot be measured"
-    p, p_bh = float(row["p"]), float(row["p_bh"])
-    if not np.isfinite(p):
-        return None, f"beyond the clock and scale: cannot be measured ({row['note']})"
-    delta = float(row["sesoi"])
-    effect = bound_text(row["effect"], row["effect_ci_low"], row["effect_ci_high"], 1 - ALPHA)
-    held = ""
-    if "signs_held" in row:
-        failed = [part for part in str(row["note"]).split("; ") if part.startswith("effect sign")]
-        held = "; ".join([f"effect signs held in {row['signs_held']} models", *failed]) + "; "
-        if isinstance(row.get("ruled_out"), str):
-            held += f"reversal by Δ ruled out in {row['ruled_out']} (each model's own test); "
-    views = f"level: clock p = {row['p_clock']:.3g}, scale p = {row['p_scale']:.3g}"
-    if np.isfinite(float(row.get("p_co_clock", np.nan))):
-        views += f"; co-movement: clock p = {row['p_co_clock']:.3g}, scale p = "
-        views += f"{row['p_co_scale']:.3g}"
-    over = str(row.get("views", "level") or "level").replace("+", " and ")
-    effect_of = f" ({row['best_view']} view)" if isinstance(row.get("best_view"), str) else ""
-    note = (
-        f"primary test ({views}): p = {p:.3g} over {over}, p_bh = {p_bh:.3g} of "
-        f"{int(row['arrangements'])} arrangements; {held}effect{effect_of} "
-        f"{effect}, Δ = {delta:g}; at Δ/2: {row['verdict_half_sesoi']}, at 2Δ: "
-        f"{row['verdict_double_sesoi']}"
-    )
+    question = str(row.get("question", BOTTOM_LINE_QUESTION))
+    order = [question, *(q for q in QUESTIONS if q != question)]
+    parts = [question_note(row, q, bottom=q == question) for q in order]
+    failed = [part for part in str(row["note"]).split("; ") if part.startswith("effect sign")]
+    arrangements = row["arrangements"]
+    head = f"primary test of {int(arrangements)} arrangements" if pd.notna(arrangements) else ""
+    note = "; ".join(filter(None, [head, *parts, *failed]))
+    if not np.isfinite(float(row["p"])):
+        return None, f"{note} ({row['note']})" if pd.notna(row["note"]) else note
     return str(row["verdict"]), note
+
+
+def question_note(row: pd.Series, question: str, bottom: bool = False) -> str:
+    """'moves with (the bottom line): undecided (co-movement: clock p = …, scale p = …, p_bh =
+    …; effect signs held in 5/5 models, reversal by Δ_co ruled out in 0/5 (each model's own
+    test); effect 0.2 (≥ 0.1, one-sided 95 % bound), Δ_co = 0.1; at Δ_co/2: …, at 2Δ_co: …)'."""
+    view = QUESTIONS[question]
+    clock, norm = VIEWS[view][1]
+    symbol, delta = ("Δ_co", row["sesoi_co"]) if view == "comove" else ("Δ", row["sesoi"])
+    label = {"comove": "co-movement", "level": "level"}[view]
+    head = f"{QUESTION_NAMES[question]}{' (the bottom line)' if bottom else ''}: "
+    head += str(row[f"verdict_{question}"])
+    p_bh = float(row[f"p_bh_{question}"])
+    if not np.isfinite(p_bh):
+        return f"{head} ({label}: cannot be measured)"
+    effect, bound = row[f"effect_{question}"], row[f"effect_{question}_bound"]
+    effect = bound_text(effect, bound, np.inf, 1 - ALPHA)
+    return (
+        f"{head} ({label}: clock p = {row[f'p_{clock}']:.3g}, scale p = {row[f'p_{norm}']:.3g}, "
+        f"p_bh = {p_bh:.3g}; effect signs held in {row[f'held_{view}']} models, reversal by "
+        f"{symbol} ruled out in {row[f'ruled_{view}']} (each model's own test); effect {effect}, "
+        f"{symbol} = {float(delta):g}; at {symbol}/2: {row[f'verdict_{question}_half_sesoi']}, "
+        f"at 2{symbol}: {row[f'verdict_{question}_double_sesoi']})"
+    )
 
 
 def sign_verdict(ev: dict, decision: str | None) -> str:
@@ -161,7 +181,7 @@ def sign_verdict(ev: dict, decision: str | None) -> str:
     if ev["n"] == 0:
         return NOT_EVALUATED
     if ev["agree"] == ev["n"]:
-        return INCONCLUSIVE if decision is None else decision
+        return UNDECIDED if decision is None else decision
     return NOT_REPRODUCED if ev["agree"] == 0 else INCONCLUSIVE
 
 
@@ -209,10 +229,11 @@ def tp0_p_row(paper: pd.DataFrame, evidence: dict[str, dict], model_rows: list[d
     verdicts = {row["verdict"] for row in model_rows}
     if not p_max < T2_P:
         verdict = NOT_REPRODUCED
-    elif verdicts <= {REPRODUCED, REPRODUCED_SMALL}:
-        verdict = REPRODUCED_SMALL if REPRODUCED_SMALL in verdicts else REPRODUCED
-    else:
-        verdict = ARTEFACT if ARTEFACT in verdicts else INCONCLUSIVE
+    elif verdicts == {REPRODUCED}:
+        verdict = REPRODUCED
+    else:  # the claim's one decision: an explanation any model's row carries, else undecided
+        explained = [v for v in (EXPLAINED_BY_CLOCK, EXPLAINED_BY_NORM) if v in verdicts]
+        verdict = explained[0] if explained else UNDECIDED
     note = f"largest of {sum(ev['n'] for ev in evidence.values())} runs' raw p"
     return _row(claim, "2", "t2_p", paper_p, verdict, ours=p_max, note=note)
 
@@ -300,7 +321,7 @@ def np_reversal_row(paper: pd.DataFrame, primary: pd.DataFrame | None = None) ->
     decision, why = claim_state(primary, "np_mean")
     held = str(row.get("signs_held", "")).partition("/")[0]
     ours = float(held) if decision is not None and held.isdigit() else np.nan
-    verdict = INCONCLUSIVE if decision is None else decision
+    verdict = UNDECIDED if decision is None else decision
     return _row(claim, "3", "t3", float(len(claimed)), verdict, ours=ours, note=f"{note}; {why}")
 
 
@@ -350,6 +371,7 @@ def replication_table(
     warmup: int | None = None,
     threshold: float = _ANALYSIS["phase_threshold"],
     sesoi: float = _ANALYSIS["sesoi"],
+    question: str = _ANALYSIS["bottom_line_question"],
 ) -> pd.DataFrame:
     """One row per claim (REPLICATION_COLUMNS) from the paper values and our tables.
 
@@ -359,12 +381,14 @@ def replication_table(
     missing key or None makes that claim's rows ``not evaluated`` (or, for the primary family,
     ``cannot be measured``). ``warmup`` is the learning-rate warm-up in steps (T6's peak) and
     ``threshold`` the phases' diminishing-returns threshold (the L2 norm's phases for T6);
-    ``sesoi`` is Δ, the smallest effect of interest of the primary family's verdicts.
+    ``sesoi`` is Δ, the smallest effect of interest of the primary family's level view, and
+    ``question`` the bottom line's (``analysis.bottom_line_question``), both for a primary family
+    computed here.
     """
     assoc, features = tables.get("associations"), tables.get("features")
     primary = tables.get("primary")
     if primary is None and features is not None:
-        primary = primary_family(features, paper, sesoi=sesoi)
+        primary = primary_family(features, paper, sesoi=sesoi, question=question)
     l2 = baseline_phases(features, threshold)
     rows = [
         *final_loss_rows(paper, tables.get("models")),
