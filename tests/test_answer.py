@@ -32,7 +32,7 @@ def table(seeds=(1, 2, 3), steps=8, models=("m",), seed=0) -> pd.DataFrame:
                 norm = 1 + 0.1 * t + off[1] + 0.3 * rng.normal()
                 val = loss + 0.2 * rng.normal()
                 h0 = -0.5 * loss + 0.4 * norm + 0.3 * rng.normal()
-                rows.append(dict(model=m, seed=s, step=10 * t, train_loss=loss, val_loss=val))
+                rows.append(dict(model=m, seed=s, step=100 * t, train_loss=loss, val_loss=val))
                 rows[-1] |= dict(l2_norm_mean=norm, h0_total=h0, n_params=100)
     return pd.DataFrame(rows)
 

@@ -5,13 +5,18 @@ import itertools
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
+    HORIZON,
     SCALE,
+    STEPS,
     comovement,
     contrast_cell,
     contrast_table,
+    deviations,
+    horizon_lag,
     lag1,
     model_matrices,
     permutation_rhos,
@@ -20,39 +25,71 @@ from topotrain.analysis.inference.seed_contrast import (
 )
 
 
-def _brute_comovement(values: np.ndarray, warp: int = 5, window: int = 10) -> np.ndarray:
-    """comovement by loops: deviation, difference, each row less its least-squares fit (lstsq)
-    on the differenced Legendre polynomials of degree 1…min(warp, (n − 1) // 4) in log(1 + j),
-    division by the RMS over seeds and the steps within ±window."""
+def _brute_comovement(
+    values: np.ndarray, lag: int = 1, window: int = 10, warp: np.ndarray | None = None
+) -> np.ndarray:
+    """comovement by loops: deviation, the lag-checkpoint move, each row less its least-squares
+    fit (lstsq) on the same moves of the warp regressors (at most (n − lag) // 4 of them),
+    division by the RMS over seeds and the moves within ±window·lag."""
     k, n = values.shape
-    e = np.zeros((k, n - 1))
-    for s, t in itertools.product(range(k), range(1, n)):
-        e[s, t - 1] = (values[s, t] - values[:, t].mean()) - (
-            values[s, t - 1] - values[:, t - 1].mean()
+    e = np.zeros((k, n - lag))
+    for s, t in itertools.product(range(k), range(n - lag)):
+        e[s, t] = (values[s, t + lag] - values[:, t + lag].mean()) - (
+            values[s, t] - values[:, t].mean()
         )
-    u = np.log1p(np.arange(n))
-    z = 2 * u / u[-1] - 1
-    degree = min(warp, (n - 1) // 4)
-    basis = np.column_stack(
-        [np.diff(np.polynomial.Legendre.basis(d)(z)) for d in range(1, degree + 1)]
-    )
-    for s in range(k):
-        e[s] -= basis @ np.linalg.lstsq(basis, e[s], rcond=None)[0]
+    if warp is not None:
+        basis = (warp[lag:] - warp[:-lag])[:, : (n - lag) // 4]
+        for s in range(k):
+            e[s] -= basis @ np.linalg.lstsq(basis, e[s], rcond=None)[0]
     out = np.zeros_like(e)
-    for t in range(n - 1):
-        near = e[:, max(0, t - window) : t + window + 1]
+    for t in range(n - lag):
+        near = e[:, max(0, t - window * lag) : t + window * lag + 1]
         out[:, t] = e[:, t] / np.sqrt(np.mean(near**2))
     return out
 
 
 def test_comovement_matches_a_loop_over_seeds_and_steps():
-    x = np.random.default_rng(0).normal(size=(4, 30)).cumsum(axis=1)
-    for warp, window in ((5, 10), (2, 0), (1, 3)):
-        assert np.allclose(comovement(x, warp, window), _brute_comovement(x, warp, window))
-    # window 0 and no smooth curve removed: every step's column has unit RMS over seeds
-    step = comovement(x, 0, 0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 30)).cumsum(axis=1)
+    warp = rng.normal(size=(30, 3))
+    for lag, window, w in ((1, 10, None), (1, 0, warp), (3, 3, warp), (4, 2, None)):
+        assert np.allclose(comovement(x, lag, window, w), _brute_comovement(x, lag, window, w))
+    # window 0 and no warp removed: every move's column has unit RMS over seeds
+    step = comovement(x, 1, 0)
     assert np.allclose(np.sqrt((step**2).mean(axis=0)), 1.0)
-    assert np.allclose(comovement(x).sum(axis=0), 0.0)  # deviations: sum 0 across seeds
+    assert np.allclose(comovement(x, 2, warp=warp).sum(axis=0), 0.0)  # sum 0 across seeds
+    assert comovement(x, 4).shape == (4, 26)
+
+
+def test_horizon_lag_is_the_horizon_in_checkpoints():
+    steps = np.arange(0, 5001, 25.0)
+    assert [horizon_lag(steps, h) for h in (25, 50, 100, 200, 400)] == [1, 2, 4, 8, 16]
+    assert horizon_lag(np.arange(0, 5001, 100.0), 100) == 1
+    assert horizon_lag(np.arange(0, 5001, 100.0), 50) == 0  # no 50-step move exists
+    assert horizon_lag(None, 100) == 1  # no steps: a move is one checkpoint
+    assert horizon_lag(np.array([0.0, 30, 60, 100, 130]), 100) == 3  # median spacing 30
+    with pytest.raises(ValueError, match="steps must increase"):
+        horizon_lag(np.array([5.0, 5.0, 5.0]), 100)
+
+
+def test_the_view_reads_the_horizon_from_the_steps_not_the_spacing():
+    """One process, kept every checkpoint (201, spacing 25) and every 4th (51, spacing 100): at
+    H = 100 the co-movement of the sparse series is the dense one's every 4th move (up to the
+    RMS scale and the warp's fit, both over the same span of steps)."""
+    rng = np.random.default_rng(5)
+    k = 5
+    steps = np.arange(0, 5001, 25.0)
+    u = rng.normal(size=(k, steps.size)).cumsum(axis=1)
+    dense = {"x": u + rng.normal(size=u.shape), "y": u, STEPS: steps, HORIZON: np.array(100.0)}
+    sparse = {c: v[..., ::4] if c != HORIZON else v for c, v in dense.items()}
+    _, d = view_cell(dense, "x", "y", "seed_comove")
+    _, s = view_cell(sparse, "x", "y", "seed_comove")
+    assert d["x"].shape == (k, 197) and s["x"].shape == (k, 50)
+    raw_d = np.diff(deviations(dense["y"])[:, ::4], axis=1)
+    assert np.allclose(raw_d, deviations(dense["y"])[:, 4::4] - deviations(dense["y"])[:, :-4:4])
+    for c in ("x", "y"):  # same direction per move: the warp fit and scale differ a little
+        r = np.corrcoef(d[c][:, ::4].ravel(), s[c].ravel())[0, 1]
+        assert r > 0.9, (c, r)
 
 
 def test_a_per_seed_offset_and_a_shared_curve_leave_no_comovement():
@@ -123,7 +160,7 @@ def test_contrast_table_has_the_comovement_views_per_model_and_pooled():
                 "model": model,
                 "n_params": 10 if model == "a" else 20,
                 "seed": seed,
-                "step": step,
+                "step": 100 * step,  # the horizon H = 100 steps: one move per checkpoint
                 "f": rng.normal(),
                 "val_loss": rng.normal(),
                 SCALE: rng.normal(),

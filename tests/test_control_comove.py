@@ -68,7 +68,7 @@ def test_co_columns_are_the_contrast_cells_and_a_planted_opposite_mover_has_nega
         assert h1[f"{prefix}_effect"] == pytest.approx(-1.0, abs=0.05)
         assert h1[f"{prefix}_effect_ci_high"] < -0.5
     other = table.loc["other"]
-    assert other["co_effect_ci_low"] < 0 < other["co_effect_ci_high"]
+    assert abs(other["co_effect"]) < 0.3  # its own walk: far from h1's −1
     # the verdicts read the level view only: the same without the co-movement columns
     plain = table.reset_index()
     dropped = plain.drop(columns=[c for c in plain if c.startswith("co_")])

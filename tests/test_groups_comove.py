@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from topotrain.analysis.inference.groups import CO_COLUMNS, NO_CO, group_contrasts, group_frame
-from topotrain.analysis.inference.seed_contrast import comovement
+from topotrain.analysis.inference.seed_contrast import comovement, warp_regressors
 from topotrain.report.groups import group_section
 
 SEEDS = 5  # 120 orders: the smallest k with a 95 % interval (40 or more)
@@ -44,11 +44,16 @@ def group(drop=()) -> pd.DataFrame:
 
 def brute_comove(df: pd.DataFrame, feature: str, target: str) -> tuple[float, float]:
     """Spearman ρ (scipy) of the seeds' co-movement (``comovement`` of each column's (k, n)
-    matrix) and its two-sided p over every relabelling of the feature's seeds."""
-    x, y = (
-        comovement(df.pivot(index="seed", columns="step", values=c).to_numpy())
-        for c in (feature, target)
-    )
+    matrix at the horizon H = 100 steps: 10 checkpoints 10 steps apart, less the speed warps of
+    the two columns and the norm) and its two-sided p over every relabelling of the feature's
+    seeds."""
+    mats = {
+        c: df.pivot(index="seed", columns="step", values=c).to_numpy()
+        for c in (feature, target, "l2_norm_mean")
+    }
+    t = np.sort(df["step"].unique()).astype(float)
+    warp = warp_regressors(list(mats.values()), t, 10, 100.0)
+    x, y = (comovement(mats[c], 10, warp=warp) for c in (feature, target))
     null = np.array(
         [
             stats.spearmanr(x[list(p)].ravel(), y.ravel()).statistic

@@ -27,7 +27,7 @@ def test_each_scenario_fixes_the_beta_co_the_process_implies():
 
 def test_miss_counts_are_the_reports_own_intervals_against_the_truth():
     """Recount one row from the same generator with ``claim_views`` called directly."""
-    s, draws = pe.Setting(3, 21, 0.1, models=3), 6  # 216 arrangements: an interval exists
+    s, draws = pe.Setting(3, 21, 0.1, models=3, steps=2000.0), 6  # 216 arrangements; H: 1 spacing
     b = pe.planted("level", 0.3, "seed_comove_l2", s)
     scenario = f"level_b{b:.6g}"
     rows = iv.miss_rows(scenario, s, draws)

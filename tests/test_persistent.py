@@ -10,10 +10,10 @@ import pytest
 from topotrain.analysis.calibration import persistent as pe
 from topotrain.analysis.calibration.pass_rule import pass_max
 from topotrain.analysis.calibration.power import planted_share
-from topotrain.analysis.inference.seed_contrast import comovement
+from topotrain.analysis.inference.seed_contrast import comovement, warp_regressors
 
 
-def _pooled_correlations(dev: dict[str, np.ndarray]) -> list[float]:
+def _pooled_correlations(lag, dev: dict[str, np.ndarray]) -> list[float]:
     """Plain and partial-on-l correlations of the across-seed deviations of x and y, levels then
     first differences, pooled over every cell (numpy's covariance: independent of ``implied``)."""
     out = []
@@ -21,7 +21,7 @@ def _pooled_correlations(dev: dict[str, np.ndarray]) -> list[float]:
         cols = []
         for v in "xyl":
             d = dev[v] - dev[v].mean(axis=2, keepdims=True)
-            cols.append((np.diff(d, axis=-1) if diff else d).ravel())
+            cols.append((d[..., lag:] - d[..., :-lag] if diff else d).ravel())
         c = np.cov(np.vstack(cols))
         plain = c[0, 1] / math.sqrt(c[0, 0] * c[1, 1])
         r = np.corrcoef(np.vstack(cols))
@@ -44,8 +44,8 @@ def test_closed_forms_match_a_long_simulation(kind, b, white, checkpoints, model
     s = pe.Setting(50, checkpoints, white, models, steps=200_000.0)
     dev = pe.deviations(f"{kind}_b{b}", s, np.random.default_rng(7), 1)
     expected = list(pe.implied(kind, b, s).values())  # level, level_l2, comove, comove_l2
-    assert np.allclose(_pooled_correlations(dev), expected, atol=tol), (
-        _pooled_correlations(dev),
+    assert np.allclose(_pooled_correlations(max(1, s.lag()), dev), expected, atol=tol), (
+        _pooled_correlations(max(1, s.lag()), dev),
         expected,
     )
 
@@ -66,20 +66,21 @@ def test_closed_forms_hold_with_each_variables_own_noise(kind, b):
     assert (s.phi("x"), s.w("x"), s.w("l")) == (pytest.approx(0.97), 0.2, 0.0)
     dev = pe.deviations(f"{kind}_b{b}", s, np.random.default_rng(11), 1)
     expected = list(pe.implied(kind, b, s).values())
-    assert np.allclose(_pooled_correlations(dev), expected, atol=0.02)
+    assert np.allclose(_pooled_correlations(max(1, s.lag()), dev), expected, atol=0.02)
     lev, _ = pe.covariances("level", 0.0, s)  # no coupling: x, y uncorrelated; y–l √(a_y·a_l)·c
     assert lev[0, 1] == 0 and lev[1, 2] == pytest.approx(math.sqrt(0.95) * -0.4)
     assert pe.row_name("no_coupling", s) != pe.row_name("no_coupling", pe.Setting(50, 2001, 0.0, 4))
 
 
 def test_white_noise_and_persistence_shrink_beta_co_not_beta():
-    """Level coupling: β = (1 − w)·β_P at any spacing; β_co = (1 − w)·β_P·q_y/√(D_xx·D_yy)."""
+    """Level coupling: β = (1 − w)·β_P at any spacing; β_co = (1 − w)·β_P·q_y/√(D_xx·D_yy) with q
+    over the horizon H = 100 steps: the same at 51, 101 and 201 checkpoints."""
     bp = 0.2
     for white in (0.0, 0.1, 0.3):
         for checkpoints in (51, 101, 201):
             s = pe.Setting(checkpoints=checkpoints, white=white)
             got = pe.implied("level", bp, s)
-            qx, qy = 1 - 0.96 ** (s.spacing / 100), 1 - 0.94 ** (s.spacing / 100)
+            qx, qy = 1 - 0.96, 1 - 0.94  # one move: H = 100 steps, whatever the spacing
             a = 1 - white
             dxx = a * (bp**2 * qy + (1 - bp**2) * qx) + white
             assert got["seed_contrast"] == pytest.approx(a * bp)
@@ -89,7 +90,8 @@ def test_white_noise_and_persistence_shrink_beta_co_not_beta():
     dense, sparse = (
         pe.implied("level", bp, pe.Setting(checkpoints=n, white=0.1)) for n in (201, 51)
     )
-    assert dense["seed_comove"] < sparse["seed_comove"] < sparse["seed_contrast"]
+    assert dense["seed_comove"] == pytest.approx(sparse["seed_comove"])
+    assert sparse["seed_comove"] < sparse["seed_contrast"]
 
 
 def test_the_spacing_sets_phi_and_the_white_share_stays():
@@ -133,7 +135,9 @@ def test_a_shared_offset_moves_the_level_views_only():
     for i in range(6):
         base = pe.study_p(sim["x"][i], sim["y"][i], sim["l"][i], perms)
         moved = pe.study_p(sim["x"][i] + off[i], sim["y"][i] + off[i], sim["l"][i], perms)
-        assert np.array_equal(base[2:4], moved[2:4]) and np.array_equal(base[7:], moved[7:])
+        # the warp regressors see the offsets' mean only through rounding: equal to 1e-12
+        assert np.allclose(base[2:4], moved[2:4], rtol=0, atol=1e-12)
+        assert np.array_equal(base[7:], moved[7:])
         assert np.array_equal(moved[:2], [1 / 24**3] * 2)  # the offsets own the level views
         assert moved[4] * 24**3 in (1, 2)  # … the joint p: that arrangement, or a co-movement top
         assert np.array_equal(moved[5:7], [1.0, 1.0])  # … and every model's sign there
@@ -182,30 +186,38 @@ def test_a_feature_linear_in_the_norm_leaves_the_partial_comovement_nothing():
 
 def test_a_seed_that_trains_faster_leaves_its_comovement_as_it_was():
     """Each trend read at t·(1 + ε_s), ε_s ~ N(0, 0.02²), 8 seeds, on the same persistent noise
-    (w = 0): the seed deviates by ε_s·t·f′(t), a smooth curve the projection removes. Without it
-    the co-movement moved by 8 % (x) and 7 % (y) of its norm."""
+    (w = 0): the seed deviates by ε_s·t·f′(t), which the warp regressors of the mean curves
+    remove. Without them the co-movement moved by 8 % (x) and 7 % (y) of its norm."""
     s = pe.Setting(8, 51, 0.0, models=1)
     dev = pe.deviations("level_b0", s, np.random.default_rng(0), 1)
     eps = np.random.default_rng(1).normal(0, pe.WARP_SD, (8, 1))
-    plain, warped = pe._trends(s.t()), pe._trends(s.t() * (1 + eps))
+    t = s.t()
+    plain, warped = pe._trends(t), pe._trends(t * (1 + eps))
+    noisy = {
+        w: [c + pe.NOISE * dev[v][0, 0] for c, v in zip(w_, "xyl", strict=True)]
+        for w, w_ in (("plain", plain), ("warped", warped))
+    }
+    warp = warp_regressors(noisy["warped"], t, 1)
     for i, v in enumerate("xyl"):
-        noise = pe.NOISE * dev[v][0, 0]
-        a, b = comovement(plain[i] + noise), comovement(warped[i] + noise)
+        a = comovement(noisy["plain"][i], 1, warp=warp)
+        b = comovement(noisy["warped"][i], 1, warp=warp)
         assert np.linalg.norm(b - a) < 0.01 * np.linalg.norm(a), v
 
 
-def test_the_warp_projection_commutes_with_permuting_seeds_and_ignores_smooth_curves():
-    """comovement(π·X) = π·comovement(X) for every π of 4 seeds; a per-seed multiple of a smooth
-    curve (degree ≤ 5 in log(1 + j): the warp's span) added to X changes nothing."""
+def test_the_warp_projection_commutes_with_permuting_seeds_and_removes_its_own_span():
+    """comovement(π·X) = π·comovement(X) for every π of 4 seeds; a per-seed multiple of any
+    regressor in ``warp`` added to X changes nothing, one outside it does."""
     rng = np.random.default_rng(2)
     x = rng.normal(size=(4, 51)).cumsum(axis=1)
-    base = comovement(x)
+    t = np.arange(51) * 100.0
+    warp = warp_regressors([x, rng.normal(size=(4, 51)).cumsum(axis=1)], t, 1)
+    base = comovement(x, 1, warp=warp)
     for perm in pe.seed_permutations(4):
-        assert np.allclose(comovement(x[perm]), base[perm], atol=1e-12)
-    u = np.log1p(np.arange(51))
-    curve = 0.3 * u - 0.05 * u**3 + 0.004 * u**5
-    assert np.allclose(comovement(x + 50 * rng.normal(size=(4, 1)) * curve), base, atol=1e-8)
-    assert not np.allclose(comovement(x + 50 * rng.normal(size=(4, 1)) * np.sqrt(u)), base)
+        assert np.allclose(comovement(x[perm], 1, warp=warp), base[perm], atol=1e-12)
+    shift = 50 * rng.normal(size=(4, 1)) * warp[:, 2][None, :]
+    assert np.allclose(comovement(x + shift, 1, warp=warp), base, atol=1e-8)
+    other = 50 * rng.normal(size=(4, 1)) * np.sqrt(t)[None, :]
+    assert not np.allclose(comovement(x + other, 1, warp=warp), base)
 
 
 def test_the_null_table_is_written_as_csv_with_a_row_per_view_and_the_same_in_processes(tmp_path):
@@ -215,7 +227,8 @@ def test_the_null_table_is_written_as_csv_with_a_row_per_view_and_the_same_in_pr
     assert len(table) == 2 * len(pe.NULLS) * 3 * 7  # w × nulls × seeds × (4 views, 2 pairs, joint)
     assert set(table["scenario"]) == set(pe.NULLS) and (table["draws"] == 2).all()
     sim = pe.simulate("norm_only", pe.Setting(3, 11, models=2), np.random.default_rng(4), 5)
-    assert np.array_equal(pe.view_pvalues(sim, 1), pe.view_pvalues(sim, 2))
+    # 500 steps apart: no 100-step move, the co-movement views NaN in both
+    assert np.array_equal(pe.view_pvalues(sim, 1), pe.view_pvalues(sim, 2), equal_nan=True)
 
 
 @pytest.mark.slow

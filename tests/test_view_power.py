@@ -39,10 +39,10 @@ def test_each_coupling_is_planted_at_its_delta_in_its_binding_view():
 def test_the_rows_rates_and_joint_bound_match_the_views_p_values():
     """One cell recomputed by hand from the same generator: each view's rate, each pair's (the
     larger p of two) and the joint bound (2·min of the pairs)."""
-    s, draws = pe.Setting(models=2), 30
+    s, draws = pe.Setting(models=2, steps=2000.0), 30  # 21 checkpoints 100 steps apart: H
     cell = vp.cells(s, 0.1, 0.1)[1]
     rows = vp.claim_rows("h0_total", s, 3, 21, cell, draws, 1)
-    at = pe.Setting(3, 21, s.white, 2)
+    at = pe.Setting(3, 21, s.white, 2, steps=2000.0)
     scenario = f"innovation_b{cell[2]:.6g}"
     sim = pe.simulate(scenario, at, pe.row_rng(pe.row_name(scenario, at)), draws)
     out = pe.view_pvalues(sim, signs=True)
@@ -88,7 +88,7 @@ def test_a_studys_sign_flags_are_the_reports_sign_and_reversal_rule():
 
     flags = set()
     for k in (3, 5):
-        s = pe.Setting(k, 21, 0.1, models=3)
+        s = pe.Setting(k, 21, 0.1, models=3, steps=2000.0)
         sim = pe.simulate("level_b0.6", s, np.random.default_rng(5), 4)
         perms = seed_permutations(k)
         for i in range(4):

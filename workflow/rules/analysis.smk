@@ -295,6 +295,7 @@ rule replication:
         phase_threshold=config["analysis"]["phase_threshold"],
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
+        horizon=config["analysis"]["horizon"],
         bottom_line_question=config["analysis"]["bottom_line_question"],
     script:
         "../scripts/job.py"
@@ -324,6 +325,7 @@ rule power:
         simulations=config["analysis"]["calibration"]["simulations"],
         power_draws=config["analysis"]["calibration"]["power_draws"],
         sesoi_co=config["analysis"]["sesoi_co"],
+        horizon=config["analysis"]["horizon"],
         seed=config["analysis"]["bootstrap_seed"],
         cache=f"{RESULTS}/cache/power.json",  # keyed by design: simulated once per design
     script:

@@ -62,6 +62,7 @@ rule answer_figures:
         claims=list(PRIMARY_CLAIMS),
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
+        horizon=config["analysis"]["horizon"],
     script:
         "../scripts/job.py"
 

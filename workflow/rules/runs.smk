@@ -236,6 +236,7 @@ rule run_group:
         primary=lambda wc: config["groups"].get(wc.group, {}).get("primary", []),
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
+        horizon=config["analysis"]["horizon"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
         "../scripts/job.py"

@@ -153,10 +153,20 @@ def rule_adapter(rule: str):
     raise LookupError(f"rule {rule}: no {rule}_rule in any topotrain.jobs module")
 
 
+def set_horizon(horizon) -> None:
+    """The co-movement's horizon H (``analysis.horizon``) for this job's process
+    (``seed_contrast.set_horizon``); None leaves the default."""
+    if horizon is not None:
+        from topotrain.analysis.inference.seed_contrast import set_horizon as _set
+
+        _set(horizon)
+
+
 def run_rule(sm) -> None:
     """Run rule ``sm.rule``'s job from its snakemake object: the log set up first (everything to
     ``sm.log[0]``), then its adapter (``rule_adapter``)."""
     from topotrain.logs import setup_logging
 
     setup_logging(sm.log[0])
+    set_horizon(((getattr(sm, "config", None) or {}).get("analysis") or {}).get("horizon"))
     rule_adapter(sm.rule)(sm)

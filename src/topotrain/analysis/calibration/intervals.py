@@ -34,7 +34,7 @@ from topotrain.analysis.calibration.pass_rule import (
 )
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import SESOI_CO, VIEWS, claim_views
-from topotrain.analysis.inference.seed_contrast import SCALE
+from topotrain.analysis.inference.seed_contrast import SCALE, STEPS
 from topotrain.analysis.inference.stats import ALPHA
 
 CONDITIONS = VIEWS["comove"][1]  # co_clock: seed_comove; co_scale: partial on the norm
@@ -45,7 +45,7 @@ COLUMNS = ["effect", "ci_low", "ci_high"]
 def truth(scenario: str, s: pe.Setting) -> dict[str, float]:
     """co_clock / co_scale → the β_co the process fixes under ``scenario`` (absent: not fixed)."""
     kind, b = pe.coupling(scenario)
-    if kind in ("no_coupling", "offset_confound", "progress_warp"):
+    if kind in ("no_coupling", "offset_confound", "progress_warp", "kink_warp"):
         return {"co_clock": 0.0, "co_scale": 0.0}
     if kind == "norm_only":
         return {"co_scale": 0.0}
@@ -55,10 +55,13 @@ def truth(scenario: str, s: pe.Setting) -> dict[str, float]:
     raise ValueError(f"scenario {scenario!r}: no known β_co (offset coupling has none to find)")
 
 
-def study_intervals(x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray) -> list:
+def study_intervals(
+    x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray, steps=None
+) -> list:
     """One study's [effect, low, high] per condition (CONDITIONS order), arrays (models, seeds,
-    checkpoints)."""
-    mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, norm, strict=True)]
+    checkpoints); ``steps``: each checkpoint's step (the co-movement's horizon H spans them)."""
+    at = {} if steps is None else {STEPS: np.asarray(steps, float)}
+    mats = [{"x": a, "y": b, SCALE: c} | at for a, b, c in zip(x, y, norm, strict=True)]
     res = claim_views(mats, [perms] * len(mats), [1.0] * len(mats), "x", "y", views=CONDITIONS)
     return [
         [res[f"effect_{c}"], res[f"effect_{c}_ci_low"], res[f"effect_{c}_ci_high"]]
@@ -67,8 +70,8 @@ def study_intervals(x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.nd
 
 
 def _chunk(task: tuple) -> np.ndarray:
-    x, y, norm, perms, _ = task
-    return np.array([study_intervals(x[i], y[i], norm[i], perms) for i in range(len(x))])
+    x, y, norm, perms, _, steps = task
+    return np.array([study_intervals(x[i], y[i], norm[i], perms, steps) for i in range(len(x))])
 
 
 def intervals(sim: dict[str, np.ndarray], threads: int = 1) -> np.ndarray:

@@ -16,19 +16,23 @@ feature by coupling:
   o_y (sd OFFSET_SD each).
 
 Implied effects (``implied``), the correlations the seed views estimate, from the covariances of
-the levels L and of the first differences D (per unit, q_v = 1 − φ_v at the spacing): under the
+the levels L and of the H-step moves D (per unit, q_v = 1 − φ_v over the horizon H, the
+co-movement's moves; ``Setting.phi_move``): under the
 level coupling L_xy = a·β, L_yl = a·c, L_xl = a·β·c, unit variances, and D_yy = a·q_y + w,
 D_xx = a·(β²·q_y + (1 − β²)·q_x) + w, D_ll = a·(c²·q_y + (1 − c²)·q_l) + w, D_xy = a·β·q_y,
 D_yl = a·c·q_y, D_xl = a·β·c·q_y. The level β = a·β (plain) and the co-movement
 β_co = a·β·q_y / √(D_xx·D_yy) (plain); partial on the norm, (C_xy − C_xl·C_yl/C_ll) /
 √((C_xx − C_xl²/C_ll)(C_yy − C_yl²/C_ll)) of L or D. White noise enters D at full weight and L at
-w only, so it shrinks β_co far more than β; a denser series (smaller q) shrinks it further.
+w only, so it shrinks β_co far more than β. The moves span H whatever the spacing, so a denser
+series keeps q, and β_co with it (where H is a whole number of spacings).
 
 Scenarios (``simulate``): the nulls ``no_coupling`` (β = 0), ``offset_confound`` (one per-seed
 offset shared by x and y), ``progress_warp`` (every trend read at t·(1 + ε_s), ε_s ~ N(0,
 WARP_SD²): a seed that trains faster moves all three) and ``norm_only`` (x = NORM_GAIN × the
-norm's deviation as measured + its own), each with independent per-seed offsets and drifts in
-every variable; and the signals ``level_b<β>``, ``innovation_b<b>`` and ``offset_b<ρ>``. Each
+norm's deviation as measured + its own) and ``kink_warp`` (progress_warp on trends read through
+a warm-up kink, ``kinked``, at the smaller noise KINK_NOISE: the review's case of a rough trend),
+each with independent per-seed offsets and drifts in every variable; and the signals
+``level_b<β>``, ``innovation_b<b>`` and ``offset_b<ρ>``. Each
 study's p per view is the primary family's: ``contrast_cell`` + ``pooled_row(…, "greater")`` over
 N_MODELS models; a pair's (level, co-movement) is the larger of its plain and partial p. Every
 row draws from its own generator (``row_rng``: CRC-32 of the row's name).
@@ -53,10 +57,15 @@ from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import effect_signs, joint_p
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
+    HORIZON_STEPS,
     SCALE,
     contrast_cell,
+    horizon_lag,
     pooled_row,
     seed_permutations,
+)
+from topotrain.analysis.inference.seed_contrast import (
+    STEPS as STEP_KEY,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell
 from topotrain.analysis.inference.signs import reversal_ps, ruled_out
@@ -69,7 +78,9 @@ WARP_SD = 0.02  # progress_warp: sd of a seed's relative speed ε_s
 OFFSET_SD = DRIFT_SD = 1.0  # per-seed offset; drift's total over STEPS (units of the deviation sd)
 # norm_only: x = g·(the norm's deviation) + √(1 − g²)·own; g·c > 0, so x tracks y through l
 NORM_GAIN = -0.7
-NULLS = ("no_coupling", "offset_confound", "progress_warp", "norm_only")
+KINK, KINK_SLOPE = 200.0, 0.25  # kink_warp: progress runs at KINK_SLOPE until the warm-up's end
+KINK_NOISE = 0.01  # kink_warp: the deviations' sd (NOISE elsewhere): a small noise, a large warp
+NULLS = ("no_coupling", "offset_confound", "progress_warp", "norm_only", "kink_warp")
 VIEWS = tuple(CONTRAST_VIEWS)  # seed_contrast, seed_contrast_l2, seed_comove, seed_comove_l2
 PAIRS = {"level": VIEWS[:2], "comove": VIEWS[2:]}  # a claim's p: the larger of plain and partial
 JOINT = "joint"  # the claim's p: the exact joint min-p over both pairs (primary.joint_p)
@@ -108,6 +119,14 @@ class Setting:
     def t(self) -> np.ndarray:
         return np.arange(self.checkpoints) * self.spacing
 
+    def lag(self) -> int:
+        """Checkpoints per co-movement horizon H (``seed_contrast.horizon_lag``)."""
+        return horizon_lag(self.t(), HORIZON_STEPS)
+
+    def phi_move(self, v: str) -> float:
+        """φ_v over one co-movement move (``lag`` checkpoints: the horizon H)."""
+        return self.phi(v) ** max(1, self.lag())
+
 
 def coupling(scenario: str) -> tuple[str, float]:
     """(kind, strength) of a scenario: level/innovation/offset at b, or a null's own kind."""
@@ -122,8 +141,8 @@ def covariances(kind: str, b: float, s: Setting) -> tuple[np.ndarray, np.ndarray
     per unit deviation variance, under coupling ``kind`` at strength b (module docstring): the
     persistent parts' covariances P, scaled by √(a_i·a_j) (a_v = 1 − w_v), plus w_v on D's and
     L's diagonal."""
-    c = s.norm_loss
-    (qx, qy, ql), var_eta = (1 - s.phi(v) for v in "xyl"), 1 - s.phi("y") ** 2
+    c = s.norm_loss  # q over a move (H steps); η is the innovation of one checkpoint
+    (qx, qy, ql), var_eta = (1 - s.phi_move(v) for v in "xyl"), 1 - s.phi("y") ** 2
     beta = b if kind == "level" else 0.0
     lev = np.array([[1, beta, beta * c], [beta, 1, c], [beta * c, c, 1]])
     dif = np.array(
@@ -208,16 +227,27 @@ def deviations(scenario: str, s: Setting, rng, n_sim: int) -> dict[str, np.ndarr
         o_x = b * o_y + math.sqrt(1 - b * b) * rng.normal(0, OFFSET_SD, shape[:-1])
         x, y = x + o_x[..., None], y + o_y[..., None]
     out = {"x": x, "y": y, "l": norm, "eps": np.zeros(shape[:-1])}
-    if kind == "progress_warp":
+    if kind in ("progress_warp", "kink_warp"):
         out["eps"] = rng.normal(0, WARP_SD, shape[:-1])
     return out
 
 
+def kinked(t: np.ndarray) -> np.ndarray:
+    """The progress a warm-up gives: KINK_SLOPE·t until KINK steps, then 1 a step (a kink in
+    every trend read at it; the review's case of a rough curve)."""
+    return np.where(t < KINK, KINK_SLOPE * t, KINK_SLOPE * KINK + (t - KINK))
+
+
 def simulate(scenario: str, s: Setting, rng, n_sim: int) -> dict[str, np.ndarray]:
-    """x, y, l values (n_sim, models, seeds, checkpoints): trend(t·(1 + ε_s)) + NOISE·deviation."""
+    """x, y, l values (n_sim, models, seeds, checkpoints): trend(t·(1 + ε_s)) + NOISE·deviation;
+    kink_warp: trend(kinked(t·(1 + ε_s))) + KINK_NOISE·deviation."""
     dev = deviations(scenario, s, rng, n_sim)
-    fx, fy, fl = _trends(s.t() * (1 + dev["eps"][..., None]))
-    return {"x": fx + NOISE * dev["x"], "y": fy + NOISE * dev["y"], "l": fl + NOISE * dev["l"]}
+    t = s.t() * (1 + dev["eps"][..., None])
+    kink = coupling(scenario)[0] == "kink_warp"
+    fx, fy, fl = _trends(kinked(t) if kink else t)
+    sd = KINK_NOISE if kink else NOISE
+    values = {"x": fx + sd * dev["x"], "y": fy + sd * dev["y"], "l": fl + sd * dev["l"]}
+    return values | {"t": s.t()}
 
 
 def row_rng(name: str, seed: int = 0) -> np.random.Generator:
@@ -235,15 +265,22 @@ def row_name(scenario: str, s: Setting) -> str:
 
 
 def study_p(
-    x: np.ndarray, y: np.ndarray, norm: np.ndarray, perms: np.ndarray, signs: bool = True
+    x: np.ndarray,
+    y: np.ndarray,
+    norm: np.ndarray,
+    perms: np.ndarray,
+    signs: bool = True,
+    steps: np.ndarray | None = None,
 ) -> np.ndarray:
     """One study's one-sided (+) pooled p per view (VIEWS order), arrays (models, seeds, n); then
     the claim's joint p over the two pairs (``primary.joint_p``: the exact Westfall–Young min-p
     the report computes over ``primary_views`` [level, comove]); with ``signs``, then per view 1
     where every model's effect has the + sign (``primary.effect_signs``) and its own exact test
     rules out a reversal by the view's Δ (DELTA, DELTA_CO; ``signs.reversal_ps``), else 0: the
-    per-model half of "reproduced"."""
-    mats = [{"x": a, "y": b, SCALE: c} for a, b, c in zip(x, y, norm, strict=True)]
+    per-model half of "reproduced". ``steps``: each checkpoint's step (the co-movement's moves
+    span the horizon H there; without them a move is one checkpoint)."""
+    at = {} if steps is None else {STEP_KEY: np.asarray(steps, float)}
+    mats = [{"x": a, "y": b, SCALE: c} | at for a, b, c in zip(x, y, norm, strict=True)]
     ps, held, nulls = [], [], {}
     for view in VIEWS:
         nulls[view] = [contrast_cell(m, "x", "y", view, perms)[1] for m in mats]
@@ -259,16 +296,18 @@ def study_p(
 
 
 def _chunk_p(task: tuple) -> np.ndarray:
-    x, y, norm, perms, signs = task
-    return np.array([study_p(x[i], y[i], norm[i], perms, signs) for i in range(len(x))])
+    x, y, norm, perms, signs, steps = task
+    return np.array([study_p(x[i], y[i], norm[i], perms, signs, steps) for i in range(len(x))])
 
 
 def study_tasks(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> list[tuple]:
-    """The studies of ``sim`` cut into chunks of (x, y, norm, perms, signs), 4 per process."""
+    """The studies of ``sim`` cut into chunks of (x, y, norm, perms, signs, steps), 4 per
+    process (steps: ``sim["t"]``, None where the simulation has none)."""
     n = len(sim["x"])
     perms = seed_permutations(sim["x"].shape[2])
     cuts = np.array_split(np.arange(n), max(1, min(n, 4 * threads)))
-    return [(sim["x"][i], sim["y"][i], sim["l"][i], perms, signs) for i in cuts if i.size]
+    t = sim.get("t")
+    return [(sim["x"][i], sim["y"][i], sim["l"][i], perms, signs, t) for i in cuts if i.size]
 
 
 def view_pvalues(sim: dict[str, np.ndarray], threads: int = 1, signs: bool = False) -> np.ndarray:

@@ -35,7 +35,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from topotrain.config import ALPHA
+from topotrain.config import ALPHA, DEFAULTS
 
 RESIDUAL_TOL = 1e-12  # rank residuals with Σe² below this fraction of Σ(r − r̄)² are exactly zero
 EXACT_SEEDS = 8  # all k! permutations up to this many seeds (40 320)
@@ -55,6 +55,22 @@ P_METHOD_FL = "permutation of seed labels, the feature re-regressed on {cond} ea
 PARTIAL = "seed_contrast_partial"  # a partial contrast on a conditioning column the caller names
 PARTIAL_CO = "seed_comove_partial"  # the co-movement view's partial on a column the caller names
 COMOVE = frozenset({"seed_comove", "seed_comove_l2", PARTIAL_CO})  # views on co-movement
+STEPS, HORIZON = "__steps__", "__horizon__"  # model_matrices' keys: the steps, the horizon H
+HORIZON_STEPS = DEFAULTS["analysis"]["horizon"]  # H: co-movement is the moves over H steps
+_horizon = [float(HORIZON_STEPS)]  # the process's H (``set_horizon``: a job's analysis.horizon)
+
+
+def set_horizon(horizon: float) -> None:
+    """The horizon H (steps) that ``model_matrices`` gives every cell of this process from now
+    on: a job sets its config's ``analysis.horizon`` once, before any contrast."""
+    if not np.isfinite(horizon) or horizon <= 0:
+        raise ValueError(f"analysis.horizon must be a positive number of steps, got {horizon!r}")
+    _horizon[0] = float(horizon)
+
+
+def current_horizon() -> float:
+    """The horizon H (steps) ``model_matrices`` uses when it is not given one."""
+    return _horizon[0]
 
 
 def deviations(values: np.ndarray) -> np.ndarray:
@@ -66,27 +82,131 @@ def deviations(values: np.ndarray) -> np.ndarray:
     return np.where(np.abs(d) <= tol, 0.0, d)
 
 
-def comovement(values: np.ndarray, warp: int = 5, window: int = 10) -> np.ndarray:
-    """(k, n − 1) co-movement of k seeds at n shared checkpoints: seed deviations (``deviations``)
-    differenced along the steps, e_{s,t} = d_{s,t} − d_{s,t−1} (0 within 1e-12 of the two steps'
-    largest |value|), less each row's least-squares fit on the differenced Legendre polynomials of
-    degree 1…``warp`` (≤ (n − 1)/4) in log(1 + j), j the checkpoint's index (a seed ε faster
-    deviates by ε·t·f′(t), a smooth curve), over the RMS of e on all seeds and the ±``window``
-    steps around. Both the same for every seed: the test stays exact, the partial view linear."""
+def horizon_lag(steps: np.ndarray | None, horizon: float | None) -> int:
+    """Checkpoints per horizon H (steps): round(H / spacing), the spacing the median step between
+    checkpoints; 1 without steps or H (the next checkpoint's move); 0 where H is shorter than
+    the spacing (no H-step move exists: the view is undefined there)."""
+    if steps is None or horizon is None or len(steps) < 2:
+        return 1
+    spacing = float(np.median(np.diff(np.asarray(steps, float))))
+    if spacing <= 0:
+        raise ValueError(f"checkpoint steps must increase, got a median spacing of {spacing:g}")
+    ratio = float(horizon) / spacing
+    return 0 if ratio < 1 - 1e-9 else int(round(ratio))
+
+
+def _sided_slopes(f: np.ndarray, t: np.ndarray, lag: int) -> tuple[np.ndarray, np.ndarray]:
+    """f's slope to the checkpoint ``lag`` later and from the one ``lag`` earlier, at every
+    checkpoint (the nearest one defined past the ends)."""
+    n = f.size
+    ahead = np.empty(n)
+    ahead[: n - lag] = (f[lag:] - f[:-lag]) / (t[lag:] - t[:-lag])
+    ahead[n - lag :] = ahead[n - lag - 1]
+    behind = np.empty(n)
+    behind[lag:], behind[:lag] = ahead[: n - lag], ahead[0]
+    return ahead, behind
+
+
+def smooth_warp(t: np.ndarray, horizon: float, degree: int = 5) -> np.ndarray:
+    """(n, degree) Legendre polynomials of degree 1…``degree`` in log(1 + t/H) over the run: the
+    span of a seed's ε·t·f′(t) where f is smooth in log-steps (a fixed basis: no noise in it)."""
+    u = np.log1p(np.maximum(t, 0.0) / horizon)
+    if t.size < 2 or u[-1] <= 0:
+        return np.zeros((t.size, 0))
+    return np.polynomial.legendre.legvander(2 * u / u[-1] - 1, degree)[:, 1:]
+
+
+def warp_regressors(
+    curves: list[np.ndarray], t: np.ndarray, lag: int = 1, horizon: float | None = None
+) -> np.ndarray:
+    """(n, r) speed-warp regressors, most telling first: the smooth basis (``smooth_warp`` in
+    log(1 + t/H), H = ``horizon``, default lag × the median spacing), then from each (k, n)
+    variable of ``curves``, with f̄ its across-seed mean: t·f̄′ with f̄′ the slope to the
+    checkpoint a horizon (``lag`` checkpoints) later and t·f̄′ with the slope from the one a
+    horizon earlier, then t²·f̄″ and t·f̄″ (f̄″ the second difference over ±a horizon); each of unit
+    norm, the flat ones left out. A seed that trains ε faster deviates by ε·t·f′(t) +
+    ε²·t²·f″(t)/2 + … in every variable, f′ the slope on the side its faster clock lies: a smooth
+    f lies in the smooth basis (the mean curve's slope is noisy: alone it removed a smooth warp
+    from 7.5 % of the co-movement's norm to 6 %, the basis to < 1 %); at a kink (a warm-up's end)
+    the two sides differ and the one-sided slopes span it (a slope over h steps is f′ +
+    (h/2)·f″, which the last regressor absorbs). Built from the across-seed mean and the steps:
+    the same for every arrangement of the seeds."""
+    n, lag = t.size, max(1, int(lag))
+    if n < 2 * lag + 1:
+        return np.zeros((n, 0))
+    horizon = horizon or lag * float(np.median(np.diff(t)))
+    first, second_order = [], []
+    for v in curves:
+        f = v.mean(axis=0)
+        ahead, behind = _sided_slopes(f, t, lag)
+        second = np.empty(n)
+        half = (t[2 * lag :] - t[: n - 2 * lag]) / 2
+        second[lag : n - lag] = (f[2 * lag :] - 2 * f[lag : n - lag] + f[: n - 2 * lag]) / half**2
+        second[:lag], second[n - lag :] = second[lag], second[n - lag - 1]
+        first += [t * ahead, t * behind]
+        second_order += [t * t * second, t * second]
+    regs = [*smooth_warp(t, horizon).T, *first, *second_order]
+    regs = [r / m for r in regs if (m := float(np.linalg.norm(r))) > 0 and np.isfinite(m)]
+    return np.column_stack(regs) if regs else np.zeros((n, 0))
+
+
+def _move_basis(regressors: np.ndarray, lag: int) -> np.ndarray:
+    """(n − lag, q) orthonormal basis of the regressors' ``lag``-checkpoint moves, at most
+    (n − lag) // 4 of them (the first first), directions below 1e-9 of the largest singular
+    value dropped."""
+    moves = regressors[lag:] - regressors[:-lag]
+    moves = moves[:, : moves.shape[0] // 4]
+    if not moves.shape[1]:
+        return moves
+    u, sv, _ = np.linalg.svd(moves, full_matrices=False)
+    return u[:, sv > 1e-9 * sv[0]] if sv[0] > 0 else u[:, :0]
+
+
+def comovement(
+    values: np.ndarray, lag: int = 1, window: int = 10, warp: np.ndarray | None = None
+) -> np.ndarray:
+    """(k, n − lag) co-movement of k seeds at n shared checkpoints: the overlapping
+    ``lag``-checkpoint moves of the seed deviations (``deviations``; lag: the horizon H in
+    checkpoints, ``horizon_lag``), e_{s,t} = d_{s,t+lag} − d_{s,t} (0 within 1e-12 of the two
+    steps' largest |value|), less each row's least-squares fit on the same moves of ``warp``
+    (``warp_regressors``: the seeds' speed warps; none by default), each over the RMS of e on
+    all seeds and the ±``window``·lag moves around (±window horizons: the same span of steps at
+    every spacing). Both maps are the same for every seed: the test stays exact, the partial
+    view linear; a per-seed offset leaves nothing."""
+    k, n = values.shape
+    if lag < 1 or n <= lag:  # no move spans the horizon
+        return np.zeros((k, 0))
     d = deviations(values)
-    e = d[:, 1:] - d[:, :-1]
+    e = d[:, lag:] - d[:, :-lag]
     top = np.abs(values).max(axis=0)
-    e = np.where(np.abs(e) <= 1e-12 * np.maximum(top[1:], top[:-1]), 0.0, e)  # rounding: none
-    if (m := e.shape[1]) >= 4:
-        u = np.log1p(np.arange(m + 1))
-        basis = np.polynomial.legendre.legvander(2 * u / u[-1] - 1, min(warp, m // 4))
-        q = np.linalg.qr(np.diff(basis, axis=0)[:, 1:])[0]
+    e = np.where(np.abs(e) <= 1e-12 * np.maximum(top[lag:], top[:-lag]), 0.0, e)  # rounding
+    if warp is not None and warp.shape[1]:
+        q = _move_basis(warp, lag)
+        before = (e * e).sum(axis=1, keepdims=True)
         e = e - e @ q @ q.T
+        e = np.where((e * e).sum(axis=1, keepdims=True) <= 1e-20 * before, 0.0, e)  # all warp
+    m, span = e.shape[1], window * lag
     ms = np.r_[0.0, np.cumsum((e * e).mean(axis=0))]
-    lo, hi = (np.clip(np.arange(m) + s, 0, m) for s in (-window, window + 1))
+    lo, hi = (np.clip(np.arange(m) + s, 0, m) for s in (-span, span + 1))
     rms = np.sqrt(np.clip(ms[hi] - ms[lo], 0.0, None) / (hi - lo))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(rms > 0, e / rms, 0.0)
+
+
+def horizon_note(mats: dict[str, np.ndarray]) -> str:
+    """Why a cell of ``model_matrices`` has no H-step move: H shorter than the spacing, or
+    longer than the run; '' where it has them or carries no steps."""
+    steps = mats.get(STEPS)
+    if steps is None or len(steps) < 2:
+        return ""
+    h = float(mats.get(HORIZON, current_horizon()))
+    lag = horizon_lag(steps, h)
+    spacing = float(np.median(np.diff(steps)))
+    if lag == 0:
+        return f"no {h:g}-step move: checkpoints are {spacing:g} steps apart (analysis.horizon)"
+    if lag >= len(steps) - 1:
+        return f"fewer than 2 moves of {h:g} steps over {len(steps)} checkpoints (analysis.horizon)"
+    return ""
 
 
 def lag1(d: np.ndarray) -> float:
@@ -217,9 +337,13 @@ def mc_draws(sizes: list[int], seed: int = 0) -> list[np.ndarray]:
     return [rng.integers(0, n, MC_DRAWS) for n in sizes]
 
 
-def model_matrices(rows: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
+def model_matrices(
+    rows: pd.DataFrame, columns: list[str], horizon: float | None = None
+) -> dict[str, np.ndarray]:
     """column → (k, n) values of one model's rows (seeds in sorted order, steps ascending), NaN
-    where a (seed, step) has no value; ``cell_deviations`` keeps each cell's shared checkpoints."""
+    where a (seed, step) has no value; ``cell_deviations`` keeps each cell's shared checkpoints.
+    Beside them ``STEPS`` (the n steps) and ``HORIZON`` (the co-movement's H in steps; default
+    the process's ``current_horizon``: ``analysis.horizon``)."""
     seeds, steps = np.sort(rows["seed"].unique()), np.sort(rows["step"].unique())
     si, ti = np.searchsorted(seeds, rows["seed"]), np.searchsorted(steps, rows["step"])
     mats = {}
@@ -227,6 +351,8 @@ def model_matrices(rows: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarr
         m = np.full((seeds.size, steps.size), np.nan)
         m[si, ti] = rows[c].to_numpy(float)
         mats[c] = m
+    mats[STEPS] = steps.astype(float)
+    mats[HORIZON] = np.asarray(current_horizon() if horizon is None else horizon, float)
     return mats
 
 
@@ -235,10 +361,20 @@ def cell_deviations(
 ) -> dict[str, np.ndarray]:
     """column → (k, n) seed deviations of ``columns`` over the n checkpoints where every seed has
     all of them (one missing column elsewhere in ``mats`` leaves this cell alone); with
-    ``comove`` their ``comovement`` over those checkpoints instead, (k, n − 1)."""
+    ``comove`` their ``comovement`` over those checkpoints instead, (k, n − lag): at the
+    horizon ``mats[HORIZON]`` (steps; default ``analysis.horizon``) over ``mats[STEPS]`` (each
+    checkpoint's step; without them, a move is one checkpoint), less the speed warps of every
+    column and of the scale (``warp_regressors``)."""
     ok = np.logical_and.reduce([np.isfinite(mats[c]).all(axis=0) for c in columns])
-    transform = comovement if comove else deviations
-    return {c: transform(mats[c][:, ok]) for c in columns}
+    if not comove:
+        return {c: deviations(mats[c][:, ok]) for c in columns}
+    steps = mats.get(STEPS)
+    t = np.arange(ok.size, dtype=float)[ok] if steps is None else np.asarray(steps, float)[ok]
+    lag = horizon_lag(None if steps is None else t, mats.get(HORIZON, current_horizon()))
+    warped = list(dict.fromkeys([*columns, *([SCALE] if SCALE in mats else [])]))
+    finite = [mats[c][:, ok] for c in warped if np.isfinite(mats[c][:, ok]).all()]
+    warp = warp_regressors(finite, t, lag, float(mats.get(HORIZON, current_horizon())))
+    return {c: comovement(mats[c][:, ok], lag, warp=warp) for c in columns}
 
 
 def view_cell(
@@ -293,7 +429,7 @@ def contrast_cell(
     (ρ under every permutation in ``perms``, observed first; NaN where undefined). The view
     names its conditioning column (CONTRAST_VIEWS); ``PARTIAL`` conditions on ``cond``."""
     cond, cell = view_cell(mats, feature, target, view, cond)
-    k = mats[target].shape[0]
+    k, raw = mats[target].shape[0], mats
     exact = len(perms) == math.factorial(k)
     method = P_METHOD_FL.format(cond=cond) if cond else P_METHOD if exact else P_METHOD_MC
     row = {"rho": np.nan, "p": np.nan, "n": 0, "p_method": method, "note": ""}
@@ -303,6 +439,8 @@ def contrast_cell(
     n = mats[target].shape[1]
     row["n"] = k * n
     why = _undefined(k, n, feature, cond, mats)
+    if view in COMOVE and k >= 2 and n < 2:
+        why = horizon_note(raw) or why
     if why:
         return row | {"note": why}, np.full(1, np.nan)
     dz = mats[cond] if cond else None
