@@ -11,6 +11,7 @@ from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     HORIZON,
     SCALE,
+    START,
     STEPS,
     comovement,
     contrast_cell,
@@ -80,8 +81,9 @@ def test_the_view_reads_the_horizon_from_the_steps_not_the_spacing():
     k = 5
     steps = np.arange(0, 5001, 25.0)
     u = rng.normal(size=(k, steps.size)).cumsum(axis=1)
-    dense = {"x": u + rng.normal(size=u.shape), "y": u, STEPS: steps, HORIZON: np.array(100.0)}
-    sparse = {c: v[..., ::4] if c != HORIZON else v for c, v in dense.items()}
+    dense = {"x": u + rng.normal(size=u.shape), "y": u, STEPS: steps}
+    dense |= {HORIZON: np.array(100.0), START: np.array(0.0)}
+    sparse = {c: v[..., ::4] if v.ndim else v for c, v in dense.items()}
     _, d = view_cell(dense, "x", "y", "seed_comove")
     _, s = view_cell(sparse, "x", "y", "seed_comove")
     assert d["x"].shape == (k, 197) and s["x"].shape == (k, 50)

@@ -10,6 +10,7 @@ from topotrain.analysis.inference.primary import claim_views
 from topotrain.analysis.inference.seed_contrast import (
     HORIZON,
     SCALE,
+    START,
     STEPS,
     _move_basis,
     deviations,
@@ -97,14 +98,61 @@ def test_a_run_shorter_than_h_or_sparser_than_h_says_so():
     rng = np.random.default_rng(0)
     base = {"x": rng.normal(size=(3, 6)), "y": rng.normal(size=(3, 6))}
     perms = seed_permutations(3)
-    sparse = base | {STEPS: np.arange(6) * 500.0, HORIZON: np.array(100.0)}
+    sparse = base | {STEPS: np.arange(6) * 500.0, HORIZON: np.array(100.0), START: np.array(0.0)}
     row, _ = contrast_cell(sparse, "x", "y", "seed_comove", perms)
     assert np.isnan(row["p"]) and "no 100-step move" in row["note"]
-    short = base | {STEPS: np.arange(6) * 10.0, HORIZON: np.array(100.0)}
+    short = base | {STEPS: np.arange(6) * 10.0, HORIZON: np.array(100.0), START: np.array(0.0)}
     row, _ = contrast_cell(short, "x", "y", "seed_comove", perms)
     assert np.isnan(row["p"]) and "fewer than 2 moves" in row["note"]
-    ok = base | {STEPS: np.arange(6) * 10.0, HORIZON: np.array(20.0)}
+    ok = base | {STEPS: np.arange(6) * 10.0, HORIZON: np.array(20.0), START: np.array(0.0)}
     row, _ = contrast_cell(ok, "x", "y", "seed_comove", perms)
     assert row["n"] == 3 * 4 and np.isfinite(row["p"])
     _, cell = view_cell(ok, "x", "y", "seed_comove")
     assert cell["x"].shape == (3, 4)
+    late = ok | {START: np.array(30.0)}  # checkpoints 30, 40, 50: one 20-step move
+    row, _ = contrast_cell(late, "x", "y", "seed_comove", perms)
+    assert np.isnan(row["p"]) and "from step 30" in row["note"]
+    _, cell = view_cell(ok | {START: np.array(20.0)}, "x", "y", "seed_comove")
+    assert cell["x"].shape == (3, 2)  # 20 → 40, 30 → 50
+
+
+def test_the_moves_start_h_after_the_warm_up_by_default_and_a_job_sets_its_own():
+    from topotrain.analysis.inference import seed_contrast as sc
+    from topotrain.config import DEFAULTS
+    from topotrain.jobs import set_horizon as job_set
+
+    assert sc.default_start(200, 100) == 300.0
+    try:
+        sc.set_horizon(100)  # no start: H after the default warm-up
+        assert sc.current_start() == DEFAULTS["train"]["warmup_steps"] + 100
+        job_set({"analysis": {"horizon": 50, "comove_from": None}, "train": {"warmup_steps": 10}})
+        assert (sc.current_horizon(), sc.current_start()) == (50.0, 60.0)
+        job_set({"analysis": {"horizon": 50, "comove_from": 0}})
+        assert sc.current_start() == 0.0
+        mats = sc.model_matrices(
+            __import__("pandas").DataFrame(
+                {"seed": [0, 0, 1, 1], "step": [0, 50, 0, 50], "x": [1.0, 2, 3, 4]}
+            ),
+            ["x"],
+        )
+        assert float(mats[HORIZON]) == 50.0 and float(mats[START]) == 0.0
+        with pytest.raises(ValueError, match="analysis.horizon"):
+            sc.set_horizon(0)
+        with pytest.raises(ValueError, match="analysis.comove_from"):
+            sc.set_horizon(100, -5)
+    finally:
+        sc.set_horizon(DEFAULTS["analysis"]["horizon"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("checkpoints", [51, 201])
+def test_the_comovement_pair_holds_alpha_on_a_warm_up_kink_warp(checkpoints):
+    """The review's case (issue 56): a warm-up kink, 2 % spread in seed speed, noise sd 0.01, 5
+    seeds: 400 studies, the co-movement pair and each of its views pass the binomial rule, with
+    the moves from H after the warm-up (the default ``analysis.comove_from``)."""
+    from topotrain.analysis.inference import seed_contrast as sc
+
+    sc.set_horizon(100)  # the conftest starts unit fixtures at step 0; this is the default's
+    rows = {r["view"]: r for r in pe.measure("kink_warp", pe.Setting(5, checkpoints, 0.0), 400)}
+    for view in ("seed_comove", "seed_comove_l2", "comove"):
+        assert rows[view]["passes"], (view, rows[view]["rate"])

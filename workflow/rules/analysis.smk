@@ -296,6 +296,7 @@ rule replication:
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
+        comove_from=config["analysis"]["comove_from"],
         bottom_line_question=config["analysis"]["bottom_line_question"],
     script:
         "../scripts/job.py"
@@ -326,6 +327,7 @@ rule power:
         power_draws=config["analysis"]["calibration"]["power_draws"],
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
+        comove_from=config["analysis"]["comove_from"],
         seed=config["analysis"]["bootstrap_seed"],
         cache=f"{RESULTS}/cache/power.json",  # keyed by design: simulated once per design
     script:

@@ -63,6 +63,7 @@ rule answer_figures:
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
+        comove_from=config["analysis"]["comove_from"],
     script:
         "../scripts/job.py"
 

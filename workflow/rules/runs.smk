@@ -237,6 +237,7 @@ rule run_group:
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
+        comove_from=config["analysis"]["comove_from"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
         "../scripts/job.py"

@@ -153,13 +153,21 @@ def rule_adapter(rule: str):
     raise LookupError(f"rule {rule}: no {rule}_rule in any topotrain.jobs module")
 
 
-def set_horizon(horizon) -> None:
-    """The co-movement's horizon H (``analysis.horizon``) for this job's process
-    (``seed_contrast.set_horizon``); None leaves the default."""
-    if horizon is not None:
-        from topotrain.analysis.inference.seed_contrast import set_horizon as _set
+def set_horizon(config: dict | None) -> None:
+    """The co-movement's horizon H (``analysis.horizon``) and first step (``analysis.comove_from``;
+    null: H after ``train.warmup_steps``) for this job's process (``seed_contrast.set_horizon``);
+    a config without them leaves the defaults."""
+    analysis = (config or {}).get("analysis") or {}
+    if analysis.get("horizon") is None:
+        return
+    from topotrain.analysis.inference.seed_contrast import default_start
+    from topotrain.analysis.inference.seed_contrast import set_horizon as _set
 
-        _set(horizon)
+    start = analysis.get("comove_from")
+    if start is None:
+        warmup = ((config or {}).get("train") or {}).get("warmup_steps", 0)
+        start = default_start(warmup, analysis["horizon"])
+    _set(analysis["horizon"], start)
 
 
 def run_rule(sm) -> None:
@@ -168,5 +176,5 @@ def run_rule(sm) -> None:
     from topotrain.logs import setup_logging
 
     setup_logging(sm.log[0])
-    set_horizon(((getattr(sm, "config", None) or {}).get("analysis") or {}).get("horizon"))
+    set_horizon(getattr(sm, "config", None))
     rule_adapter(sm.rule)(sm)

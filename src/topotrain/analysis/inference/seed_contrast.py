@@ -55,22 +55,47 @@ P_METHOD_FL = "permutation of seed labels, the feature re-regressed on {cond} ea
 PARTIAL = "seed_contrast_partial"  # a partial contrast on a conditioning column the caller names
 PARTIAL_CO = "seed_comove_partial"  # the co-movement view's partial on a column the caller names
 COMOVE = frozenset({"seed_comove", "seed_comove_l2", PARTIAL_CO})  # views on co-movement
-STEPS, HORIZON = "__steps__", "__horizon__"  # model_matrices' keys: the steps, the horizon H
+# model_matrices' keys beside the columns: the steps, the horizon H, the co-movement's first step
+STEPS, HORIZON, START = "__steps__", "__horizon__", "__start__"
 HORIZON_STEPS = DEFAULTS["analysis"]["horizon"]  # H: co-movement is the moves over H steps
-_horizon = [float(HORIZON_STEPS)]  # the process's H (``set_horizon``: a job's analysis.horizon)
 
 
-def set_horizon(horizon: float) -> None:
-    """The horizon H (steps) that ``model_matrices`` gives every cell of this process from now
-    on: a job sets its config's ``analysis.horizon`` once, before any contrast."""
+def default_start(warmup_steps: float, horizon: float) -> float:
+    """The co-movement's first step when ``analysis.comove_from`` is null: H after the warm-up's
+    end. The schedule's kink sits there, and a seed a little faster or slower crosses it at
+    another step: on a warm-up kink read at ±2 % speeds (``calibration.persistent``'s
+    kink_warp) moves from step 0 made the pair reject 0.67 of null studies at 5 × 201, from the
+    kink 0.08, from H after it none of 60."""
+    return float(warmup_steps) + float(horizon)
+
+
+# the process's H and first step (``set_horizon``: a job's analysis.horizon and comove_from)
+_design = {"horizon": float(HORIZON_STEPS)}
+_design["start"] = default_start(DEFAULTS["train"]["warmup_steps"], HORIZON_STEPS)
+
+
+def set_horizon(horizon: float, start: float | None = None) -> None:
+    """The horizon H (steps) and the first step of the co-movement's moves (``start``; None:
+    ``default_start`` of the default warm-up) that ``model_matrices`` gives every cell of this
+    process from now on: a job sets its config's once, before any contrast."""
     if not np.isfinite(horizon) or horizon <= 0:
         raise ValueError(f"analysis.horizon must be a positive number of steps, got {horizon!r}")
-    _horizon[0] = float(horizon)
+    if start is not None and (not np.isfinite(start) or start < 0):
+        raise ValueError(f"analysis.comove_from must be a step ≥ 0, got {start!r}")
+    _design["horizon"] = float(horizon)
+    _design["start"] = (
+        default_start(DEFAULTS["train"]["warmup_steps"], horizon) if start is None else start
+    )
 
 
 def current_horizon() -> float:
     """The horizon H (steps) ``model_matrices`` uses when it is not given one."""
-    return _horizon[0]
+    return _design["horizon"]
+
+
+def current_start() -> float:
+    """The first step of the co-movement's moves ``model_matrices`` uses by default."""
+    return _design["start"]
 
 
 def deviations(values: np.ndarray) -> np.ndarray:
@@ -200,12 +225,17 @@ def horizon_note(mats: dict[str, np.ndarray]) -> str:
     if steps is None or len(steps) < 2:
         return ""
     h = float(mats.get(HORIZON, current_horizon()))
+    start = float(mats.get(START, current_start()))
     lag = horizon_lag(steps, h)
     spacing = float(np.median(np.diff(steps)))
     if lag == 0:
         return f"no {h:g}-step move: checkpoints are {spacing:g} steps apart (analysis.horizon)"
-    if lag >= len(steps) - 1:
-        return f"fewer than 2 moves of {h:g} steps over {len(steps)} checkpoints (analysis.horizon)"
+    kept = int((np.asarray(steps) >= start).sum())
+    if lag >= kept - 1:
+        return (
+            f"fewer than 2 moves of {h:g} steps over the {kept} checkpoints from step {start:g}"
+            " (analysis.horizon, analysis.comove_from)"
+        )
     return ""
 
 
@@ -338,12 +368,13 @@ def mc_draws(sizes: list[int], seed: int = 0) -> list[np.ndarray]:
 
 
 def model_matrices(
-    rows: pd.DataFrame, columns: list[str], horizon: float | None = None
+    rows: pd.DataFrame, columns: list[str], horizon: float | None = None, start=None
 ) -> dict[str, np.ndarray]:
     """column → (k, n) values of one model's rows (seeds in sorted order, steps ascending), NaN
     where a (seed, step) has no value; ``cell_deviations`` keeps each cell's shared checkpoints.
-    Beside them ``STEPS`` (the n steps) and ``HORIZON`` (the co-movement's H in steps; default
-    the process's ``current_horizon``: ``analysis.horizon``)."""
+    Beside them ``STEPS`` (the n steps), ``HORIZON`` (the co-movement's H in steps; default
+    the process's ``current_horizon``: ``analysis.horizon``) and ``START`` (the first step of
+    its moves; default ``current_start``)."""
     seeds, steps = np.sort(rows["seed"].unique()), np.sort(rows["step"].unique())
     si, ti = np.searchsorted(seeds, rows["seed"]), np.searchsorted(steps, rows["step"])
     mats = {}
@@ -353,6 +384,7 @@ def model_matrices(
         mats[c] = m
     mats[STEPS] = steps.astype(float)
     mats[HORIZON] = np.asarray(current_horizon() if horizon is None else horizon, float)
+    mats[START] = np.asarray(current_start() if start is None else start, float)
     return mats
 
 
@@ -363,12 +395,15 @@ def cell_deviations(
     all of them (one missing column elsewhere in ``mats`` leaves this cell alone); with
     ``comove`` their ``comovement`` over those checkpoints instead, (k, n − lag): at the
     horizon ``mats[HORIZON]`` (steps; default ``analysis.horizon``) over ``mats[STEPS]`` (each
-    checkpoint's step; without them, a move is one checkpoint), less the speed warps of every
-    column and of the scale (``warp_regressors``)."""
+    checkpoint's step; without them, a move is one checkpoint) from the checkpoints at or after
+    ``mats[START]`` (default ``current_start``, where there are steps), less the speed warps of
+    every column and of the scale (``warp_regressors``)."""
     ok = np.logical_and.reduce([np.isfinite(mats[c]).all(axis=0) for c in columns])
     if not comove:
         return {c: deviations(mats[c][:, ok]) for c in columns}
     steps = mats.get(STEPS)
+    if steps is not None:
+        ok = ok & (np.asarray(steps, float) >= float(mats.get(START, current_start())))
     t = np.arange(ok.size, dtype=float)[ok] if steps is None else np.asarray(steps, float)[ok]
     lag = horizon_lag(None if steps is None else t, mats.get(HORIZON, current_horizon()))
     warped = list(dict.fromkeys([*columns, *([SCALE] if SCALE in mats else [])]))
