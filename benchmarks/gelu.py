@@ -62,7 +62,7 @@ def one_run(args: tuple) -> dict:
         "seed": seed,
         "steps": steps,
         "s_per_update": seconds / steps,
-        "final_val_loss": float(evals[-1].split(",")[-1]),
+        "final_val_loss": float(evals[-1].split(",")[1]),  # step, val_loss, val_loss_full
     }
 
 

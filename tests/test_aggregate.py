@@ -96,7 +96,8 @@ def test_mean_bar_is_zero_without_finite_bars():
     assert row["h0_mean_bar"] == 0.0 and row["h0_mean_bar_scalefree"] == 0.0
 
 
-def test_aggregate_weights_joins_records_and_logs(tmp_path):
+def aggregate_one_run(tmp_path, evals: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """aggregate_weights on one run (model m, seed 1) with checkpoints 0 and 2 and ``evals``."""
     records, keys = [], []
     for step, vals in ((0, [0.1, 0.3]), (2, [0.5, 0.7])):
         path = tmp_path / f"r{step}.json"
@@ -110,9 +111,7 @@ def test_aggregate_weights_joins_records_and_logs(tmp_path):
     pd.DataFrame(
         {"step": [0, 1], "train_loss": [4.0, 3.0], "grad_norm": [1.0, 0.5], "lr": [0.0, 0.1]}
     ).to_csv(tmp_path / "metrics.csv", index=False)
-    pd.DataFrame({"step": [0, 2], "val_loss": [4.5, 3.5]}).to_csv(
-        tmp_path / "evals.csv", index=False
-    )
+    evals.to_csv(tmp_path / "evals.csv", index=False)
     run = {
         "model": "m",
         "seed": 1,
@@ -124,15 +123,28 @@ def test_aggregate_weights_joins_records_and_logs(tmp_path):
         "n_head": 1,
     }
     out = {k: str(tmp_path / f"{k}.out") for k in ("table", "table_csv", "layers", "layers_csv")}
-    table = aggregate_weights(records, keys, [run], total_steps=2, interval=2, out=out)
+    return aggregate_weights(records, keys, [run], total_steps=2, interval=2, out=out), out
+
+
+def test_aggregate_weights_joins_records_and_logs(tmp_path):
+    evals = pd.DataFrame({"step": [0, 2], "val_loss": [4.5, 3.5], "val_loss_full": [4.4, np.nan]})
+    table, out = aggregate_one_run(tmp_path, evals)
     assert table["step"].tolist() == [0, 2] and table["frac"].tolist() == [0.0, 1.0]
     assert table["train_loss"].tolist() == [4.0, 3.5]
     assert table["val_loss"].tolist() == [4.5, 3.5]
+    assert table["val_loss_full"].tolist()[0] == 4.4 and np.isnan(table["val_loss_full"].iloc[1])
+    losses = ["train_loss", "val_loss", "grad_norm", "lr", "val_loss_full"]
+    assert list(table.columns[8:13]) == losses
     assert table["np_mean"].tolist() == pytest.approx([0.2, 0.6])
     assert (table["n_params"] == 99).all()
     assert "numerics" not in table  # records without the training's numerics add no column
     assert pd.read_parquet(out["table"]).equals(table)
     assert len(pd.read_parquet(out["layers"])) == 4
+
+
+def test_evals_from_before_the_whole_split_give_an_empty_val_loss_full(tmp_path):
+    table, _ = aggregate_one_run(tmp_path, pd.DataFrame({"step": [0, 2], "val_loss": [4.5, 3.5]}))
+    assert table["val_loss"].tolist() == [4.5, 3.5] and table["val_loss_full"].isna().all()
 
 
 def test_records_from_an_older_version_are_reported_not_silently_dropped(caplog):

@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 from test_train import CFG, MODEL, STEPS  # the single run's setup (head dim 8: auto → numba)
 
 import topotrain.training.ensemble as ensemble
+import topotrain.training.train as train
 from topotrain.training.attention import (
     MEMBER_NUMBA,
     MEMBER_SDPA,
@@ -242,10 +243,42 @@ def test_members_rows_match_the_single_runs(members, singles):
         assert ours["lr"].tolist() == theirs["lr"].tolist()
         evals = [pd.read_csv(out / "evals.csv") for out in (members[seed], singles[seed])]
         assert evals[0].loc[0, "val_loss"] == evals[1].loc[0, "val_loss"]
+        assert evals[0].loc[0, "val_loss_full"] == evals[1].loc[0, "val_loss_full"]  # whole split
+        full = [e["val_loss_full"].notna().tolist() for e in evals]
+        assert full[0] == full[1] == [True, False, False, False, True]  # every 8th and the last
         assert max_abs_diff(members[seed], singles[seed], 0) == 0.0
         assert sorted(p.name for p in members[seed].iterdir()) == sorted(
             p.name for p in singles[seed].iterdir()
         )
+
+
+def test_every_member_and_single_run_is_validated_on_the_same_windows(tmp_path, corpus):
+    """The windows each evaluation scores, recorded: the ensemble's members and a single run of
+    another seed all use train.eval_offsets's windows (drawn with eval_seed), at every checkpoint,
+    and the whole split at the full-evaluation steps."""
+    seen = []
+
+    def spy(real):
+        def recording(model, tokens, offsets, full, batch_size):
+            seen.append((offsets.clone(), full))
+            return real(model, tokens, offsets, full, batch_size)
+
+        return recording
+
+    cfg = replace(CFG, steps=20, full_eval_every=2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ensemble, "evaluate", spy(ensemble.evaluate))
+        mp.setattr(train, "evaluate", spy(train.evaluate))
+        run_ensemble(tmp_path / "ensemble", corpus, seeds=(7, 8), cfg=cfg)
+        single = replace(cfg, seed=9)
+        train_model(MODEL, single, *corpus, tmp_path / "out", tmp_path / "state", progress=False)
+    common = train.eval_offsets(800, MODEL.block_size, cfg)
+    gen = torch.Generator().manual_seed(cfg.eval_seed)  # the documented draw
+    drawn = torch.randint(800 - MODEL.block_size, common.shape, generator=gen)
+    assert torch.equal(common, drawn)
+    assert len(seen) == 3 * 3  # 2 members + 1 single run, checkpoints 0, 10, 20
+    assert all(torch.equal(offsets, common) for offsets, _ in seen)
+    assert [full for _, full in seen] == [True] * 2 + [False] * 2 + [True] * 2 + [True, False, True]
 
 
 @pytest.fixture(scope="module")

@@ -198,17 +198,99 @@ def test_metrics_row_t_is_the_pass_of_the_model_after_t_updates(reference, corpu
     assert (metrics["grad_norm"] > CFG.grad_clip).all()  # recorded before clipping
 
 
-def test_val_loss_is_mean_over_one_fixed_window_set(reference, corpus):
-    evals = pd.read_csv(reference / "evals.csv")
-    assert list(evals.columns) == ["step", "val_loss"] and evals["step"].tolist() == list(STEPS)
+@pytest.fixture(scope="module")
+def other_seed(tmp_path_factory, corpus) -> Path:
+    """An uninterrupted run of CFG with another seed (its windows: the same as CFG's)."""
+    return run(tmp_path_factory.mktemp("other_seed"), corpus, replace(CFG, seed=CFG.seed + 1))
+
+
+def cross_entropy(out: Path, step: int, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Mean cross-entropy of the checkpoint after ``step`` updates on inputs x, targets y."""
+    model, _ = load_checkpoint(out / f"step_{step:05d}.safetensors")
+    with torch.no_grad():
+        return F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten()).item()
+
+
+def test_val_loss_is_mean_over_one_fixed_window_set_common_to_every_seed(
+    reference, other_seed, corpus
+):
+    """Both seeds' val_loss at every checkpoint is the mean over the windows drawn with
+    train.eval_seed (0), not with the run's seed + 1 as before: the windows are common."""
     shape = (CFG.eval_batches, CFG.eval_batch_size)
-    x, y = windows(corpus[1], batch_offsets(800, shape, CFG.seed + 1, 1))
-    for step, val_loss in zip(evals["step"], evals["val_loss"], strict=True):
-        model, _ = load_checkpoint(reference / f"step_{step:05d}.safetensors")
-        with torch.no_grad():
-            expected = F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten()).item()
-        assert val_loss == pytest.approx(expected, rel=1e-5)
-    assert evals.loc[0, "val_loss"] == pytest.approx(math.log(128), abs=0.1)
+    x, y = windows(corpus[1], batch_offsets(800, shape, CFG.eval_seed, 1))
+    for out in (reference, other_seed):
+        evals = pd.read_csv(out / "evals.csv")
+        assert list(evals.columns) == ["step", "val_loss", "val_loss_full"]
+        assert evals["step"].tolist() == list(STEPS)
+        for step, val_loss in zip(evals["step"], evals["val_loss"], strict=True):
+            assert val_loss == pytest.approx(cross_entropy(out, step, x, y), rel=1e-5)
+        assert evals.loc[0, "val_loss"] == pytest.approx(math.log(128), abs=0.1)
+    # the old per-seed windows score the same weights differently: the check above can fail
+    old_x, old_y = windows(corpus[1], batch_offsets(800, shape, CFG.seed + 1, 1))
+    last = pd.read_csv(reference / "evals.csv")["val_loss"].iloc[-1]
+    assert abs(cross_entropy(reference, CFG.steps, old_x, old_y) - last) > 1e-4
+
+
+def test_eval_windows_depend_on_eval_seed_alone():
+    n, T = 800, MODEL.block_size
+    windows = train.eval_offsets(n, T, CFG)
+    assert windows.shape == (CFG.eval_batches, CFG.eval_batch_size)
+    for seed in (0, 8, 43, 10_000):
+        assert torch.equal(train.eval_offsets(n, T, replace(CFG, seed=seed)), windows)
+    assert torch.equal(windows, batch_offsets(n, windows.shape, CFG.eval_seed, 1))
+    assert not torch.equal(train.eval_offsets(n, T, replace(CFG, eval_seed=1)), windows)
+
+
+def test_full_eval_steps_are_every_kth_checkpoint_and_the_last():
+    cfg = TrainConfig(steps=100, checkpoint_interval=10, warmup_steps=5)
+    assert sorted(replace(cfg, full_eval_every=8).full_eval_steps()) == [0, 80, 100]
+    assert sorted(replace(cfg, full_eval_every=3).full_eval_steps()) == [0, 30, 60, 90, 100]
+    assert sorted(replace(cfg, full_eval_every=5).full_eval_steps()) == [0, 50, 100]
+    assert sorted(replace(cfg, full_eval_every=1).full_eval_steps()) == list(range(0, 101, 10))
+    assert replace(cfg, full_eval_every=0).full_eval_steps() == frozenset()
+    assert TrainConfig().full_eval_every == 8 and TrainConfig().eval_seed == 0
+    with pytest.raises(ValueError, match=r"train\.full_eval_every=-1: must be at least 0"):
+        TrainConfig(full_eval_every=-1)
+    with pytest.raises(ValueError, match=r"train\.eval_seed=-2: must be at least 0"):
+        TrainConfig(eval_seed=-2)
+
+
+def brute_full_loss(out: Path, step: int, val_bin: Path) -> float:
+    """Mean cross-entropy over every target of every non-overlapping context window of the whole
+    validation file, one window at a time, summed in float64."""
+    data = torch.from_numpy(np.fromfile(val_bin, dtype=np.uint8).astype(np.int64))
+    model, _ = load_checkpoint(out / f"step_{step:05d}.safetensors")
+    T, total, count, start = MODEL.block_size, 0.0, 0, 0
+    with torch.no_grad():
+        while start + T + 1 <= len(data):
+            x, y = data[start : start + T], data[start + 1 : start + T + 1]
+            logits = model(x[None])[0][0]
+            total += F.cross_entropy(logits, y, reduction="sum").double().item()
+            count, start = count + T, start + T
+    assert count == T * ((len(data) - 1) // T)
+    return total / count
+
+
+def test_val_loss_full_is_the_whole_split_at_every_8th_checkpoint_and_the_last(reference, corpus):
+    """CFG: 5 checkpoints (0 … 40), full_eval_every 8: the whole split at steps 0 and 40 (the
+    last), NaN at the others. 800 tokens, T = 16: 49 windows, batches of 4 (the last of 1)."""
+    evals = pd.read_csv(reference / "evals.csv").set_index("step")
+    assert evals["val_loss_full"].notna().tolist() == [True, False, False, False, True]
+    for step in (0, CFG.steps):
+        expected = brute_full_loss(reference, step, corpus[1])
+        assert evals.loc[step, "val_loss_full"] == pytest.approx(expected, rel=1e-6)
+    # not the fixed windows' loss: the whole split is another (larger) sample
+    assert evals.loc[CFG.steps, "val_loss_full"] != pytest.approx(evals.loc[CFG.steps, "val_loss"])
+
+
+def test_full_eval_every_chooses_the_checkpoints(tmp_path, corpus):
+    every = run(tmp_path / "two", corpus, replace(CFG, full_eval_every=2))
+    evals = pd.read_csv(every / "evals.csv").set_index("step")
+    assert evals.index[evals["val_loss_full"].notna()].tolist() == [0, 20, 40]
+    never = run(tmp_path / "never", corpus, replace(CFG, full_eval_every=0))
+    assert pd.read_csv(never / "evals.csv")["val_loss_full"].isna().all()
+    ref = pd.read_csv(every / "evals.csv")  # the weights do not depend on the evaluation
+    assert ref["val_loss"].tolist() == pd.read_csv(never / "evals.csv")["val_loss"].tolist()
 
 
 def test_same_seed_gives_bit_identical_outputs(tmp_path, corpus, reference):
@@ -326,7 +408,8 @@ def test_compiled_run_is_deterministic_resumes_identically_and_matches_eager(
     assert_same_outputs(run(tmp_path / "c", corpus, COMPILED), compiled)
     for name in ("metrics.csv", "evals.csv"):
         ours, eager = pd.read_csv(compiled / name), pd.read_csv(reference / name)
-        assert np.allclose(ours.to_numpy(), eager.to_numpy(), rtol=1e-4, atol=0), name
+        close = np.allclose(ours.to_numpy(), eager.to_numpy(), rtol=1e-4, atol=0, equal_nan=True)
+        assert close, name  # equal_nan: val_loss_full is NaN where not measured
 
 
 @pytest.mark.long  # `make test-long` (.ci/run runs it)

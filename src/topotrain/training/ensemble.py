@@ -14,7 +14,9 @@ Each member writes exactly what ``train_model`` writes for its seed (checkpoints
 evals.csv) and keeps its own ``resume.pt`` (the single run's format) in its state_dir, so each
 resumes from its own state (states at different steps: all start afresh). A member's batch
 offsets come from its own generator as ``sample_offsets`` draws them, uploaded once per interval;
-its evaluation windows from its seed + 1 (``eval_offsets``), evaluated eagerly on its own model;
+its evaluation windows are the single run's (``eval_offsets``: drawn with ``train.eval_seed``, the
+same for every member), evaluated eagerly on its own model (and, at ``full_eval_steps``, the whole
+validation split: ``windows.evaluate``);
 the losses are read once per interval; checkpoint and resume files are written by one writer
 thread while training goes on.
 
@@ -56,21 +58,23 @@ from topotrain.training.run_state import (
 from topotrain.training.stacked import Stack, ensemble_step, stack_members, unstack_member
 from topotrain.training.train import (
     TrainConfig,
+    broken_state,
     build_member,
-    device_tokens,
     divergence_error,
-    estimate_val_loss,
-    eval_offsets,
     fingerprint_settings,
-    finite_weights,
-    get_batch,
     head_dim,
     load_tokens,
     lr_at,
     progress_bar,
-    sample_offsets,
     setup_device,
     use_compile,
+)
+from topotrain.training.windows import (
+    device_tokens,
+    eval_offsets,
+    evaluate,
+    get_batch,
+    sample_offsets,
 )
 
 log = logging.getLogger(__name__)
@@ -217,20 +221,21 @@ def checkpoint_members(
     numerics: dict,
     writer: Writer,
 ) -> None:
-    """Each running member as the single run's checkpoint: evaluate (eager, its own windows),
+    """Each running member as the single run's checkpoint: evaluate (eager, the common windows),
     stop it on a non-finite state, else queue its checkpoint and resume file for the writer."""
     writer.wait()  # the last writes read the members' models and optimizers
     for i, member in enumerate(members):
         if member.error:
             continue
         unstack_member(stack, i, member.model, member.optimizer)
-        val_loss = estimate_val_loss(member.model, val_tokens, member.val_offsets)
-        finite = finite_weights(member.model)
-        if not (finite and math.isfinite(val_loss)):  # never save a broken state
-            what = f"val loss {val_loss}" + ("" if finite else ", non-finite weights")
+        full = step in member.cfg.full_eval_steps()
+        val_loss, val_full = evaluate(
+            member.model, val_tokens, member.val_offsets, full, member.cfg.eval_batch_size
+        )
+        if what := broken_state(member.model, val_loss, val_full, full):  # never save it
             stop(member, divergence_error(step, what, member.evals, member.state_dir))
             continue
-        member.evals.append((step, val_loss))
+        member.evals.append((step, val_loss, val_full))
         gen = torch.Generator().manual_seed(0)
         gen.set_state(member.gen.get_state())  # a copy: training goes on drawing from member.gen
         writer.submit(

@@ -35,9 +35,9 @@ from topotrain.training.model import GPT, GPTConfig
 log = logging.getLogger(__name__)
 
 RESUME = "resume.pt"
-STATE_VERSION = 2  # 2: fused AdamW, compile in the fingerprint
+STATE_VERSION = 3  # 2: fused AdamW, compile in the fingerprint; 3: common windows, val_loss_full
 METRIC_COLUMNS = ("step", "train_loss", "grad_norm", "lr")
-EVAL_COLUMNS = ("step", "val_loss")
+EVAL_COLUMNS = ("step", "val_loss", "val_loss_full")  # val_loss_full: NaN where not measured
 
 
 def checkpoint_name(step: int) -> str:

@@ -4,6 +4,11 @@ Step convention: "step s" is the number of optimizer updates done. The checkpoin
 holds the weights after s updates (s = 0, interval, …, steps). Row t of ``metrics.csv`` is the
 forward/backward pass of the model with t updates done, and the learning rate of the update t → t+1.
 
+Evaluation (``training.windows``): every checkpoint's ``val_loss`` is over fixed validation windows
+drawn with ``train.eval_seed``, the same for every seed and every model of the same context; every
+``train.full_eval_every``-th checkpoint and the last also get ``val_loss_full``, over the whole
+validation split (NaN at the other checkpoints). Both go to ``evals.csv``.
+
 Resumable: checkpoints and the resume file go to ``state_dir`` and reach ``out_dir`` only once
 training has finished; a restarted run ends bit-identical (on CPU) to an uninterrupted one
 (protocol: ``topotrain.training.run_state``).
@@ -35,7 +40,7 @@ import torch
 from torch.optim import Optimizer
 from tqdm import tqdm
 
-from topotrain.config import DEFAULTS, check_settings
+from topotrain.config import DEFAULTS, check_settings, llc_steps
 from topotrain.devices import resolve_device
 from topotrain.training.attention import resolve_attention
 from topotrain.training.model import GPT, GPTConfig, compile_error, compile_model
@@ -47,6 +52,13 @@ from topotrain.training.run_state import (
     run_fingerprint,
     save_checkpoint,
     save_resume,
+)
+from topotrain.training.windows import (
+    device_tokens,
+    eval_offsets,
+    evaluate,
+    get_batch,
+    sample_offsets,
 )
 
 log = logging.getLogger(__name__)
@@ -74,6 +86,8 @@ class TrainConfig:
     checkpoint_interval: int = _TRAIN["checkpoint_interval"]
     eval_batches: int = _TRAIN["eval_batches"]
     eval_batch_size: int = _TRAIN["eval_batch_size"]
+    eval_seed: int = _TRAIN["eval_seed"]  # the validation windows' seed: every seed's and model's
+    full_eval_every: int = _TRAIN["full_eval_every"]  # whole-split evaluation: every k-th, last
     seed: int = DEFAULTS["seeds"][0]
     device: str = _TRAIN["device"]
     threads: int = _TRAIN["threads"]
@@ -92,6 +106,13 @@ class TrainConfig:
     def checkpoint_steps(self) -> range:
         """The steps a run checkpoints after: 0, interval, …, steps (config.checkpoint_steps)."""
         return range(0, self.steps + 1, self.checkpoint_interval)
+
+    def full_eval_steps(self) -> frozenset[int]:
+        """The checkpoints also evaluated on the whole validation split (``val_loss_full``): every
+        ``full_eval_every``-th checkpoint (0, k·interval, …) and the last; none when it is 0."""
+        if not self.full_eval_every:
+            return frozenset()
+        return frozenset(llc_steps(list(self.checkpoint_steps()), self.full_eval_every))
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -126,7 +147,9 @@ def head_dim(model_cfg: GPTConfig) -> int:
 def fingerprint_settings(cfg: TrainConfig, attention: str) -> dict:
     """The training settings a run's fingerprint covers: ``asdict(cfg)`` with the attention kernel
     resolved; the stock kernels (sdpa, exact GELU), ``deterministic: true`` and the ensemble flag
-    leave no key, so runs from before these options keep their fingerprint."""
+    leave no key, so runs from before these options keep their fingerprint. ``eval_seed`` and
+    ``full_eval_every`` always do: a state from before the common validation windows (drawn with
+    seed + 1, no ``val_loss_full``) never resumes into a run of now."""
     settings = asdict(cfg) | {"attention": attention}
     del settings["ensemble"]  # the ensemble trainer keys its own (ensemble.member_key)
     for key, stock in (("attention", "sdpa"), ("gelu", "exact"), ("deterministic", True)):
@@ -143,48 +166,6 @@ def load_tokens(path: str | Path, model_cfg: GPTConfig) -> np.memmap:
     if int(data.max()) >= model_cfg.vocab_size:
         raise ValueError(f"{path}: token {int(data.max())} >= vocab_size {model_cfg.vocab_size}")
     return data
-
-
-def sample_offsets(
-    n_tokens: int, block_size: int, shape: tuple[int, ...], gen: torch.Generator
-) -> torch.Tensor:
-    """Uniform window starts in [0, n_tokens − block_size) so that targets stay inside the data."""
-    return torch.randint(n_tokens - block_size, shape, generator=gen)
-
-
-def device_tokens(data: np.ndarray, device: torch.device) -> torch.Tensor:
-    """The whole token file as a uint8 tensor on ``device`` (batches are then gathered there)."""
-    return torch.from_numpy(np.array(data, dtype=np.uint8)).to(device)
-
-
-def get_batch(
-    tokens: torch.Tensor, offsets: torch.Tensor, block_size: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs x = tokens[i : i+T] and targets y = tokens[i+1 : i+T+1] for each offset i, as int64
-    on the tokens' device; the offsets (drawn on the CPU) are copied there without a host sync."""
-    if tokens.device.type == "cuda" and offsets.device.type == "cpu":
-        offsets = offsets.pin_memory()
-    offsets = offsets.to(tokens.device, non_blocking=True)
-    span = torch.arange(block_size + 1, device=tokens.device)
-    window = tokens[offsets[:, None] + span].long()
-    return window[:, :-1], window[:, 1:]
-
-
-def eval_offsets(n_tokens: int, block_size: int, cfg: TrainConfig) -> torch.Tensor:
-    """The fixed validation windows, (eval_batches, eval_batch_size), drawn with seed + 1."""
-    gen = torch.Generator().manual_seed(cfg.seed + 1)
-    return sample_offsets(n_tokens, block_size, (cfg.eval_batches, cfg.eval_batch_size), gen)
-
-
-@torch.no_grad()
-def estimate_val_loss(model: GPT, tokens: torch.Tensor, offsets: torch.Tensor) -> float:
-    """Mean cross-entropy (nats/token) over all windows in ``offsets`` (rows are batches); eager,
-    one host sync."""
-    was_training = model.training
-    model.eval()
-    losses = [model(*get_batch(tokens, row, model.config.block_size))[1] for row in offsets]
-    model.train(was_training)
-    return torch.stack(losses).mean().item()
 
 
 @dataclass
@@ -238,6 +219,17 @@ def build_training(
 def finite_weights(model: GPT) -> bool:
     """Whether every parameter of ``model`` is finite (no NaN, no ±inf)."""
     return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def broken_state(model: GPT, val_loss: float, val_full: float, full: bool) -> str:
+    """What is not finite at a checkpoint ("" when nothing): its validation loss, its whole-split
+    loss when measured (``full``), its weights."""
+    what = [f"val loss {val_loss}"] if not math.isfinite(val_loss) else []
+    if full and not math.isfinite(val_full):
+        what.append(f"whole-split val loss {val_full}")
+    if not finite_weights(model):
+        what.append("non-finite weights")
+    return ", ".join(what)
 
 
 def divergence_error(step: int, what: str, evals: list[tuple], state_dir: Path) -> RuntimeError:
@@ -355,19 +347,22 @@ def train_model(
     log.info("numerics: %s", numerics)
     metrics, evals, start = load_resume(state_dir, key, model, opt, gen)
 
+    full_steps = cfg.full_eval_steps()
+
     def checkpoint(step: int) -> None:
         """Evaluate, refuse a non-finite state, save checkpoint + resume file, log."""
-        val_loss = estimate_val_loss(model, val_tokens, val_offsets)
-        finite = finite_weights(model)
-        if not (finite and math.isfinite(val_loss)):  # never save a broken state
-            what = f"val loss {val_loss}" + ("" if finite else ", non-finite weights")
+        full = step in full_steps
+        val_loss, val_full = evaluate(model, val_tokens, val_offsets, full, cfg.eval_batch_size)
+        if what := broken_state(model, val_loss, val_full, full):  # never save a broken state
             raise divergence_error(step, what, evals, state_dir)
-        evals.append((step, val_loss))
+        evals.append((step, val_loss, val_full))
         save_checkpoint(model, step, state_dir / checkpoint_name(step), numerics)
         save_resume(state_dir, key, step, model, opt, gen, metrics, evals)
         recent = np.mean([row[1] for row in metrics[-cfg.checkpoint_interval :]] or [np.nan])
         msg = "step %d/%d: val loss %.4f, mean train loss %.4f"
         log.info(msg, step, cfg.steps, val_loss, recent)
+        if full:
+            log.info("step %d: val loss over the whole validation split %.4f", step, val_full)
 
     if start == 0:
         checkpoint(0)

@@ -31,6 +31,8 @@ from topotrain.topology.vietoris_rips import UNNAMED
 
 log = logging.getLogger(__name__)
 
+FULL_LOSS = "val_loss_full"  # evals.csv's whole-split loss (training.run_state.EVAL_COLUMNS)
+
 SERIES_AGG = {
     "w1_step": "sum",
     "bottleneck_step": "max",
@@ -219,6 +221,8 @@ def build_tables(
     given) with each run's metrics/evals and model metadata.
 
     ``runs`` maps (model, seed) to {"metrics": path, "evals": path, "n_params": int, "d_model": …}.
+    ``val_loss_full`` (FULL_LOSS) follows ``lr``: NaN where the run did not evaluate the whole
+    validation split, everywhere for an evals.csv written before it existed.
     """
     feats = checkpoint_features(layers)
     keys = ["model", "seed", "step"]
@@ -236,6 +240,8 @@ def build_tables(
         steps = sorted(sub["step"].tolist())
         train = interval_means(metrics, steps, interval)
         merged = sub.merge(train, on="step", how="left").merge(evals, on="step", how="left")
+        if FULL_LOSS not in merged:  # evals.csv from before the whole-split evaluation
+            merged[FULL_LOSS] = np.nan
         if merged["val_loss"].isna().any():
             missing = merged.loc[merged["val_loss"].isna(), "step"].tolist()
             raise ValueError(f"{info['evals']}: no validation loss for steps {missing}")
@@ -244,7 +250,7 @@ def build_tables(
     table = pd.concat(pieces, ignore_index=True)
     table = table.sort_values(["n_params", "model", "seed", "step"], kind="stable")
     front = ["model", "seed", "n_params", "d_model", "n_layer", "n_head", "step", "frac"]
-    front += ["train_loss", "val_loss", "grad_norm", "lr"]
+    front += ["train_loss", "val_loss", "grad_norm", "lr", FULL_LOSS]
     return table[front + [c for c in table.columns if c not in front]].reset_index(drop=True)
 
 
