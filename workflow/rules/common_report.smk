@@ -1,6 +1,7 @@
 # Helpers of the report: the tables REPORT.md is assembled from, the replication inputs.
 import topotrain
 from topotrain.config import config_hash
+from topotrain.config.preregistration import summary as preregistration_summary
 from topotrain.report.markdown import FROM_CSVS, ORDER as REPORT_ORDER
 
 
@@ -56,13 +57,19 @@ def get_calibration():
 
 def get_provenance():
     """What REPORT.md's header names: the package version that runs (its code, imported from
-    src/ or the install), the validated config's hash and the Rips engine resolved (RIPS_ENGINE).
+    src/ or the install), the validated config's hash, the Rips engine resolved (RIPS_ENGINE) and
+    the pre-registration's sha256 and this run's departures from it (analysis.preregistration).
     """
-    return dict(
+    out = dict(
         version=topotrain.__version__,
         config_sha256=config_hash(config),
         engine=RIPS_ENGINE,
     )
+    registered = config["analysis"].get("preregistration")
+    if registered:  # its sha256 and how this run departs from it (config/preregistration.py)
+        path = os.path.join(workflow.basedir, registered)
+        out["preregistration"] = preregistration_summary(path, config) | {"path": registered}
+    return out
 
 
 REPLICATION_CATEGORY = (

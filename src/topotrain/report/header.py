@@ -20,8 +20,27 @@ def provenance_line(version: str, config_sha256: str, engine: str) -> str:
     )
 
 
-def report_header(results: str, provenance: Mapping[str, str] | None = None) -> list[str]:
+def preregistration_line(path: str, sha256: str, status: str, deviations: str) -> str:
+    """The pre-registration's file, status and sha256, and whether this run is the registered
+    study (``config.preregistration.summary``)."""
+    match = (
+        "this run has its design and seeds"
+        if not deviations
+        else f"this run departs from it: {deviations}"
+    )
+    return (
+        prose.render("header/preregistration", path=path, status=status, sha256=sha256, match=match)
+        + "\n"
+    )
+
+
+def report_header(results: str, provenance: Mapping | None = None) -> list[str]:
     """The header's paragraphs: the title, the provenance line when given (``provenance_line``'s
-    keywords), and where the numbers live under the ``results`` folder in use."""
+    keywords, and under ``preregistration`` ``preregistration_line``'s, its own paragraph), and
+    where the numbers live under the ``results`` folder in use."""
     where = prose.render("header/where", results=results) + "\n"
-    return [TITLE, *([provenance_line(**provenance)] if provenance else []), where]
+    provenance = dict(provenance or {})
+    reg = provenance.pop("preregistration", None)
+    lines = [provenance_line(**provenance)] if provenance else []
+    lines += [preregistration_line(**reg)] if reg else []
+    return [TITLE, *lines, where]
