@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from topotrain.analysis.calibration import persistent as pe
+from topotrain.analysis.inference.comovement import _move_basis
 from topotrain.analysis.inference.primary import claim_views
 from topotrain.analysis.inference.seed_contrast import (
     HORIZON,
     SCALE,
     START,
     STEPS,
-    _move_basis,
     deviations,
     seed_permutations,
     view_cell,

@@ -156,11 +156,14 @@ def figure_outputs(names):
 
 def answer_outputs():
     """The answer's figures, PNG (first in the HTML report) and PDF: every effect against Δ, then
-    each primary claim's between-seed picture (one caption for the three)."""
-    out = {}
-    for name, caption in [("effects_forest", "effects_forest")] + [
-        (f"between_seeds_{c}", "between_seeds") for c in PRIMARY_CLAIMS
-    ]:
+    each primary claim's between-seed picture (one caption for the three), then β_co per horizon H
+    (exploratory) with its table."""
+    out = {"horizon_profile_csv": f"{RESULTS}/tables/horizon_profile.csv"}
+    for name, caption in (
+        [("effects_forest", "effects_forest")]
+        + [(f"between_seeds_{c}", "between_seeds") for c in PRIMARY_CLAIMS]
+        + [("horizon_profile", "horizon_profile")]
+    ):
         png = f"{RESULTS}/figures/{name}.png"
         out[f"{name}_png"] = report(
             png, caption=f"../report/{caption}.rst", category="Answer"

@@ -69,6 +69,20 @@ def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]
     rows = forest_rows(primary, diagnostics, power)
     figure_effects_forest(rows, out["effects_forest_png"], out["effects_forest_pdf"])
     log.info("effects_forest: %d effects", len(rows))
+    if "horizon_profile_png" in out:  # β_co per horizon H (exploratory)
+        from topotrain.analysis.inference.horizons import horizon_profile, signs_from_primary
+        from topotrain.io import atomic_write_text
+        from topotrain.report.answer import figure_horizon_profile
+
+        profile = horizon_profile(df, signs_from_primary(primary))
+        atomic_write_text(out["horizon_profile_csv"], profile.to_csv(index=False))
+        png, pdf = out["horizon_profile_png"], out["horizon_profile_pdf"]
+        figure_horizon_profile(profile, params["sesoi_co"], params["horizon"], png, pdf)
+        log.info(
+            "horizon_profile: %d rows over H = %s",
+            len(profile),
+            "/".join(f"{h:g}" for h in dict.fromkeys(profile["horizon"])),
+        )
 
 
 def _csv(tables: dict[str, str], key: str):

@@ -60,9 +60,11 @@ def answer_links(figures: dict[str, str]) -> str:
     if pictures:  # the first claim's picture shown, every claim's linked
         first = prose.render("answer/first_picture", name=pictures[0][0], file=pictures[0][1])
     forest = Path(figures["effects_forest_png"]).name
-    return "\n\n".join(
-        t for t in (prose.render("answer/figures", forest=forest, between=between), first) if t
-    )
+    horizon = ""
+    if "horizon_profile_png" in figures:
+        horizon = prose.render("answer/horizon", file=Path(figures["horizon_profile_png"]).name)
+    said = (prose.render("answer/figures", forest=forest, between=between), first, horizon)
+    return "\n\n".join(t for t in said if t)
 
 
 def figure_between_seeds(
@@ -308,6 +310,57 @@ def figure_effects_forest(rows: pd.DataFrame, png: str, pdf: str | None = None) 
         f"Effects against Δ ({', '.join(deltas) or 'none'}): primary claims (blue), their "
         "features beyond the gradient norm and the weight variance (hollow),\nWeightWatcher's "
         "metrics and the gradient norm (green)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    save_figure(fig, png, pdf)
+
+
+def figure_horizon_profile(
+    table: pd.DataFrame, sesoi_co: float, horizon: float, png: str, pdf: str | None = None
+) -> None:
+    """Each primary claim's β_co with its interval per horizon H (``horizons.horizon_profile``),
+    beyond the clock (filled) and beyond the norm (hollow), the band ±Δ_co shaded and the
+    registered H marked; exploratory: the registered H decides."""
+    claims = list(dict.fromkeys(table["feature"])) if len(table) else []
+    fig, axes = plt.subplots(1, max(len(claims), 1), figsize=(4 * max(len(claims), 1), 3.6))
+    axes = np.atleast_1d(axes)
+    if not claims:
+        axes[0].axis("off")
+        axes[0].text(0.5, 0.5, "no co-movement to profile", ha="center")
+        save_figure(fig, png, pdf)
+        return
+    for ax, feature in zip(axes, claims, strict=True):
+        rows = table[table["feature"] == feature]
+        hs = sorted(rows["horizon"].unique())
+        ax.axhspan(-sesoi_co, sesoi_co, color="0.9", lw=0)
+        ax.axhline(0, color="k", lw=0.6)
+        ax.axvline(horizon, color="0.5", lw=0.8, ls="--")
+        for shift, cond, hollow in ((-0.06, "co_clock", False), (0.06, "co_scale", True)):
+            part = rows[rows["condition"] == cond].set_index("horizon").reindex(hs)
+            x = np.asarray(hs, float) * np.exp(shift)
+            ok = np.isfinite(part["effect"].to_numpy(float))
+            lo, hi = part["ci_low"].to_numpy(float), part["ci_high"].to_numpy(float)
+            for xi, a, b in zip(x[ok], lo[ok], hi[ok], strict=True):
+                ax.plot([xi, xi], [a, b], color="C0" if not hollow else "C1", lw=1.4)
+            ax.plot(
+                x[ok],
+                part["effect"].to_numpy(float)[ok],
+                "o",
+                color="C0" if not hollow else "C1",
+                mfc="white" if hollow else None,
+                label="beyond the norm" if hollow else "beyond the clock",
+            )
+        ax.set_xscale("log")
+        ax.minorticks_off()  # the horizons alone label the axis
+        ax.set_xticks(hs, [f"{h:g}" for h in hs])
+        ax.set_xlabel("horizon H (steps)", fontsize=8)
+        ax.set_title(NAMES.get(feature, _label(feature)), fontsize=9)
+    axes[0].set_ylabel(f"β_co with its {100 * CONFIDENCE:g} % interval", fontsize=8)
+    axes[0].legend(fontsize=7, loc="best")
+    fig.suptitle(
+        f"Co-movement at each horizon (exploratory; the registered H = {horizon:g}, dashed, "
+        f"decides); ±Δ_co = {sesoi_co:g} shaded",
         fontsize=9,
     )
     fig.tight_layout()

@@ -16,26 +16,22 @@ feature by coupling:
   o_y (sd OFFSET_SD each).
 
 Implied effects (``implied``), the correlations the seed views estimate, from the covariances of
-the levels L and of the H-step moves D (per unit, q_v = 1 − φ_v over the horizon H, the
-co-movement's moves; ``Setting.phi_move``): under the
-level coupling L_xy = a·β, L_yl = a·c, L_xl = a·β·c, unit variances, and D_yy = a·q_y + w,
-D_xx = a·(β²·q_y + (1 − β²)·q_x) + w, D_ll = a·(c²·q_y + (1 − c²)·q_l) + w, D_xy = a·β·q_y,
-D_yl = a·c·q_y, D_xl = a·β·c·q_y. The level β = a·β (plain) and the co-movement
+the levels L and of the H-step moves D (per unit, q_v = 1 − φ_v over the horizon H:
+``Setting.phi_move``): under the level coupling L_xy = a·β, L_yl = a·c, L_xl = a·β·c, unit
+variances, and D_yy = a·q_y + w, D_xx = a·(β²·q_y + (1 − β²)·q_x) + w, D_ll = a·(c²·q_y +
+(1 − c²)·q_l) + w, D_xy = a·β·q_y, D_yl = a·c·q_y, D_xl = a·β·c·q_y. The level β = a·β (plain),
 β_co = a·β·q_y / √(D_xx·D_yy) (plain); partial on the norm, (C_xy − C_xl·C_yl/C_ll) /
-√((C_xx − C_xl²/C_ll)(C_yy − C_yl²/C_ll)) of L or D. White noise enters D at full weight and L at
-w only, so it shrinks β_co far more than β. The moves span H whatever the spacing, so a denser
-series keeps q, and β_co with it (where H is a whole number of spacings).
+√((C_xx − C_xl²/C_ll)(C_yy − C_yl²/C_ll)) of L or D. White noise shrinks β_co far more than β;
+a denser series keeps q (the moves span H), and β_co with it.
 
 Scenarios (``simulate``): the nulls ``no_coupling`` (β = 0), ``offset_confound`` (one per-seed
 offset shared by x and y), ``progress_warp`` (every trend read at t·(1 + ε_s), ε_s ~ N(0,
-WARP_SD²): a seed that trains faster moves all three) and ``norm_only`` (x = NORM_GAIN × the
-norm's deviation as measured + its own) and ``kink_warp`` (progress_warp on trends read through
-a warm-up kink, ``kinked``, at the smaller noise KINK_NOISE: the review's case of a rough trend),
-each with independent per-seed offsets and drifts in every variable; and the signals
-``level_b<β>``, ``innovation_b<b>`` and ``offset_b<ρ>``. Each
-study's p per view is the primary family's: ``contrast_cell`` + ``pooled_row(…, "greater")`` over
-N_MODELS models; a pair's (level, co-movement) is the larger of its plain and partial p. Every
-row draws from its own generator (``row_rng``: CRC-32 of the row's name).
+WARP_SD²)), ``norm_only`` (x = NORM_GAIN × the norm's deviation + its own) and ``kink_warp``
+(progress_warp through a warm-up kink, ``kinked``, at noise KINK_NOISE: the review's case), each
+with per-seed offsets and drifts in every variable; the signals ``level_b<β>``,
+``innovation_b<b>`` and ``offset_b<ρ>``. A study's p per view is the primary family's
+(``contrast_cell`` + ``pooled_row(…, "greater")`` over N_MODELS models); a pair's the larger of
+its plain and partial p. Every row has its own generator (``row_rng``: CRC-32 of its name).
 """
 
 from __future__ import annotations
@@ -264,21 +260,13 @@ def row_name(scenario: str, s: Setting) -> str:
     return name + (f"|c={s.norm_loss:g}" if s.norm_loss != NORM_LOSS else "")
 
 
-def study_p(
-    x: np.ndarray,
-    y: np.ndarray,
-    norm: np.ndarray,
-    perms: np.ndarray,
-    signs: bool = True,
-    steps: np.ndarray | None = None,
-) -> np.ndarray:
+def study_p(x, y, norm, perms: np.ndarray, signs: bool = True, steps=None) -> np.ndarray:
     """One study's one-sided (+) pooled p per view (VIEWS order), arrays (models, seeds, n); then
     the claim's joint p over the two pairs (``primary.joint_p``: the exact Westfall–Young min-p
     the report computes over ``primary_views`` [level, comove]); with ``signs``, then per view 1
     where every model's effect has the + sign (``primary.effect_signs``) and its own exact test
     rules out a reversal by the view's Δ (DELTA, DELTA_CO; ``signs.reversal_ps``), else 0: the
-    per-model half of "reproduced". ``steps``: each checkpoint's step (the co-movement's moves
-    span the horizon H there; without them a move is one checkpoint)."""
+    per-model half of "reproduced". ``steps``: each checkpoint's step (the moves span H there)."""
     at = {} if steps is None else {STEP_KEY: np.asarray(steps, float)}
     mats = [{"x": a, "y": b, SCALE: c} | at for a, b, c in zip(x, y, norm, strict=True)]
     ps, held, nulls = [], [], {}
