@@ -30,6 +30,7 @@ def _design_of(config: dict) -> dict:
         "sesoi_co": analysis.get("sesoi_co"),
         "bottom_line_question": analysis.get("bottom_line_question"),
         "eval_seed": train.get("eval_seed"),
+        "full_eval_every": train.get("full_eval_every"),
     }
 
 
