@@ -26,6 +26,13 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.calibration.across_models import (  # noqa: F401 (SIZES: re-exported)
+    PAIRED,
+    SIZE_NULLS,
+    SIZES,
+)
+from topotrain.analysis.calibration.across_models import paired_draws as _paired_draws
+from topotrain.analysis.calibration.across_models import size_draws as _size_draws
 from topotrain.analysis.calibration.effect import (
     EFFECT_TESTS,
     effect_draws,
@@ -68,16 +75,7 @@ from topotrain.analysis.inference.seed_contrast import (
     pooled_row,
     seed_permutations,
 )
-from topotrain.analysis.inference.stats import (
-    ALPHA,
-    benjamini_hochberg,
-    seed_interval,
-    sign_flip_p,
-    spearman_exact,
-    spearman_rows,
-)
-from topotrain.analysis.prediction.scaling import loglog_line
-from topotrain.analysis.replication.claims import REPRODUCED, monotone_verdict
+from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg, spearman_rows
 from topotrain.config import DEFAULTS
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
@@ -115,43 +113,6 @@ USED = {  # tests whose result feeds a verdict or a flag
 SCALE_ONLY = {"l2_function"}  # nulls of the scale tests only (x does carry y's fluctuation)
 ALPHA_VIEW = "seed_contrast_alpha"  # x's contrast partial on α's stand-in "a" (not in verdicts yet)
 SIGN_ONLY = {"opposite_sign"}  # nulls of the sign-aware flags only
-
-PAIRED = {  # nulls of T5's paired test: per-model error differences symmetric about 0
-    "paired_gaussian": lambda rng, shape: rng.normal(size=shape),
-    "paired_heavy_tailed": lambda rng, shape: rng.standard_t(2, size=shape),
-}
-SIZES = np.array([3e3, 7e3, 21e3, 46e3, 97e3])  # the study's parameter counts
-SIZE_NULLS = {  # nulls of the across-size rules: nothing changes with N
-    "sizes_gaussian": lambda rng, shape: rng.normal(size=shape),
-    "sizes_heavy_tailed": lambda rng, shape: rng.standard_t(3, size=shape),
-}
-
-
-def _size_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
-    """The across-size rules on n_sim studies where nothing depends on N: a per-size value
-    (T4/T6's exact Spearman), final values e^(1 + 0.1·ε) (T7's log-log t-interval) and 3 seeds'
-    ρ = tanh(1.5 + 0.3·ε) per size (t2_monotone: a strict rise with disjoint Fisher-z intervals)."""
-    rng = task_rng((name, None), seed)
-    draw = SIZE_NULLS[name]
-    values, finals, rhos = draw(rng, (n_sim, 5)), draw(rng, (n_sim, 5)), draw(rng, (n_sim, 5, 3))
-    spear = np.array([spearman_exact(SIZES, v)[1] < ALPHA for v in values])
-    lines = [loglog_line(SIZES, np.exp(1 + 0.1 * f)) for f in finals]
-    excl = np.array([r["loglog_slope_ci_low"] > 0 or r["loglog_slope_ci_high"] < 0 for r in lines])
-    strength = -np.tanh(1.5 + 0.3 * rhos)  # |ρ| near 0.9, no trend with size
-    mono = np.array(
-        [monotone_verdict([seed_interval(r) for r in study]) == REPRODUCED for study in strength]
-    )
-    return {
-        "T4/T6 Spearman vs N, exact p": spear,
-        "T7 log-log slope interval excludes 0": excl,
-        "t2_monotone rule: reproduced": mono,
-    }
-
-
-def _paired_draws(name: str, n_sim: int, seed: int) -> dict[str, np.ndarray]:
-    """T5's exact sign-flip test on n_sim draws of N_MODELS per-model differences."""
-    d = PAIRED[name](task_rng((name, None), seed), (n_sim, N_MODELS))
-    return {"T5 sign-flip p (paired by model)": np.array([sign_flip_p(r) < ALPHA for r in d])}
 
 
 def _run_draws(name: str, n_sim: int, n_resamples: int, seed: int) -> dict[str, np.ndarray]:

@@ -11,16 +11,8 @@ claimed direction, exact over the product of the models' seed permutations (1/7 
 3 seeds). The question's p is the larger of its two conditions' (intersection–union: both must
 hold), Benjamini–Hochberg runs over the three claims within the question, and its family-wise
 upper bounds are Bonferroni over its 3 claims × 2 conditions (``family_tests``). Everything else
-in the tables is exploratory.
-
-The verdict of a question (``question_verdict``) names what explains the raw ρ: "reproduced"
-(beyond the clock and the norm: BH rejects, every claimed model's effect estimate has its sign
-in both conditions, ``effect_signs``, and each model's own exact test rules out a reversal by
-the question's Δ, ``signs.ruled_out``: an intersection–union rule, level α however strong the
-other models are; at 3 seeds a model's smallest exact p is 1/6, so nothing is reproduced),
-"explained by the clock" (shown below Δ beyond the clock), "explained by the norm" (shown below Δ
-beyond the norm and present beyond the clock) or "undecided". Which question's verdict is the
-bottom line's is ``analysis.bottom_line_question``, fixed in the pre-registration.
+in the tables is exploratory. The questions, their views and each question's verdict are
+``questions``' (``question_verdict``, ``answer_question``).
 """
 
 from __future__ import annotations
@@ -30,9 +22,26 @@ import math
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference.questions import (  # noqa: F401 (the questions' names: re-exported)
+    BOTTOM_LINE_QUESTION,
+    CO_TARGET,
+    CONDITIONS,
+    MARGINS,
+    QUESTION_NAMES,
+    QUESTIONS,
+    TARGET,
+    VERDICT_SUFFIXES,
+    VIEWS,
+    answer_question,
+    clock_condition,
+    norm_condition,
+    present_beyond_clock,
+    question_columns,
+    question_verdict,
+    weaker_view,
+)
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
-    PARTIAL_CO,
     SCALE,
     contrast_cell,
     lag1,
@@ -42,7 +51,7 @@ from topotrain.analysis.inference.seed_contrast import (
     view_cell,
 )
 from topotrain.analysis.inference.seed_effect import effect_cell, effect_interval
-from topotrain.analysis.inference.signs import (  # noqa: F401 (effect_signs, joint_p: re-exported)
+from topotrain.analysis.inference.signs import (  # noqa: F401 (all_held, effect_signs, joint_p: re-exported)
     all_held,
     effect_signs,
     joint_p,
@@ -50,59 +59,22 @@ from topotrain.analysis.inference.signs import (  # noqa: F401 (effect_signs, jo
     ruled_out,
     signs_held,
 )
-from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg
-from topotrain.analysis.inference.verdicts import (
-    EXPLAINED_BY_CLOCK,
-    EXPLAINED_BY_NORM,
-    REPRODUCED,
-    UNDECIDED,
-    paper_series,
-)
+from topotrain.analysis.inference.stats import ALPHA
+from topotrain.analysis.inference.verdicts import paper_series
 from topotrain.config import DEFAULTS
 from topotrain.config.constants import PRIMARY_CLAIMS
 
-TARGET = "train_loss"
-CO_TARGET = "val_loss"  # the co-movement view's loss: measured on the checkpoint's own weights
 CLAIMS = PRIMARY_CLAIMS  # feature -> the paper's table
 QUANTITY = "rho_{feature}_train_loss"
-CONDITIONS = {"clock": None, "scale": SCALE}  # name -> the column its contrast is partial on
-# Design views of the family: name -> (its loss, {condition: (contrast view, conditioning)}), the
-# clock's condition first, the norm's (the scale's) second. Each is tested beyond the clock and
-# the norm (intersection–union), and each answers one question (QUESTIONS).
-VIEWS = {
-    "level": (TARGET, {"clock": ("seed_contrast", None), "scale": (PARTIAL, SCALE)}),
-    "comove": (CO_TARGET, {"co_clock": ("seed_comove", None), "co_scale": (PARTIAL_CO, SCALE)}),
-}
-# The two questions, each with its own verdict: question -> the view that answers it.
-QUESTIONS = {"moves_with": "comove", "ranks": "level"}
-QUESTION_NAMES = {"moves_with": "moves with", "ranks": "ranks"}  # as the report says them
-BOTTOM_LINE_QUESTION = DEFAULTS["analysis"]["bottom_line_question"]  # the pre-registered one
 SESOI = DEFAULTS["analysis"]["sesoi"]  # Δ, the smallest effect of interest (docs/study.md)
 SESOI_CO = DEFAULTS["analysis"]["sesoi_co"]  # Δ_co: the co-movement view's own (docs/study.md)
 EFFECT = ["effect", "effect_ci_low", "effect_ci_high"]
-MARGINS = {"": 1.0, "_half": 0.5, "_double": 2.0}  # reversal margins: the verdicts' Δ multiples
-VERDICT_SUFFIXES = {"": "", "_half": "_half_sesoi", "_double": "_double_sesoi"}  # margin → column
 _PER_CONDITION = ["rho", "p", "effect", "effect_ci_low", "effect_ci_high", "effect_bound"]
 
 
 def _condition_columns(name: str) -> list[str]:
     cols = [f"effect_signs_{name}", f"rho_{name}", f"p_{name}", f"effect_{name}"]
     return cols + [f"effect_{name}_{c}" for c in ("ci_low", "ci_high", "bound", "fw_high")]
-
-
-def clock_condition(view: str) -> str:
-    """The view's condition beyond the clock alone (its first)."""
-    return next(iter(VIEWS[view][1]))
-
-
-def norm_condition(view: str) -> str:
-    """The view's condition beyond the norm (its second: partial on the L2 norm)."""
-    return list(VIEWS[view][1])[1]
-
-
-def _question_columns(q: str) -> list[str]:
-    cols = [f"p_bh_{q}", f"rejected_{q}", f"effect_{q}", f"effect_{q}_bound"]
-    return cols + [f"verdict_{q}{sfx}" for sfx in VERDICT_SUFFIXES.values()]
 
 
 PRIMARY_COLUMNS = [
@@ -119,7 +91,7 @@ PRIMARY_COLUMNS = [
     *[f"held_{view}" for view in VIEWS],
     *[f"ruled_{view}{sfx}" for view in VIEWS for sfx in MARGINS],
     *[f"lag1_{view}" for view in VIEWS],
-    *[c for q in QUESTIONS for c in _question_columns(q)],
+    *[c for q in QUESTIONS for c in question_columns(q)],
     "p",
     "p_bh",
     "arrangements",
@@ -184,6 +156,7 @@ def claim_views(
     family_tests: int | None = None,
     nulls_out: dict | None = None,
     margins: dict[str, float] | None = None,
+    bounds_only: bool = False,
 ) -> dict:
     """Per view (``views``: name → the column its contrast is partial on, None for the plain
     one, or → (contrast view, that column) for another view such as ``seed_comove``; default
@@ -197,10 +170,15 @@ def claim_views(
     end), and effect_*_fw_high, the upper bound at 1 − α/family_tests (Bonferroni; the
     equal-tailed 2α/family_tests interval's upper end). ``nulls_out``: filled with each view's
     per-model nulls (``joint_p``). ``margins`` (label → m): ruled_out<label>, "k/K" models whose
-    reversal by m is ruled out in every view (``signs.ruled_out``). The report's claims, the
-    calibration suite and the confirmation on fresh seeds all call this."""
+    reversal by m is ruled out in every view (``signs.ruled_out``). ``bounds_only`` (with
+    ``family_tests``): of the intervals only the family-wise upper bounds a verdict reads, the
+    effect, its 1 − α interval and its 1 − α bound NaN (``calibration.question_power``: a third
+    of the work). The report's claims, the calibration suite and the confirmation on fresh seeds
+    all call this."""
     if family_tests is not None and alternative != "greater":
         raise ValueError("one-sided bounds are drawn for a 'greater' claim only")
+    if bounds_only and family_tests is None:
+        raise ValueError("bounds_only needs family_tests: the family-wise bounds are the bounds")
     out, by_view, reversal = {}, [], {label: [] for label in margins or {}}
     for i, (name, spec) in enumerate((views or CONDITIONS).items()):
         view, cond = spec if isinstance(spec, tuple) else (PARTIAL if spec else None, spec)
@@ -214,14 +192,16 @@ def claim_views(
             effect_cell(m, feature, target, view, p, cond, s)
             for m, p, s in zip(mats, perms, signs, strict=True)
         ]
-        eff = effect_interval(cells, ALPHA, seed)
+        skip = dict.fromkeys(EFFECT, np.nan) | {"effect_note": ""}
+        eff = skip if bounds_only else effect_interval(cells, ALPHA, seed)
         for label, margin in (margins or {}).items():
             reversal[label].append(reversal_ps(cells, margin, seed))
         out |= {f"rho_{name}": res["rho"], f"p_{name}": res["p"]}
         out |= {f"effect_{name}{c.removeprefix('effect')}": eff[c] for c in EFFECT}
         out[f"effect_signs_{name}"] = _sign_text(by_view[-1])
         if family_tests is not None:
-            out[f"effect_{name}_bound"] = effect_interval(cells, 2 * ALPHA, seed)["effect_ci_low"]
+            low = skip if bounds_only else effect_interval(cells, 2 * ALPHA, seed)
+            out[f"effect_{name}_bound"] = low["effect_ci_low"]
             fw = effect_interval(cells, 2 * ALPHA / family_tests, seed)
             out[f"effect_{name}_fw_high"] = fw["effect_ci_high"]
         if i == 0:
@@ -257,28 +237,51 @@ def claim_test(
     mats = [model_matrices(r, columns) for r in rows]
     perms = [seed_permutations(r["seed"].nunique(), seed) for r in rows]
     claimed = list(signs[models])
-    notes, per_view = [], {"signs_held", *(f"ruled_out{sfx}" for sfx in MARGINS)}
+    notes = []
     for name, (target, conds) in VIEWS.items():
         if target not in df:
             out[f"p_{name}"] = np.nan
             notes.append(f"no {name} view: {target} not in the feature table")
             continue
-        margins = {sfx: k * deltas[name] for sfx, k in MARGINS.items()}
-        res = claim_views(
-            mats, perms, claimed, feature, target, seed, conds, "greater", family_tests(name),
-            None, margins,
-        )  # fmt: skip
+        res = view_columns(mats, perms, claimed, feature, name, deltas[name], seed)
         notes.append(res.pop("note"))
-        out |= {k: v for k, v in res.items() if k not in per_view and k not in out}
-        out[f"held_{name}"] = res["signs_held"]
-        out |= {f"ruled_{name}{sfx}": res[f"ruled_out{sfx}"] for sfx in MARGINS}
-        out[f"p_{name}"] = max(res[f"p_{c}"] for c in conds)
-        out[f"lag1_{name}"] = persistence(mats, feature, target, next(iter(conds.values()))[0])
+        out |= {k: v for k, v in res.items() if k not in out}
         failed = _sign_failures(out, models, claimed, list(conds))
         if failed:
             why = f"effect sign ({'/'.join(conds)}) not the claimed one: "
             notes.append(why + ", ".join(failed))
     out["note"] = "; ".join(dict.fromkeys(n for n in notes if n))
+    return out
+
+
+def view_columns(
+    mats: list[dict[str, np.ndarray]],
+    perms: list[np.ndarray],
+    claimed: list[float],
+    feature: str,
+    view: str,
+    delta: float,
+    seed: int = 0,
+    bounds_only: bool = False,
+) -> dict:
+    """One design view's columns of a claim's row (``claim_test``'s, per view of VIEWS): its
+    conditions' claim_views on its own loss, with the question's family-wise bounds
+    (``family_tests``) and each model's reversal test at MARGINS × ``delta`` (its Δ); then
+    held_<view>, ruled_<view><margin>, p_<view> (the larger of its conditions' p:
+    intersection–union) and lag1_<view>; ``arrangements`` and ``note`` as claim_views gives
+    them. Models as raw matrices (``model_matrices``) with their seed permutations, in the
+    claimed signs. ``bounds_only``: claim_views' (the verdicts' columns only)."""
+    target, conds = VIEWS[view]
+    margins = {sfx: k * delta for sfx, k in MARGINS.items()}
+    res = claim_views(
+        mats, perms, claimed, feature, target, seed, conds, "greater", family_tests(view),
+        None, margins, bounds_only,
+    )  # fmt: skip
+    out = {k: v for k, v in res.items() if k != "signs_held" and not k.startswith("ruled_out")}
+    out[f"held_{view}"] = res["signs_held"]
+    out |= {f"ruled_{view}{sfx}": res[f"ruled_out{sfx}"] for sfx in MARGINS}
+    out[f"p_{view}"] = max(res[f"p_{c}"] for c in conds)
+    out[f"lag1_{view}"] = persistence(mats, feature, target, next(iter(conds.values()))[0])
     return out
 
 
@@ -305,12 +308,6 @@ def persistence(mats: list[dict[str, np.ndarray]], feature: str, target: str, vi
         if cell is not None and cell[feature].shape[1] > 1:
             values.append(lag1(cell[feature]))
     return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
-
-
-def weaker_view(row: pd.Series, conds=CONDITIONS) -> str:
-    """The condition whose p is the view's (the larger: intersection–union); the first on ties."""
-    names = list(conds)
-    return max(names, key=lambda c: (row[f"p_{c}"], -names.index(c)))
 
 
 def primary_family(
@@ -350,21 +347,7 @@ def primary_family(
     out["sesoi"], out["sesoi_co"] = sesoi, sesoi_co
     deltas = {"level": sesoi, "comove": sesoi_co}
     for q, view in QUESTIONS.items():
-        clock = clock_condition(view)
-        out[f"p_bh_{clock}"] = benjamini_hochberg(out[f"p_{clock}"].to_numpy(float))
-        out[f"p_bh_{q}"] = benjamini_hochberg(out[f"p_{view}"].to_numpy(float))
-        out[f"rejected_{q}"] = out[f"p_bh_{q}"] < alpha
-        for i, row in out.iterrows():
-            cond = weaker_view(row, VIEWS[view][1])
-            out.loc[i, [f"effect_{q}", f"effect_{q}_bound"]] = [
-                row[f"effect_{cond}"],
-                row[f"effect_{cond}_bound"],
-            ]
-        for margin, sfx in VERDICT_SUFFIXES.items():
-            delta = MARGINS[margin] * deltas[view]
-            out[f"verdict_{q}{sfx}"] = [
-                question_verdict(r, q, delta, margin, alpha) for _, r in out.iterrows()
-            ]
+        answer_question(out, q, deltas[view], alpha)
     view = QUESTIONS[question]
     out["question"] = question
     out["p"], out["p_bh"] = out[f"p_{view}"], out[f"p_bh_{question}"]
@@ -382,65 +365,3 @@ def primary_family(
         + "; cannot be measured: a between-seed contrast needs at least 2 seeds per model"
     ).str.lstrip("; ")
     return out
-
-
-def _below(bound: object, delta: float) -> bool:
-    """Whether an upper bound is finite and below ``delta`` (an equivalence test against β ≥ Δ)."""
-    try:
-        value = float(bound)
-    except (TypeError, ValueError):
-        return False
-    return bool(np.isfinite(value) and value < delta)
-
-
-def _claimed_signs_held(claimed: object, estimated: object) -> bool:
-    """Whether every claimed model's effect estimate ("+1;-1;…", ``effect_signs_<condition>``)
-    has its claimed sign ("+1;-1;…", the row's ``signs``); False where either is missing."""
-    want, got = str(claimed).split(";"), str(estimated).split(";")
-    if len(want) != len(got):
-        return False
-    return all(w in ("+1", "-1") and w == g for w, g in zip(want, got, strict=True))
-
-
-def present_beyond_clock(row: pd.Series, view: str, alpha: float = ALPHA) -> bool:
-    """Whether the claim's effect is present beyond the clock in ``view``: its clock condition's
-    one-sided p, BH-corrected over the three claims (p_bh_<clock>), is below ``alpha`` and every
-    claimed model's effect estimate in that condition has its claimed sign (the same estimate
-    signs as ``signs_held``; the reversal rule is not asked here, as "explained by the norm"
-    claims an effect beyond the clock only as the family's pooled test does)."""
-    clock = clock_condition(view)
-    p_bh = pd.to_numeric(pd.Series([row.get(f"p_bh_{clock}")]), errors="coerce").iloc[0]
-    if not (np.isfinite(p_bh) and p_bh < alpha):
-        return False
-    return _claimed_signs_held(row.get("signs"), row.get(f"effect_signs_{clock}"))
-
-
-def question_verdict(
-    row: pd.Series, question: str, delta: float, margin: str = "", alpha: float = ALPHA
-) -> str:
-    """One question's verdict on a primary row, from its own view's columns only (QUESTIONS),
-    at Δ = ``delta`` (``margin``: "", "_half" or "_double", the reversal rule's columns), in this
-    order:
-
-    - "reproduced" (beyond the clock and the norm): p_bh_<q> < alpha (the question's BH over the
-      three claims of its view's intersection–union p), every claimed model's effect has its
-      claimed sign in both conditions (held_<view>) and every model's reversal by Δ is ruled out
-      by its own exact test (ruled_<view><margin>);
-    - else "explained by the clock": the clock condition's family-wise upper bound
-      (effect_<clock>_fw_high, 1 − α/6) lies below Δ;
-    - else "explained by the norm": the norm condition's family-wise upper bound lies below Δ and
-      the effect is present beyond the clock (``present_beyond_clock``);
-    - else "undecided", and always when the question's p is undefined (cannot be measured)."""
-    view = QUESTIONS[question]
-    p_bh = pd.to_numeric(pd.Series([row.get(f"p_bh_{question}")]), errors="coerce").iloc[0]
-    if not np.isfinite(p_bh):
-        return UNDECIDED
-    held = all_held(row.get(f"held_{view}")) and all_held(row.get(f"ruled_{view}{margin}"))
-    if p_bh < alpha and held:
-        return REPRODUCED
-    if _below(row.get(f"effect_{clock_condition(view)}_fw_high"), delta):
-        return EXPLAINED_BY_CLOCK
-    norm_small = _below(row.get(f"effect_{norm_condition(view)}_fw_high"), delta)
-    if norm_small and present_beyond_clock(row, view, alpha):
-        return EXPLAINED_BY_NORM
-    return UNDECIDED
