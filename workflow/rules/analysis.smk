@@ -328,6 +328,7 @@ rule power:
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
         comove_from=config["analysis"]["comove_from"],
+        warmup_steps=config["train"]["warmup_steps"],
         seed=config["analysis"]["bootstrap_seed"],
         cache=f"{RESULTS}/cache/power.json",  # keyed by design: simulated once per design
     script:

@@ -64,6 +64,7 @@ rule answer_figures:
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
         comove_from=config["analysis"]["comove_from"],
+        warmup_steps=config["train"]["warmup_steps"],
     script:
         "../scripts/job.py"
 

@@ -238,6 +238,7 @@ rule run_group:
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
         comove_from=config["analysis"]["comove_from"],
+        warmup_steps=config["train"]["warmup_steps"],
         seed=config["analysis"]["bootstrap_seed"],
     script:
         "../scripts/job.py"

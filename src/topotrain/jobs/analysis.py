@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topotrain.jobs.common import _tables, log
+from topotrain.jobs.common import _tables, comove_design, log
 
 
 def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
@@ -212,6 +212,8 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
     primary family's tests of the paper's claims, and NP against its layers' weight variance."""
     import pandas as pd
 
+    comove_design(params)
+
     from topotrain.analysis.inference.np_variance import np_variance_table
     from topotrain.analysis.inference.numerics import check_seed_numerics
     from topotrain.analysis.inference.primary import primary_family
@@ -252,6 +254,7 @@ def power_job(inputs: dict[str, str], params: dict, out: dict[str, str], threads
     the calibration simulator, then every view's power at 3 / 5 / 8 seeds × 51 / 101 / 201
     checkpoints on the same noise (``study_power``; cached by design in ``params["cache"]``; over
     ``threads`` processes)."""
+    comove_design(params)
     import pandas as pd
 
     from topotrain.analysis.calibration.power_design import study_power

@@ -46,7 +46,7 @@ def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]
     import pandas as pd
 
     from topotrain.analysis.inference.seed_points import seed_points
-    from topotrain.jobs.common import log
+    from topotrain.jobs.common import comove_design, log
     from topotrain.report.answer import (
         claimed_signs,
         figure_between_seeds,
@@ -55,6 +55,7 @@ def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]
     )
     from topotrain.report.plots import model_order
 
+    comove_design(params)
     df = pd.read_parquet(inputs["table"])
     primary, diagnostics, power = (_csv(inputs, k) for k in ("primary", "diagnostics", "power"))
     seeds = int(df.groupby("model")["seed"].nunique().min()) if len(df) else 0

@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from topotrain.jobs.common import _read_json, _release, _tables, _write_json, log
+from topotrain.jobs.common import (
+    _read_json,
+    _release,
+    _tables,
+    _write_json,
+    comove_design,
+    log,
+)
 
 
 def run_revisions_job(name: str, entry: dict, out: str) -> None:
@@ -223,6 +230,7 @@ def run_group_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     members' feature tables (``tables``, in the order of ``params["members"]``) and each member's
     latest checkpoint inputs (``probes``, ``params["members"][run]["probes"]`` of them each),
     read for what they record of the training (``analysis.inference.groups.check_recorded``)."""
+    comove_design(params)
     import pandas as pd
 
     from topotrain.analysis.inference.groups import (
