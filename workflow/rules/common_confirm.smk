@@ -31,6 +31,15 @@ def get_confirmation_table(wildcards):
     return CONFIRM_TABLES[wildcards.branch][1]
 
 
+def get_confirm_control_llc():
+    """The control's confirmation seeds' LLC tables when baselines.llc is on (none otherwise):
+    merged into their feature table as the discovery seeds' are, for the named hypotheses on
+    the LLC (workflow/configs/confirm-control-llc.yaml)."""
+    if not CONTROL_LLC:
+        return []
+    return expand(rules.control_llc.output.table, seed=CONFIRM_SEEDS["control"])
+
+
 def get_named_hypotheses(wildcards):
     """The branch's named hypotheses (confirm.hypotheses), each as the config gives it."""
     return [dict(h) for h in CONFIRM["hypotheses"] if h["branch"] == wildcards.branch]

@@ -37,6 +37,7 @@ rule control_confirm_features:
         tables=expand(
             rules.control_features.output.table, seed=CONFIRM_SEEDS["control"]
         ),
+        llc=get_confirm_control_llc(),
     output:
         table=CONFIRM_TABLES["control"][1],
     log:
@@ -47,6 +48,8 @@ rule control_confirm_features:
     resources:
         mem_mb=1000,
         runtime=5,
+    params:
+        seeds=CONFIRM_SEEDS["control"],
     script:
         "../scripts/job.py"
 

@@ -190,6 +190,28 @@ def confirm_problems(config: dict) -> list[str]:
                 f"confirm.hypotheses[{i}] ({named['feature']}): branch {named['branch']} has no "
                 f"confirmation seeds (confirm.{key} is empty)"
             )
+    return problems + named_problems(confirm["hypotheses"])
+
+
+def named_problems(hypotheses: list[dict]) -> list[str]:
+    """A named hypothesis with a kind (confirm.hypotheses[i].kind) has a name no other has;
+    beyond comes with a kind and never holds the feature; not_beyond takes exactly one column."""
+    problems, names = [], {}
+    for i, h in enumerate(hypotheses):
+        at = f"confirm.hypotheses[{i}] ({h['feature']})"
+        kind, beyond, name = h.get("kind"), list(h.get("beyond") or []), h.get("name")
+        if beyond and not kind:
+            problems.append(f"{at}.beyond: needs a kind (tracks or not_beyond)")
+        if kind and not name:
+            problems.append(f"{at}.name: a hypothesis with a kind needs a name")
+        if kind == "not_beyond" and len(beyond) != 1:
+            problems.append(f"{at}.beyond: kind not_beyond takes exactly one column, got {beyond}")
+        if h["feature"] in beyond:
+            problems.append(f"{at}.beyond: holds the feature itself, nothing to go beyond")
+        if name and name in names:
+            problems.append(f"{at}.name: {name!r} already names confirm.hypotheses[{names[name]}]")
+        elif name:
+            names[name] = i
     return problems
 
 

@@ -21,12 +21,21 @@ def confirm_features_job(
     aggregate_features_job(records, logs, params, out, series, gradients)
 
 
-def control_confirm_features_job(tables: list[str], out: dict[str, str]) -> None:
-    """The control's confirmation seeds (one feature table per seed) in one table."""
+def control_confirm_features_job(
+    tables: list[str],
+    out: dict[str, str],
+    llc: list[str] | None = None,
+    seeds: list[int] | None = None,
+) -> None:
+    """The control's confirmation seeds (one feature table per seed) in one table, with their
+    LLC (``llc``: one table per seed of ``seeds``, baselines.llc) merged as the discovery
+    seeds' is (``control_analysis_job``)."""
     from topotrain.io import atomic_write
-    from topotrain.jobs.control import control_frame
+    from topotrain.jobs.control import control_frame, control_llc_features
 
     df = control_frame(tables)
+    if llc:
+        df = df.merge(control_llc_features(llc, seeds), on=["model", "seed", "step"], how="left")
     atomic_write(out["table"], lambda fh: df.to_parquet(fh, index=False))
     log.info("confirmation: %d control seeds in %s", df["seed"].nunique(), out["table"])
 
@@ -107,7 +116,9 @@ def confirmation_rule(sm) -> None:
 
 
 def control_confirm_features_rule(sm) -> None:
-    control_confirm_features_job(list(sm.input.tables), dict(sm.output.items()))
+    control_confirm_features_job(
+        list(sm.input.tables), dict(sm.output.items()), list(sm.input.llc), sm.params.seeds
+    )
 
 
 def hypotheses_rule(sm) -> None:

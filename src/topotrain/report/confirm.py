@@ -51,6 +51,45 @@ def confirmation_view(conf: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def named_rows(conf: pd.DataFrame) -> pd.Series:
+    """The rows of a confirmation table that are named hypotheses with a kind."""
+    if "kind" not in conf:
+        return pd.Series(False, index=conf.index)
+    return conf["kind"].fillna("").astype(str).ne("")
+
+
+def named_view(conf: pd.DataFrame) -> pd.DataFrame:
+    """The named hypotheses with a kind (``named_rows``): name, test, fresh seeds, the discovery
+    p and effect [interval] beside the confirmation's, p_bh and the verdicts at Δ, Δ/2, 2Δ."""
+    rows = conf[named_rows(conf)]
+    found = ["discovery_effect", "discovery_effect_ci_low", "discovery_effect_ci_high"]
+    again = ["effect", "effect_ci_low", "effect_ci_high"]
+    out = pd.DataFrame({"hypothesis": rows["name"], "kind": rows["kind"]})
+    out["feature ~ target (sign)"] = [
+        f"{f} ~ {t} ({int(s):+d})" for f, t, s in rows[["feature", "target", "sign"]].to_numpy()
+    ]
+    out["test"] = rows["statistic"]
+    out["fresh seeds"] = [seed_list(s) for s in rows["seeds"]]
+    out["discovery p"] = rows["discovery_p"].astype(float)
+    out["discovery effect"] = [with_interval(*r) for r in rows[found].to_numpy(float)]
+    out["ρ"] = [
+        float(r.get(f"rho_{r['view']}", np.nan)) if pd.notna(r["view"]) else np.nan
+        for _, r in rows.iterrows()
+    ]
+    out["p"], out["p_bh"] = rows["p"].astype(float), rows["p_bh"].astype(float)
+    out["effect"] = [with_interval(*r) for r in rows[again].to_numpy(float)]
+    out["verdict"] = rows["verdict"]
+    out["at Δ/2"], out["at 2Δ"] = rows["verdict_half_sesoi"], rows["verdict_double_sesoi"]
+    return out
+
+
+def named_body(conf: pd.DataFrame) -> str:
+    """The named hypotheses' paragraph and table, '' when the table has none."""
+    if not named_rows(conf).any():
+        return ""
+    return prose.render("confirm/named", table=to_markdown(named_view(conf), digits=3))
+
+
 def branch_body(conf: pd.DataFrame) -> str:
     """One branch's part: what was frozen and from what, what the fresh seeds say, the table."""
     if conf.empty:
@@ -69,16 +108,28 @@ def branch_body(conf: pd.DataFrame) -> str:
     )
     if (conf["verdict"] == REVERSED).any():
         head += "\n\n" + prose.render("confirm/reversed")
-    return "\n".join([head, "", to_markdown(confirmation_view(conf), digits=3)])
+    named = named_rows(conf)
+    parts = [head]
+    if not named.all():
+        parts += ["", to_markdown(confirmation_view(conf[~named]), digits=3)]
+    if named.any():
+        parts += ["", named_body(conf)]
+    return "\n".join(parts)
+
+
+def read_confirmation(path) -> pd.DataFrame:
+    """A confirmation table as written (seeds, hashes and the named hypotheses' words as text)."""
+    text = {c: str for c in ("seeds", "discovery_seeds", "discovery_table_sha256")}
+    text |= {c: str for c in ("name", "kind", "beyond", "statistic")}
+    return pd.read_csv(path, dtype=text)
 
 
 def confirm_sections(tables: dict[str, str]) -> list[tuple[str, str, Body]]:
     """[(HEADING, TEXT, body)] when a branch is confirmed (``<branch>_confirmation_csv`` among
     the report's tables), else []."""
-    text = {c: str for c in ("seeds", "discovery_seeds", "discovery_table_sha256")}
     parts = []
     for branch, label in BRANCHES.items():
         if f"{branch}_confirmation_csv" in tables:
-            conf = pd.read_csv(tables[f"{branch}_confirmation_csv"], dtype=text)
+            conf = read_confirmation(tables[f"{branch}_confirmation_csv"])
             parts += [f"### {label}\n", branch_body(conf)]
     return [(HEADING, TEXT, Body("\n".join(parts)))] if parts else []

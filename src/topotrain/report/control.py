@@ -266,4 +266,15 @@ def control_section(
         np_variance=variance,
         diagnostics=diagnostics,
     )
-    return text + "\n"
+    return text + named_section(tables) + "\n"
+
+
+def named_section(tables: dict[str, str]) -> str:
+    """The control's named hypotheses on its fresh seeds (``confirm.hypotheses`` with a kind:
+    the LLC's findings), from its confirmation table when the report has one; '' otherwise."""
+    from topotrain.report.confirm import named_body, read_confirmation
+
+    if not tables.get("control_confirmation_csv"):
+        return ""
+    body = named_body(read_confirmation(tables["control_confirmation_csv"]))
+    return f"\n### Named hypotheses on fresh seeds\n\n{body}" if body else ""

@@ -18,6 +18,9 @@ control: the norm's) intervals; beside it the discovery effect of the view whose
 The same test in the other sign (``p_reversed``, BH over the family as ``p_bh_reversed``) reads
 REVERSED when it holds: the frozen direction is refuted, not merely shown small. Both directions
 decide by ``signs.holds_in_one_sign`` (every view p < α, every ρ of the one sign).
+
+A named hypothesis with a ``kind`` (name, kind, beyond) is decided by its own test, fixed before
+the fresh data, in words of its own (``named``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.confirmation.named import (
+    NOT_BEYOND,
+    beyond_list,
+    beyond_test,
+    family_level,
+    kind_of,
+    named_verdict,
+    text_of,
+    tracks_statistic,
+    with_halves,
+)
 from topotrain.analysis.control import grokking
 from topotrain.analysis.inference import associations
 from topotrain.analysis.inference.primary import EFFECT, claim_views
@@ -69,21 +83,33 @@ BRANCHES = {
         lambda df: [f for f in grokking.FEATURES if f in df],
     ),
 }
-HEAD = ["branch", "feature", "target", "sign", "source"]
+HEAD = ["branch", "name", "feature", "target", "sign", "kind", "beyond", "source"]
 SCREEN = ["feature", "target", "hit", "sign"]  # then rho_ and p_ per view
 TAIL = ["arrangements", "seeds", "models", "discovery_table_sha256"]
+NAMED = ["statistic", "family", "split_r"]  # a kind's test in words, the family's size, halves' r
 
 
-def view_columns(branch: Branch) -> list[str]:
-    """rho_, p_, effect_, effect_*_ci_low/high per view of ``branch``."""
+def view_columns(branch: Branch, extra: Sequence[str] = ()) -> list[str]:
+    """rho_, p_, effect_, effect_*_ci_low/high per view of ``branch`` and per ``extra`` view
+    (a named hypothesis's view beyond a column that is none of the branch's)."""
     out = []
-    for v in branch.views:
+    for v in [*branch.views, *extra]:
         out += [f"rho_{v}", f"p_{v}", f"effect_{v}", f"effect_{v}_ci_low", f"effect_{v}_ci_high"]
     return out
 
 
-def hypotheses_columns(branch: Branch) -> list[str]:
-    return [*HEAD, *view_columns(branch), *TAIL, "note"]
+def hypotheses_columns(branch: Branch, extra: Sequence[str] = ()) -> list[str]:
+    return [*HEAD, *view_columns(branch, extra), *TAIL, *NAMED, "note"]
+
+
+def row_views(branch: Branch, feature: str, beyond: Sequence[str] = ()) -> dict[str, str | None]:
+    """A row's views: the branch's (``feature_views``), or with ``beyond`` one per column, the
+    partial contrast on it, named as the branch names it (the control: norm, fourier) or by the
+    column."""
+    if not beyond:
+        return feature_views(branch, feature)
+    names = {cond: name for name, cond in branch.views.items() if cond}
+    return {names.get(c, c): c for c in beyond if c != feature}
 
 
 def feature_views(branch: Branch, feature: str) -> dict[str, str | None]:
@@ -162,11 +188,13 @@ def hypotheses_table(
     source: str = "the discovery feature table",
 ) -> pd.DataFrame:
     """hypotheses_columns(branch): the hits of ``discovery_screen``, then the named hypotheses
-    (a named cell that is also a hit keeps its named sign; the note says so), each with its
-    discovery ρ, two-sided p and effect [interval] per view in the frozen sign. Header only: no
-    hit and nothing named."""
+    (a named cell that is also a hit keeps its named sign and kind; the note says so), each with
+    its discovery ρ, two-sided p and effect [interval] per view in the frozen sign (a
+    ``not_beyond`` one: its own test, ``named.beyond_test``). Header only: no hit and nothing
+    named."""
     for h in named:
-        if missing := [c for c in (h["feature"], h["target"]) if c not in df]:
+        columns = [h["feature"], h["target"], *beyond_list(h.get("beyond"))]
+        if missing := [c for c in columns if c not in df]:
             raise ValueError(
                 f"confirm.hypotheses: {h['branch']} {h['feature']} ~ {h['target']}: {missing} "
                 f"not a column of {source}"
@@ -174,37 +202,70 @@ def hypotheses_table(
     found = discovery_screen(df, branch, alpha, seed)
     found = found[found["hit"].astype(bool)]
     hits = {(f, t): s for f, t, s in found[["feature", "target", "sign"]].to_numpy()}
-    cells = {key: (sign, "hit", "") for key, sign in hits.items()}
+    cells = {key: {"sign": sign, "source": "hit", "note": ""} for key, sign in hits.items()}
     for h in named:
         key = (h["feature"], h["target"])
         also = f"also a hit, sign {hits[key]:+.0f}" if key in hits else ""
-        cells[key] = (float(h["sign"]), "named", also)
+        spec = {"name": text_of(h.get("name")), "kind": kind_of(h)}
+        spec["beyond"] = beyond_list(h.get("beyond"))
+        cells[key] = {"sign": float(h["sign"]), "source": "named", "note": also, **spec}
+    beyond = [c for cell in cells.values() for c in cell.get("beyond", [])]
     columns = {c for f, t in cells for c in (f, t)} | set(filter(None, branch.views.values()))
-    side = design(df, sorted(columns), seed)
-    rows = []
-    for (feature, target), (sign, source, note) in cells.items():
-        views = feature_views(branch, feature)
-        res = side.test(feature, target, views, sign, "two-sided", seed)
-        note = "; ".join(filter(None, [res.pop("note"), left_out(branch, feature), note]))
-        rows.append(
-            {"branch": branch.name, "feature": feature, "target": target, "sign": int(sign)}
-            | {"source": source, **res, "note": note}
-        )
-    out = pd.DataFrame(rows, columns=hypotheses_columns(branch))
+    side = design(df, sorted(columns | with_halves(beyond)), seed)
+    rows = [
+        _frozen_row(side, branch, feature, target, cell, len(cells), alpha, seed)
+        for (feature, target), cell in cells.items()
+    ]
+    out = pd.DataFrame(rows, columns=hypotheses_columns(branch, _extra_views(branch, rows)))
     out["seeds"] = ";".join(map(str, side.seeds))
     out["models"] = ";".join(side.models)
     out["discovery_table_sha256"] = sha256
     return out
 
 
-SUMMARY = ["view", "discovery_effect", "discovery_effect_ci_low", "discovery_effect_ci_high"]
-SUMMARY += [*EFFECT, "p", "p_bh", "rejected", "p_reversed", "p_bh_reversed", "sesoi", "verdict"]
-SUMMARY += ["verdict_half_sesoi", "verdict_double_sesoi"]
+def _extra_views(branch: Branch, rows: Sequence[dict]) -> list[str]:
+    """The views of ``rows`` that are none of the branch's, in order of appearance."""
+    views = [v for r in rows for v in _views(branch, r) if v not in branch.views]
+    return list(dict.fromkeys(views))
+
+
+def _frozen_row(
+    side: Design,
+    branch: Branch,
+    feature: str,
+    target: str,
+    cell: dict,
+    family: int,
+    alpha: float,
+    seed: int,
+) -> dict:
+    """One hypothesis on the discovery side, two-sided, in its frozen sign."""
+    kind, beyond, sign = cell.get("kind", ""), cell.get("beyond", []), cell["sign"]
+    views = row_views(branch, feature, beyond)
+    head = {"branch": branch.name, "name": cell.get("name", ""), "feature": feature}
+    head |= {"target": target, "sign": int(sign), "kind": kind, "beyond": ";".join(beyond)}
+    head |= {"source": cell["source"], "family": family}
+    if kind == NOT_BEYOND:
+        [(view, column)] = views.items()
+        level = family_level(family, alpha)
+        res = beyond_test(side.mats, side.perms, feature, target, view, column, sign, seed, level)
+        note = "; ".join(filter(None, [res.pop("note"), cell["note"]]))
+        return head | res | {"note": note}
+    res = side.test(feature, target, views, sign, "two-sided", seed)
+    gone = "" if beyond else left_out(branch, feature)
+    note = "; ".join(filter(None, [res.pop("note"), gone, cell["note"]]))
+    return head | res | {"statistic": tracks_statistic(views) if kind else "", "note": note}
+
+
+SUMMARY = ["view", "discovery_p", "discovery_effect", "discovery_effect_ci_low"]
+SUMMARY += ["discovery_effect_ci_high", *EFFECT, "p", "p_bh", "rejected", "p_reversed"]
+SUMMARY += ["p_bh_reversed", "sesoi", "verdict", "verdict_half_sesoi", "verdict_double_sesoi"]
 PROVENANCE = ["discovery_seeds", "discovery_table_sha256", "hypotheses_sha256"]
 
 
-def confirmation_columns(branch: Branch) -> list[str]:
-    return [*HEAD, *SUMMARY, *view_columns(branch), *TAIL[:-1], *PROVENANCE, "note"]
+def confirmation_columns(branch: Branch, extra: Sequence[str] = ()) -> list[str]:
+    views = view_columns(branch, extra)
+    return [*HEAD, *SUMMARY, *views, *TAIL[:-1], *PROVENANCE, *NAMED, "note"]
 
 
 def fresh_seeds(hypotheses: pd.DataFrame, df: pd.DataFrame) -> list[int]:
@@ -232,19 +293,28 @@ def confirmation_table(
     docstring); rows whose cell cannot be measured keep p NaN, out of the family's BH."""
     fresh_seeds(hypotheses, df)
     cells = [tuple(x) for x in hypotheses[["feature", "target"]].to_numpy()]
+    beyond = [c for b in hypotheses.get("beyond", pd.Series(dtype=str)) for c in beyond_list(b)]
     columns = {c for cell in cells for c in cell} | set(filter(None, branch.views.values()))
-    side = design(df, sorted(columns), seed)
-    rows = [_confirm_row(h, branch, side, df, seed) for _, h in hypotheses.iterrows()]
-    out = pd.DataFrame(rows, columns=confirmation_columns(branch))
+    side = design(df, sorted(columns | with_halves(beyond)), seed)
+    family = len(hypotheses)
+    rows = [
+        _confirm_row(h, branch, side, df, seed, family, alpha) for _, h in hypotheses.iterrows()
+    ]
+    out = pd.DataFrame(rows, columns=confirmation_columns(branch, _extra_views(branch, rows)))
     out["p_bh"] = benjamini_hochberg(out["p"].to_numpy(float))
     out["p_bh_reversed"] = benjamini_hochberg(out["p_reversed"].to_numpy(float))
     held, back = (np.array([_one_sign(r, branch, alpha, d) for r in rows], bool) for d in (1, -1))
-    out["rejected"] = (out["p_bh"].to_numpy(float) < alpha) & held
+    either = np.array([kind_of(r) == NOT_BEYOND for r in rows], bool)  # two-sided: no sign
+    out["rejected"] = (out["p_bh"].to_numpy(float) < alpha) & (held | either)
     reversed_ = (out["p_bh_reversed"].to_numpy(float) < alpha) & back
     out["sesoi"] = sesoi
     for column, delta in zip(SUMMARY[-3:], (sesoi, sesoi / 2, 2 * sesoi), strict=True):
         out[column] = [
-            REVERSED if rev else _verdict(row, branch, delta)
+            named_verdict(row, _views(branch, row), delta, rev)
+            if kind_of(row)
+            else REVERSED
+            if rev
+            else _verdict(row, branch, delta)
             for rev, (_, row) in zip(reversed_, out.iterrows(), strict=True)
         ]
     out["seeds"] = ";".join(map(str, side.seeds))
@@ -253,24 +323,48 @@ def confirmation_table(
     return out
 
 
-def _confirm_row(h: pd.Series, branch: Branch, side: Design, df: pd.DataFrame, seed: int):
+def _confirm_row(
+    h: pd.Series,
+    branch: Branch,
+    side: Design,
+    df: pd.DataFrame,
+    seed: int,
+    family: int = 1,
+    alpha: float = ALPHA,
+) -> dict:
     """One hypothesis on the confirmation side: every view one-sided in its frozen sign, and
-    (p_reversed, p_rev_<view>) in the other sign."""
-    base = {c: h[c] for c in HEAD} | {"discovery_seeds": h["seeds"]}
+    (p_reversed, p_rev_<view>) in the other sign; a ``not_beyond`` one by its own two-sided
+    test (``named.beyond_test``), p_reversed NaN."""
+    base = {c: text_of(h.get(c)) for c in HEAD} | {c: h[c] for c in ("feature", "target", "sign")}
+    base |= {"discovery_seeds": h["seeds"], "family": family}
     base["discovery_table_sha256"] = h["discovery_table_sha256"]
-    missing = [c for c in (h["feature"], h["target"]) if c not in df]
+    kind, beyond = kind_of(h), beyond_list(h.get("beyond"))
+    missing = [c for c in (h["feature"], h["target"], *beyond) if c not in df]
     if missing:
         return base | {"note": f"{missing} not in the confirmation table: cannot be measured"}
-    views = feature_views(branch, h["feature"])
+    views = row_views(branch, h["feature"], beyond)
+    if kind == NOT_BEYOND:
+        [(view, column)] = views.items()
+        level = family_level(family, alpha)
+        res = beyond_test(
+            side.mats, side.perms, h["feature"], h["target"], view, column, h["sign"], seed, level
+        )
+        effects = {c: res[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
+        found = {f"discovery_{c}": h[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
+        summary = {"view": view, "p": res[f"p_{view}"], "p_reversed": np.nan}
+        return base | res | effects | found | summary | {"discovery_p": h[f"p_{view}"]}
     res = side.test(h["feature"], h["target"], views, h["sign"], "greater", seed)
     ps = [res[f"p_{v}"] for v in views]
     view = list(views)[int(np.argmax(ps))] if np.isfinite(ps).all() else next(iter(views))
     effects = {c: res[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
     found = {f"discovery_{c}": h[f"effect_{view}{c.removeprefix('effect')}"] for c in EFFECT}
-    note = "; ".join(filter(None, [res.pop("note"), left_out(branch, h["feature"])]))
+    found["discovery_p"] = _largest([float(h.get(f"p_{v}", np.nan)) for v in views])
+    gone = "" if beyond else left_out(branch, h["feature"])
+    note = "; ".join(filter(None, [res.pop("note"), gone]))
     other = side.test(h["feature"], h["target"], views, -h["sign"], "greater", seed)
     back = {f"p_rev_{v}": other[f"p_{v}"] for v in views}
     summary = {"view": view, "p": _largest(ps), "p_reversed": _largest(list(back.values()))}
+    summary["statistic"] = tracks_statistic(views) if kind else ""
     return base | res | effects | found | back | summary | {"note": note}
 
 
@@ -283,10 +377,14 @@ def _one_sign(row: dict, branch: Branch, alpha: float, direction: int) -> bool:
     """``holds_in_one_sign`` over a ``_confirm_row``'s views in the frozen sign (direction +1:
     its one-sided p's) or the other (−1: p_rev_), ρ being in the frozen sign; False when the
     cell could not be measured. With BH p < alpha: the row's rejection, or its reversal."""
-    views = feature_views(branch, row["feature"])
+    views = _views(branch, row)
     ps = [row.get(f"p_{v}" if direction > 0 else f"p_rev_{v}", np.nan) for v in views]
     rhos = [row.get(f"rho_{v}", np.nan) for v in views]
     return holds_in_one_sign(ps, rhos, alpha, sign=direction)
+
+
+def _views(branch: Branch, row) -> dict[str, str | None]:
+    return row_views(branch, row["feature"], beyond_list(row.get("beyond")))
 
 
 def _verdict(row: pd.Series, branch: Branch, delta: float) -> str:
@@ -297,5 +395,6 @@ def _verdict(row: pd.Series, branch: Branch, delta: float) -> str:
 
 def read_hypotheses(path: str) -> pd.DataFrame:
     """hypotheses.csv as written (the seeds and the hash as text; header only: no rows)."""
-    text = {"seeds": str, "models": str, "discovery_table_sha256": str, "note": str}
+    text = {c: str for c in ("seeds", "models", "discovery_table_sha256", "note", "statistic")}
+    text |= {c: str for c in ("name", "kind", "beyond")}
     return pd.read_csv(path, dtype=text, keep_default_na=False, na_values=[""])
