@@ -27,9 +27,10 @@ demo: install
 study: install
 	$(BIN)/snakemake --cores $(CORES) --show-failed-logs $(LOGGER) $(SNAKEMAKE_ARGS)
 
-## The calibration suite (off the study's default path): results/tables/calibration.csv.
+## The calibration suite (off the study's default path): results/tables/calibration.csv, and the
+## power of both answers on the verdict rule: results/tables/question_power.csv.
 calibrate: install
-	$(BIN)/snakemake calibration --cores $(CORES) --show-failed-logs $(LOGGER) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake calibration question_power --cores $(CORES) --show-failed-logs $(LOGGER) $(SNAKEMAKE_ARGS)
 
 ## The study with the grokking positive control switched on (only the control's jobs and the
 ## report run when the study is done): results/tables/control.csv and the report's section.

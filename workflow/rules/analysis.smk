@@ -79,6 +79,27 @@ rule calibration:
         "../scripts/job.py"
 
 
+rule question_power:
+    output:
+        question_csv=f"{RESULTS}/tables/question_power.csv",
+        question_md=f"{RESULTS}/tables/question_power.md",
+    log:
+        f"{RESULTS}/logs/analysis/question_power.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 16  # simulated studies in parallel processes (the same table); capped at --cores
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    params:
+        draws=config["analysis"]["calibration"]["question_draws"],
+        sesoi=config["analysis"]["sesoi"],
+        sesoi_co=config["analysis"]["sesoi_co"],
+        seed=config["analysis"]["bootstrap_seed"],
+    script:
+        "../scripts/job.py"
+
+
 rule associations:
     input:
         FEATURES,

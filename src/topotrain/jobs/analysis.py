@@ -114,6 +114,21 @@ def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None
         _tables(out, "intervals", miss, title)
 
 
+def question_power_job(params: dict, out: dict[str, str], threads: int = 1) -> None:
+    """The power of both answers on the verdict rule (``calibration.question_power``): per
+    question, planted condition and design, the share of simulated studies per verdict word,
+    ``params["draws"]`` studies per row over ``threads`` processes, on the documented fitted
+    noise."""
+    from topotrain.analysis.calibration.question_power import STUDY_NOISE, question_table
+
+    deltas = {"moves_with": params["sesoi_co"], "ranks": params["sesoi"]}
+    table = question_table(
+        params["draws"], threads, STUDY_NOISE, seed=params["seed"], deltas=deltas
+    )
+    title = "Power of both answers: verdict shares per question, planted condition and design"
+    _tables(out, "question", table, title)
+
+
 def _verdict_note(key: str, draws: int, nominal: float, rows: str, warn: bool = True) -> str:
     """ "" when ``draws`` (config ``analysis.calibration.<key>``) reach what a verdict row at
     ``nominal`` needs (``pass_rule.verdict_draws``), else the shortfall, logged as a warning
@@ -293,6 +308,10 @@ def associations_rule(sm) -> None:
 
 def calibration_rule(sm) -> None:
     calibration_job(dict(sm.params.items()), dict(sm.output.items()), sm.threads)
+
+
+def question_power_rule(sm) -> None:
+    question_power_job(dict(sm.params.items()), dict(sm.output.items()), sm.threads)
 
 
 def correlations_rule(sm) -> None:

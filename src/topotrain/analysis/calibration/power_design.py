@@ -59,11 +59,12 @@ def autocorrelations(devs: list[np.ndarray], lags: int = 2) -> list[float]:
     return out
 
 
-def ar_white(devs: list[np.ndarray]) -> tuple[float, float]:
+def ar_white(devs: list[np.ndarray], digits: int | None = 2) -> tuple[float, float]:
     """(φ, v): AR(1) plus a white share v of the variance, fitted to the pooled lag-1 and lag-2
     autocorrelations ρ_h = φ^h·(1 − v): φ = ρ₂/ρ₁ clipped to ±0.99, v = 1 − ρ₁/φ clipped to
     [0, 1]; AR(1) alone (φ = ρ₁ clipped, v = 0) where ρ₂ ≤ 0, ρ₁ = 0 or ρ₂ is undefined;
-    rounded to 0.01, φ = 0 when v = 1 (white: φ means nothing); NaN φ when nothing varies."""
+    rounded to ``digits`` decimals (None: unrounded), φ = 0 when v = 1 (white: φ means
+    nothing); NaN φ when nothing varies."""
     rho1, rho2 = autocorrelations(devs)
     if np.isnan(rho1):
         return float("nan"), 0.0
@@ -72,52 +73,64 @@ def ar_white(devs: list[np.ndarray]) -> tuple[float, float]:
     else:
         phi = float(np.clip(rho2 / rho1, -0.99, 0.99))
         white = float(np.clip(1 - rho1 / phi, 0.0, 1.0))
-    phi, white = round(phi, 2) + 0.0, round(white, 2) + 0.0
+    if digits is not None:
+        phi, white = round(phi, digits) + 0.0, round(white, digits) + 0.0
     return (0.0 if white == 1 else phi), white
 
 
-def _deviations(df: pd.DataFrame, columns: list[str]) -> tuple[dict[str, list], list]:
-    """column → each model's seed deviations (``cell_deviations``), and per model the loss's and
-    the norm's deviations over the checkpoints both have (none without both columns)."""
+def _deviations(
+    df: pd.DataFrame, columns: list[str], target: str = TARGET
+) -> tuple[dict[str, list], list]:
+    """column → each model's seed deviations (``cell_deviations``), and per model the loss's
+    (``target``) and the norm's deviations over the checkpoints both have (none without both
+    columns)."""
     devs: dict[str, list] = {c: [] for c in columns}
     pairs = []
     for _, rows in df.groupby("model", sort=False):
         mats = model_matrices(rows, columns)
         for c in columns:
             devs[c].append(cell_deviations(mats, [c])[c])
-        if {TARGET, SCALE} <= set(columns):
-            pair = cell_deviations(mats, [TARGET, SCALE])
-            pairs.append((pair[TARGET], pair[SCALE]))
+        if {target, SCALE} <= set(columns):
+            pair = cell_deviations(mats, [target, SCALE])
+            pairs.append((pair[target], pair[SCALE]))
     return devs, pairs
 
 
-def fit_noise(df: pd.DataFrame, features: tuple[str, ...] = tuple(CLAIMS)) -> Noise:
-    """``Noise`` fitted to the seed deviations of a feature table: ``ar_white`` of the loss, each
-    feature and the norm's own part (per model, its residual on the loss's deviations, d_l −
+def fit_noise(
+    df: pd.DataFrame,
+    features: tuple[str, ...] = tuple(CLAIMS),
+    target: str = TARGET,
+    digits: int | None = 2,
+) -> Noise:
+    """``Noise`` fitted to the seed deviations of a feature table: ``ar_white`` of the loss
+    (``target``, default train_loss; ``question_power`` fits each question's own), each feature
+    and the norm's own part (per model, its residual on the loss's deviations, d_l −
     (Σd_l·d_y/Σd_y²)·d_y, as the simulator's w' is what u leaves of w); c the pooled correlation
     of the norm's and the loss's deviations; the calibration's default where a column is absent
     or nothing varies; ``spacing`` the median gap between the table's steps (the φ's are per
-    checkpoint at that spacing)."""
+    checkpoint at that spacing). Rounded to ``digits`` decimals (None: unrounded; the default
+    0.01 lets a re-aggregated table hit the power cache)."""
     default = Noise()
     steps = np.unique(df["step"]) if "step" in df else np.array([])
     spacing = float(np.median(np.diff(steps))) if steps.size > 1 else default.spacing
-    columns = [c for c in (TARGET, SCALE, *features) if c in df]
-    devs, pairs = _deviations(df, columns)
+    columns = [c for c in (target, SCALE, *features) if c in df]
+    devs, pairs = _deviations(df, columns, target)
     if pairs:
         devs[SCALE] = [
             s - (s * y).sum() / (y * y).sum() * y if (y * y).sum() else s for y, s in pairs
         ]
 
     def fit(column: str, fallback: float) -> tuple[float, float]:
-        phi, white = ar_white(devs[column]) if column in devs else (float("nan"), 0.0)
+        phi, white = ar_white(devs[column], digits) if column in devs else (float("nan"), 0.0)
         return (fallback, 0.0) if np.isnan(phi) else (phi, white)
 
     num = sum(float((y * s).sum()) for y, s in pairs)
     den = np.sqrt(
         sum(float((y * y).sum()) for y, _ in pairs) * sum(float((s * s).sum()) for _, s in pairs)
     )
-    corr = round(float(np.clip(num / den, -0.99, 0.99)), 2) if den > 0 else default.scale_loss
-    (loss, loss_white), (scale, scale_white) = fit(TARGET, default.loss), fit(SCALE, default.scale)
+    corr = float(np.clip(num / den, -0.99, 0.99)) if den > 0 else default.scale_loss
+    corr = round(corr, digits) if digits is not None and den > 0 else corr
+    (loss, loss_white), (scale, scale_white) = fit(target, default.loss), fit(SCALE, default.scale)
     fitted = [fit(f, 0.0) for f in features]
     return Noise(
         loss=loss,
