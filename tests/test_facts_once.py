@@ -30,6 +30,7 @@ LEVEL_NAME = re.compile(r"ALPHA|CONFIDENCE|LEVEL")  # a module constant named as
 NOT_ALPHA = {
     ("analysis/calibration/pass_rule.py", 0.95): (1, "PASS_LEVEL, below"),
     ("analysis/calibration/pass_rule.py", "PASS_LEVEL"): (1, "the suite's own pass rule"),
+    ("analysis/calibration/question_power.py", 0.95): (1, "the documented fit's φ of the norm"),
     ("analysis/calibration/simulator.py", 0.05): (2, "noise sd; the smallest planted effect"),
     ("analysis/calibration/simulator.py", 0.95): (1, "the AR(0.95) noise's coefficient"),
     ("analysis/calibration/view_power.py", 0.05): (1, "an AR coefficient's lower clip"),
