@@ -33,7 +33,7 @@ def test_default_config_is_the_study():
     assert len(steps) == 201 and steps[0] == 0 and steps[-1] == 5000
     assert DEFAULT["topology"]["jobs"] == "training"
     assert DEFAULT["train"]["lr"] == 3e-3 and DEFAULT["train"]["batch_size"] == 64
-    assert DEFAULT["context"] == 128 and DEFAULT["seeds"] == [42, 43, 44, 45, 46]
+    assert DEFAULT["context"] == 128 and DEFAULT["seeds"] == [42, 43, 44, 45, 46, 47]
 
 
 @pytest.mark.parametrize("name", list(FAMILY))
