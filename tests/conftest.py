@@ -97,13 +97,20 @@ def tiny_workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture(autouse=True)
-def _comovement_from_the_first_step():
+def _unit_comovement_design():
     """Unit fixtures are short runs of a few checkpoints: their co-movement starts at step 0, not
-    H after the default warm-up (``analysis.comove_from``); a test of that default sets it itself.
-    Restored to the defaults after each test."""
+    H after the default warm-up (``analysis.comove_from``); a test of that default sets it."""
     from topotrain.analysis.inference import seed_contrast as sc
 
     sc.set_horizon(sc.HORIZON_STEPS, 0)
+
+
+_unit_comovement_design()  # before any fixture, a module-scoped one included
+
+
+@pytest.fixture(autouse=True)
+def _comovement_from_the_first_step():
+    """Each test starts, and leaves, the co-movement's design at the unit baseline."""
+    _unit_comovement_design()
     yield
-    sc.set_horizon(sc.HORIZON_STEPS)
+    _unit_comovement_design()

@@ -70,7 +70,8 @@ def load_jobs(workdir: Path) -> dict:
             snakefile=ROOT / "Snakefile",
             workdir=workdir,
         )
-        workflow_api.dag(dag_settings=DAGSettings(targets={"all", "calibration"}, forceall=True))
+        targets = {"all", "calibration", "question_power"}  # make calibrate's targets too
+        workflow_api.dag(dag_settings=DAGSettings(targets=targets, forceall=True))
         workflow = workflow_api._workflow
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()

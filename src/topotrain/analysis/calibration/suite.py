@@ -67,6 +67,7 @@ from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simul
 )
 from topotrain.analysis.inference.associations import view_association
 from topotrain.analysis.inference.diagnostics import SPLIT, split_cell
+from topotrain.analysis.inference.parallel import design_initializer
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     PARTIAL,
@@ -326,7 +327,8 @@ def calibration_table(
         log.warning("calibration: %s", short)
     work = partial(_task, n_sim=n_sim, n_resamples=n_resamples, seed=seed, sesoi=sesoi)
     results: dict[tuple, list[dict]] = {}
-    with ProcessPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
+    pool_of = partial(ProcessPoolExecutor, threads, **design_initializer())  # the job's H in each
+    with pool_of() if threads > 1 else nullcontext() as pool:
         heavy_first = sorted(tasks, key=lambda task: -(task[1] or 0))  # the 8-seed ones last long
         futures = {task: pool.submit(work, task) for task in heavy_first} if pool else {}
         for done, task in enumerate(tasks, 1):
