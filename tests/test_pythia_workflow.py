@@ -179,8 +179,9 @@ def test_default_config_plans_every_pythia_revision():
     counts = planned_counts(ROOT, "--config", "results=/tmp/topotrain-plan-only")
     assert counts["pythia_weight_topology"] == 7 and counts["pythia_embedding_topology"] == 57
     assert counts["fetch_pythia"] == 7 + 57
-    assert counts["train_model"] == 5 * 5  # 5 seeds
-    assert counts["training_topology"] == 5 * 5  # one job per training: 201 checkpoints each
+    runs = 5 * 6  # 5 models × 6 seeds (the design since issue 56)
+    assert counts["train_model"] == runs
+    assert counts["training_topology"] == runs  # one job per training: 201 checkpoints each
     assert "weight_topology" not in counts
 
 
