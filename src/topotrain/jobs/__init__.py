@@ -162,14 +162,10 @@ def set_horizon(config: dict | None) -> None:
     analysis = (config or {}).get("analysis") or {}
     if analysis.get("horizon") is None:
         return
-    from topotrain.analysis.inference.seed_contrast import default_start
     from topotrain.analysis.inference.seed_contrast import set_horizon as _set
 
-    start = analysis.get("comove_from")
-    if start is None:
-        warmup = ((config or {}).get("train") or {}).get("warmup_steps", 0)
-        start = default_start(warmup, analysis["horizon"])
-    _set(analysis["horizon"], start)
+    warmup = ((config or {}).get("train") or {}).get("warmup_steps", 0)
+    _set(analysis["horizon"], analysis.get("comove_from"), warmup)
 
 
 def run_rule(sm) -> None:

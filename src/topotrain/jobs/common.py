@@ -79,7 +79,6 @@ def comove_design(params: dict) -> None:
     """The co-movement's horizon H and first step for this job's process, from its rule's params
     (``analysis.horizon``, ``analysis.comove_from``; null: H after ``train.warmup_steps``), the
     params that make Snakemake rerun the job when they change (``seed_contrast.set_horizon``)."""
-    from topotrain.analysis.inference.seed_contrast import default_start, set_horizon
+    from topotrain.analysis.inference.seed_contrast import set_horizon
 
-    horizon, start = params["horizon"], params["comove_from"]
-    set_horizon(horizon, default_start(params["warmup_steps"], horizon) if start is None else start)
+    set_horizon(params["horizon"], params["comove_from"], params["warmup_steps"])

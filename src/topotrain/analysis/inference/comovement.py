@@ -30,18 +30,22 @@ _design = {"horizon": float(HORIZON_STEPS)}
 _design["start"] = default_start(DEFAULTS["train"]["warmup_steps"], HORIZON_STEPS)
 
 
-def set_horizon(horizon: float, start: float | None = None) -> None:
+def set_horizon(
+    horizon: float, start: float | None = None, warmup_steps: float | None = None
+) -> None:
     """The horizon H (steps) and the first step of the co-movement's moves (``start``; None:
-    ``default_start`` of the default warm-up) that ``model_matrices`` gives every cell of this
-    process from now on: a job sets its config's once, before any contrast."""
+    ``default_start`` of ``warmup_steps``, default train.warmup_steps' default) that
+    ``model_matrices`` gives every cell of this process from now on: a job sets its config's
+    once, before any contrast."""
     if not np.isfinite(horizon) or horizon <= 0:
         raise ValueError(f"analysis.horizon must be a positive number of steps, got {horizon!r}")
     if start is not None and (not np.isfinite(start) or start < 0):
         raise ValueError(f"analysis.comove_from must be a step ≥ 0, got {start!r}")
     _design["horizon"] = float(horizon)
-    _design["start"] = (
-        default_start(DEFAULTS["train"]["warmup_steps"], horizon) if start is None else start
-    )
+    if start is None:
+        warmup = DEFAULTS["train"]["warmup_steps"] if warmup_steps is None else warmup_steps
+        start = default_start(warmup, horizon)
+    _design["start"] = float(start)
 
 
 def current_horizon() -> float:

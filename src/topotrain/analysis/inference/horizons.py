@@ -12,6 +12,7 @@ import pandas as pd
 
 from topotrain.analysis.inference.primary import CLAIMS, CO_TARGET, SCALE, VIEWS, claim_views
 from topotrain.analysis.inference.seed_contrast import (
+    HORIZON,
     horizon_lag,
     horizon_note,
     model_matrices,
@@ -50,8 +51,9 @@ def horizon_profile(
         perms = [seed_permutations(p["seed"].nunique(), seed) for p in parts]
         claimed = [float(signs[feature][m]) for m in models]
         steps = np.sort(parts[0]["step"].unique()).astype(float)
+        base = [model_matrices(p, columns) for p in parts]  # read once; each H sets its own
         for h in horizons:
-            mats = [model_matrices(p, columns, horizon=h) for p in parts]
+            mats = [m | {HORIZON: np.asarray(h, float)} for m in base]
             head = {"feature": feature, "horizon": h, "lag": horizon_lag(steps, h)}
             note = horizon_note(mats[0])
             if note:

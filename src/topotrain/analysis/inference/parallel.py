@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 def map_tasks(work: Callable, tasks: Sequence, threads: int = 1) -> list:
     """``[work(t) for t in tasks]``, over ``threads`` processes when more than one (and more
     than one task); ``work`` and the tasks must pickle. Each process starts with this one's
-    co-movement design (``comovement.design``: H and the first step), whatever the start method."""
+    co-movement design (``design_initializer``: H and the first step), whatever the start method."""
     if threads <= 1 or len(tasks) <= 1:
         return [work(task) for task in tasks]
     with ProcessPoolExecutor(min(threads, len(tasks)), **design_initializer()) as pool:

@@ -229,10 +229,11 @@ def cell_deviations(
     if steps is not None:
         ok = ok & (np.asarray(steps, float) >= float(mats.get(START, current_start())))
     t = np.arange(ok.size, dtype=float)[ok] if steps is None else np.asarray(steps, float)[ok]
-    lag = horizon_lag(None if steps is None else t, mats.get(HORIZON, current_horizon()))
+    h = float(mats.get(HORIZON, current_horizon()))
+    lag = horizon_lag(None if steps is None else t, h)
     warped = list(dict.fromkeys([*columns, *([SCALE] if SCALE in mats else [])]))
     finite = [mats[c][:, ok] for c in warped if np.isfinite(mats[c][:, ok]).all()]
-    warp = warp_regressors(finite, t, lag, float(mats.get(HORIZON, current_horizon())))
+    warp = warp_regressors(finite, t, lag, h)
     return {c: comovement(mats[c][:, ok], lag, warp=warp) for c in columns}
 
 
