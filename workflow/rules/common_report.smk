@@ -66,9 +66,11 @@ def get_provenance():
         engine=RIPS_ENGINE,
     )
     registered = config["analysis"].get("preregistration")
-    if registered:  # its sha256 and how this run departs from it (config/preregistration.py)
+    # its sha256 and how this run departs from it (config/preregistration.py)
+    if registered:
         path = os.path.join(workflow.basedir, registered)
-        out["preregistration"] = preregistration_summary(path, config) | {"path": registered}
+        summary = preregistration_summary(path, config)
+        out["preregistration"] = summary | {"path": registered}
     return out
 
 
