@@ -15,7 +15,7 @@ from benchmarks.topology import make_checkpoint
 from topotrain.config import GPT_LAYERS
 from topotrain.jobs.topology import checkpoint_topology, write_checkpoint_topology
 from topotrain.topology.layers import RECORD_KEYS, diagrams_summaries
-from topotrain.topology.vietoris_rips import resolve_engine, vr_diagrams
+from topotrain.topology.vietoris_rips import engine_note, resolve_engine, vr_diagrams
 
 RTOL = 1e-5  # the bound; the bars are in fact identical (both round distances to float32)
 COUNTS = {key for key in RECORD_KEYS if key.endswith("_count") or "_count_" in key}
@@ -33,6 +33,11 @@ def test_auto_is_giotto_ph_when_installed_else_ripser(no_giotto_ph):
     assert resolve_engine("ripser") == "ripser" and resolve_engine("giotto-ph") == "giotto-ph"
     with pytest.raises(ValueError, match="unknown Vietoris–Rips engine 'dionysus'"):
         resolve_engine("dionysus")
+
+
+def test_the_engine_line_names_the_licence_of_the_engine_that_runs():
+    assert engine_note("ripser") == "Vietoris–Rips engine: ripser.py (MIT, the core install)"
+    assert engine_note("giotto-ph").startswith("Vietoris–Rips engine: giotto-ph (AGPL-3.0,")
 
 
 def test_auto_picks_giotto_ph_where_it_is_installed():

@@ -268,7 +268,7 @@ def test_a_rules_jobs_live_in_the_jobs_file_named_after_its_rules_file():
 
 def test_the_readme_is_a_front_door_that_links_every_docs_page():
     readme = (REPO / "README.md").read_text()
-    assert len(readme.splitlines()) <= 250
+    assert len(readme.splitlines()) <= 80  # one screen's worth: the rest lives in docs/
     linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)\)", readme))
     pages = {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")}
     assert pages <= linked, f"docs pages the README does not link: {sorted(pages - linked)}"

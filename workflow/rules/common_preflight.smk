@@ -1,6 +1,7 @@
 # ---- Preflight: can the hub or the HF cache serve the jobs about to run? -------------------
 from snakemake.logging import logger
 from topotrain.hub import HubNeeds, HubUnavailable, check_hub, hub_needs, revision_name
+from topotrain.topology.vietoris_rips import engine_note
 
 # Runs in `onstart`, not at parse time: Snakemake 9 parses this file before it picks the executor
 # (DAGApi.__post_init__ → WorkflowApi._workflow in snakemake/api.py), so while parsing
@@ -41,6 +42,7 @@ def get_hub_needs(jobs):
 
 onstart:
     if workflow.is_main_process and not workflow.touch:
+        logger.info(engine_note(RIPS_ENGINE))
         try:
             check_hub(config, get_hub_needs(list(workflow.dag.needrun_jobs())))
         except HubUnavailable as err:

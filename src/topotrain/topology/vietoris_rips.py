@@ -79,6 +79,16 @@ def resolve_engine(engine: str = ENGINE, fast: bool | None = None) -> str:
     return engine
 
 
+def engine_note(engine: str) -> str:
+    """The line a run prints before its first job: which engine computes H≥1 and its licence."""
+    if engine == FAST:
+        return (
+            "Vietoris–Rips engine: giotto-ph (AGPL-3.0, the fast or test extra; "
+            "topology.engine: ripser keeps to the permissive core)"
+        )
+    return "Vietoris–Rips engine: ripser.py (MIT, the core install)"
+
+
 @functools.cache
 def _gph_kernel():
     """giotto-ph's compiled Rips module, loaded without running ``gph/__init__`` (whose Python
