@@ -3,7 +3,7 @@ CUDA, a SIGKILLed CUDA run resumed, and bit-identical reruns under ``train.deter
 ensemble trainer (training.ensemble) on CUDA against its single runs, eager and with CUDA graphs.
 
 Every run is a separate process: deterministic algorithms, the cuBLAS workspace and TF32 are
-process-wide settings. The tolerances are stated here and measured in the README ("GPU"),
+process-wide settings. The tolerances are stated here and measured in docs/gpu.md,
 from benchmarks/cuda_checks.py on the study's models.
 """
 
@@ -42,7 +42,7 @@ CFG = TrainConfig(
     compile="false",
 )
 # CUDA trains with TF32 matrix products (10-bit mantissa) against float32 on the CPU: per-step
-# losses agree to this relative tolerance over 200 updates (measured: README, "GPU").
+# losses agree to this relative tolerance over 200 updates (measured: docs/gpu.md).
 LOSS_RTOL = 1e-2
 TRAIN = """
 import json, sys, time

@@ -295,7 +295,7 @@ def cuda_determinism(warn_only: bool = False) -> None:
     """Make CUDA training repeatable: deterministic algorithms for the process (strict: with
     ``warn_only`` an op lacking a deterministic kernel only warns, and the memory-efficient
     attention backward keeps its nondeterministic default) and a fixed cuBLAS workspace (read when
-    cuBLAS starts: call before the first matrix product). Measured on a GPU: README, "GPU"."""
+    cuBLAS starts: call before the first matrix product). Measured on a GPU: docs/gpu.md."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=warn_only)
     torch.backends.cudnn.benchmark = False

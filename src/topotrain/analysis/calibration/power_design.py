@@ -40,7 +40,7 @@ from topotrain.analysis.inference.seed_contrast import SCALE, cell_deviations, m
 
 MEASURED_SEEDS = 3  # the default study the timings below were measured on: 5 models × 3 seeds
 TRAINING = {  # config → measured wall seconds of that study's training
-    "config.yaml (2-core CPU VM)": 46.9 * 60,  # README, "How long it takes"
+    "config.yaml (2-core CPU VM)": 46.9 * 60,  # docs/cost.md, "How long each command takes"
     "workflow/configs/gpu.yaml (one H200)": 193.0,  # issue 37: the whole study, 15 runs at once
 }
 SEEDS = (3, 5, 8)

@@ -1,6 +1,6 @@
 """Aggregate per-checkpoint topology records and training logs into tidy feature tables.
 
-Two tables come out (columns documented in the README):
+Two tables come out (columns documented in docs/outputs.md):
 - long per-layer table: one row per (model, seed, step, layer) with every per-layer feature;
 - checkpoint table: one row per (model, seed, step): losses, NP mean/std over layers, VR totals and
   counts summed over layers, entropies averaged over layers, max persistence maxed over layers (the
