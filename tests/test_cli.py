@@ -237,21 +237,36 @@ def test_an_adapter_analysed_without_layers_fails_naming_the_flag_then_runs_with
     assert (work / "results" / "runs" / "adapter" / "features.parquet").is_file()
 
 
-def test_demo_copies_its_corpus_runs_the_demo_config_then_the_report(tmp_path, monkeypatch):
-    from topotrain import cli
-
+@pytest.mark.parametrize("own", [True, False], ids=["demo.yaml", "config.yaml"])
+def test_demo_copies_its_corpus_runs_its_config_then_the_report(tmp_path, monkeypatch, own):
+    """The demo's own config (.test/config/demo.yaml) when there is one, else the test study's;
+    --plain reaches the report's run too."""
+    source = tmp_path / "workflow" / ".test"
+    (source / "config").mkdir(parents=True)
+    (source / "data").mkdir()
+    for name in ("train.txt", "valid.txt"):
+        (source / "data" / name).write_text(f"{name}\n")
+    (source / "config" / "config.yaml").write_text("seeds: [42]\n")
+    if own:
+        (source / "config" / "demo.yaml").write_text("seeds: [42, 43]\n")
+    monkeypatch.setattr(cli, "workflow_dir", lambda: tmp_path / "workflow")
     calls = []
     monkeypatch.setattr(
-        cli, "run", lambda cores, args, directory, plain=False: calls.append((cores, args)) or 0
+        cli,
+        "run",
+        lambda cores, args, directory, plain=False: calls.append((cores, args, plain)) or 0,
     )
-    assert cli.main(["demo", str(tmp_path / "d"), "--cores", "3", "-n"]) == 0
-    data = cli.workflow_dir() / ".test" / "data"
+    assert cli.main(["demo", str(tmp_path / "d"), "--cores", "3", "--plain", "-n"]) == 0
     for name in ("train.txt", "valid.txt"):
         copied = tmp_path / "d" / ".test" / "data" / name
-        assert copied.read_bytes() == (data / name).read_bytes()
-    config = ["--configfile", str(cli.workflow_dir() / ".test/config/config.yaml")]
-    assert calls[0] == (3, [*config, "--replace-workflow-config", "-n"])
-    assert calls[1] == (
-        1,
-        [*config, "--replace-workflow-config", "--report", "results/report.html"],
-    )
+        assert copied.read_text() == f"{name}\n"
+    used = source / "config" / ("demo.yaml" if own else "config.yaml")
+    config = ["--configfile", str(used), "--replace-workflow-config"]
+    assert calls == [
+        (3, [*config, "-n"], True),
+        (1, [*config, "--report", "results/report.html"], True),
+    ]
+
+
+def test_the_checkout_and_the_wheel_hold_a_demo_config():
+    assert cli.demo_config(cli.workflow_dir() / ".test").name in cli.DEMO_CONFIGS

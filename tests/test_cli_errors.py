@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from topotrain.cli_errors import FailureFilter, filter_failures, log_cause
+from topotrain.cli_errors import CONFIG_HINT, FailureFilter, filter_failures, log_cause
 
 ONE_FAILURE = """\
 Select jobs to execute...
@@ -122,7 +122,8 @@ def write(path, text):
 
 def failure_lines(out: list[str]) -> list[str]:
     """The lines from the first one about a failure on: after the failed job's start block
-    (Snakemake's own output) or the progress display's plan line (``topotrain.progress``)."""
+    (Snakemake's own output) or the progress display's plan line (``topotrain.progress``), the
+    Vietoris–Rips engine's note that every run prints before its first job aside."""
     start = next(
         i
         for i, line in enumerate(out)
@@ -130,7 +131,7 @@ def failure_lines(out: list[str]) -> list[str]:
         or line.endswith(" jobs to run")
         or " jobs to run: " in line
     )
-    return out[start + 1 :]
+    return [line for line in out[start + 1 :] if not line.startswith("Vietoris–Rips engine: ")]
 
 
 def test_a_failed_script_job_is_its_logs_last_exception_first(tmp_path):
@@ -247,3 +248,76 @@ def test_topotrain_analyse_on_a_bad_checkpoint_says_its_cause_first(tmp_path):
     for gone in ("Traceback", "RuleException", "CalledProcessError", "Error in rule"):
         assert gone not in proc.stdout + proc.stderr
     assert "Traceback" in (work / "results/logs/runs/run/layers.log").read_text()
+
+
+ONE_PROBLEM = """\
+ConfigError in file "/work/main/workflow/rules/common.smk", line 71:
+invalid configuration: trian: Additional properties are not allowed ('trian' was unexpected; \
+did you mean train?)
+  File "/work/main/workflow/rules/common.smk", line 71, in <module>
+"""
+TWO_PROBLEMS = """\
+Building DAG of jobs...
+ConfigError in file "/work/main/workflow/rules/common.smk", line 74:
+invalid configuration:
+  - train.checkpoint_interval=15 does not divide train.steps=40
+  - train.warmup_steps=200 exceeds train.steps=40
+  File "/work/main/workflow/rules/common.smk", line 74, in <module>
+  File "/work/main/src/topotrain/config/checks.py", line 132, in check_config
+"""
+
+
+def test_a_refused_config_is_its_message_then_where_every_key_is(tmp_path):
+    """Snakemake's location and traceback go; the message stays, after `topotrain:`."""
+    assert filter_failures(ONE_PROBLEM.splitlines(), tmp_path) == [
+        "topotrain: invalid configuration: trian: Additional properties are not allowed "
+        "('trian' was unexpected; did you mean train?)",
+        CONFIG_HINT,
+    ]
+    assert filter_failures(TWO_PROBLEMS.splitlines(), tmp_path) == [
+        "Building DAG of jobs...",
+        "topotrain: invalid configuration:",
+        "  - train.checkpoint_interval=15 does not divide train.steps=40",
+        "  - train.warmup_steps=200 exceeds train.steps=40",
+        CONFIG_HINT,
+    ]
+    other = ['SyntaxError in file "/w/Snakefile", line 3:', "invalid syntax:", "rule a b"]
+    assert filter_failures(other, tmp_path) == other
+
+
+REPORT = """\
+Building DAG of jobs...
+Creating report...
+Loading script code for rule train_model
+Loading script code for rule weight_topology
+Loading wrapper code for rule fetch
+Adding losses.png (48.1 kB).
+Downloading resources and rendering HTML.
+Report created: results/report.html.
+"""
+
+
+def test_a_reports_line_per_rule_and_file_is_one_count_unless_plain(tmp_path):
+    lines = REPORT.splitlines()
+    assert filter_failures(lines, tmp_path, summary=True) == [
+        "Building DAG of jobs...",
+        "Creating report...",
+        "report: the code of 3 rules and 1 file added (--plain lists each)",
+        "Downloading resources and rendering HTML.",
+        "Report created: results/report.html.",
+    ]
+    assert filter_failures(lines[:3], tmp_path, summary=True)[-1] == (
+        "report: the code of 1 rule and 0 files added (--plain lists each)"
+    )
+    assert filter_failures(lines, tmp_path) == lines
+
+
+def test_topotrain_counts_the_reports_lines_unless_plain(monkeypatch):
+    from topotrain import cli
+
+    said = []
+    monkeypatch.setattr(cli, "filtered", lambda cmd, d, env, summary: said.append(summary) or 0)
+    cli.run(1, ["--report", "results/report.html"])
+    cli.run(1, ["--report", "results/report.html"], plain=True)
+    cli.run(1, ["-n"])
+    assert said == [True, False, False]

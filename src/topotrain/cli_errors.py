@@ -8,7 +8,13 @@ passes every other line through as it comes and turns each failure into
 (the traceback stays there), followed by one line naming the rule. Without a log (or an empty
 one) the cause is the last line of Snakemake's own error (its preamble, else its block).
 
-``CLI_ENV`` tells a job which command started the workflow, so that its errors name that
+A config the workflow refuses (``ConfigError`` while the Snakefile is read: the schema's
+problems, the checks') is its message after ``topotrain:`` and one line on where every key is
+documented, Snakemake's location and traceback left out. With ``summary`` (``--report``), the
+report's line per rule's code and per file added is one line: how many of each.
+
+``CliError`` is a usage error of the command (status 2, its message on stderr). ``CLI_ENV`` tells
+a job which command started the workflow, so that its errors name that
 command's flags instead of config keys (``sources.runs.unknown_architecture``).
 """
 
@@ -21,6 +27,16 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+class CliError(SystemExit):
+    """A usage error of the ``topotrain`` command: exits with status 2 and the message on
+    stderr."""
+
+    def __init__(self, message: str) -> None:
+        print(f"topotrain: {message}", file=sys.stderr)
+        super().__init__(2)
+
 
 CLI_ENV = "TOPOTRAIN_CLI"  # the workflow's environment: "analyse" when `topotrain analyse` ran it
 ERROR = re.compile(r"^Error in rule (\S+):$")
@@ -42,6 +58,12 @@ SNAKEMAKE = (  # lines of Snakemake's own that end a preamble's message
     "rule ",
     PREAMBLE,
 )
+CONFIG_ERROR = re.compile(r'^ConfigError in file ".*", line \d+:$')  # raised reading the Snakefile
+CONFIG_HINT = "  every key, its type and default: docs/config.md; in full: --verbose"
+REPORT_LINES = {  # --report's line per rule's code and per file added: counted, not shown
+    "code": re.compile(r"^Loading (?:script|wrapper) code for rule \S+$"),
+    "files": re.compile(r"^Adding .+ \([^()]*\)\.$"),
+}
 EXCEPTION = re.compile(r"^((?:[A-Za-z_]\w*\.)*)([A-Za-z_]\w*)(: .*)?$")
 LOG_SUFFIX = " (check log file(s) for error details)"
 TAIL_BYTES = 1 << 16  # the end of a log is enough for its last exception
@@ -128,22 +150,52 @@ class Failure:
         return [f"topotrain: {self.snakemake_cause()} ({said})", where]
 
 
+@dataclass
+class ConfigProblem:
+    """A ``ConfigError`` Snakemake reported while reading the Snakefile: its message lines, and
+    whether its traceback (dropped) has begun."""
+
+    message: list[str] = field(default_factory=list)
+    traceback: bool = False
+
+    def lines(self) -> list[str]:
+        message = [line for line in self.message if line.strip()] or ["invalid configuration"]
+        return [f"topotrain: {message[0]}", *message[1:], CONFIG_HINT]
+
+
 class FailureFilter:
     """Snakemake's output, line by line (``feed``), with each failed job's preamble and error
-    block replaced by ``Failure.lines``. ``idle`` (no output for a moment) and ``close`` (end of
-    output) release what is held. Each call returns the lines to print now."""
+    block replaced by ``Failure.lines``, a config error by ``ConfigProblem.lines`` and, with
+    ``summary``, the report's per-file lines by one count. ``idle`` (no output for a moment)
+    and ``close`` (end of output) release what is held. Each call returns the lines to print
+    now."""
 
-    def __init__(self, workdir: str | Path = ".") -> None:
+    def __init__(self, workdir: str | Path = ".", summary: bool = False) -> None:
         self.workdir = Path(workdir)
         self.stamp: str | None = None  # a timestamp line, held: it may open an error block
         self.preambles: list[Preamble] = []  # waiting for their error blocks
         self.reading: Preamble | None = None  # the preamble being read
         self.traceback = False  # inside the indented traceback of a preamble
         self.failure: Failure | None = None  # the error block being read
+        self.config: ConfigProblem | None = None  # the config error being read
+        self.summary = summary
+        self.counts = dict.fromkeys(REPORT_LINES, 0)  # the report's lines not shown yet
 
     def feed(self, line: str) -> list[str]:
         line = line.rstrip("\n")
-        out = []
+        if self.summary:
+            kind = next((k for k, p in REPORT_LINES.items() if p.match(line)), None)
+            if kind:
+                self.counts[kind] += 1
+                return []
+            out = self._feed(line)
+            return [*self._counted(), *out] if out else out
+        return self._feed(line)
+
+    def _feed(self, line: str) -> list[str]:
+        out = self._config(line)
+        if out is None:
+            return []
         if self.failure is not None:
             if line.startswith((" ", "\t")):
                 self._field(line)
@@ -164,17 +216,46 @@ class FailureFilter:
         if TIMESTAMP.match(line):
             self.stamp = line
             return out
+        if CONFIG_ERROR.match(line) and self.reading is None:
+            self.config = ConfigProblem()
+            return out
         return [*out, line]
 
     def idle(self) -> list[str]:
-        return [*self._end_failure(), *self._release_stamp()]
+        return [*self._end_config(), *self._end_failure(), *self._release_stamp()]
 
     def close(self) -> list[str]:
         out = self._end_preamble() + self.idle()
         for preamble in self.preambles:  # no error block came: shown as they were
             out += preamble.raw
         self.preambles = []
-        return out
+        return out + self._counted()
+
+    def _config(self, line: str) -> list[str] | None:
+        """Take ``line`` into the config error being read (None), else the lines its end
+        releases (a list, maybe empty)."""
+        if self.config is None:
+            return []
+        if line.startswith('  File "'):
+            self.config.traceback = True
+            return None
+        if not self.config.traceback:
+            self.config.message.append(line)
+            return None
+        return self._end_config()
+
+    def _end_config(self) -> list[str]:
+        config, self.config = self.config, None
+        return config.lines() if config else []
+
+    def _counted(self) -> list[str]:
+        """The report's lines held back, as one line (none when there were none)."""
+        code, files = self.counts.values()
+        self.counts = dict.fromkeys(REPORT_LINES, 0)
+        if not code and not files:
+            return []
+        rules, added = f"{code} rule{'s' * (code != 1)}", f"{files} file{'s' * (files != 1)}"
+        return [f"report: the code of {rules} and {added} added (--plain lists each)"]
 
     def _field(self, line: str) -> None:
         assert self.failure is not None
@@ -215,9 +296,9 @@ class FailureFilter:
         return [stamp] if stamp else []
 
 
-def filter_failures(lines, workdir: str | Path = ".") -> list[str]:
+def filter_failures(lines, workdir: str | Path = ".", summary: bool = False) -> list[str]:
     """The whole of Snakemake's output ``lines`` as the ``topotrain`` command prints it."""
-    errors = FailureFilter(workdir)
+    errors = FailureFilter(workdir, summary)
     out = []
     for line in lines:
         out += errors.feed(line)
@@ -227,9 +308,11 @@ def filter_failures(lines, workdir: str | Path = ".") -> list[str]:
 IDLE_S = 0.5  # no output from Snakemake for this long: a failed job's block is complete
 
 
-def filtered(cmd: list[str], directory: str = ".", env: dict | None = None) -> int:
-    """Run ``cmd`` with its stderr (Snakemake's log) through ``FailureFilter`` as it comes, its
-    stdout untouched; returns its exit status."""
+def filtered(
+    cmd: list[str], directory: str = ".", env: dict | None = None, summary: bool = False
+) -> int:
+    """Run ``cmd`` with its stderr (Snakemake's log) through ``FailureFilter`` (``summary``: the
+    report's lines counted) as it comes, its stdout untouched; returns its exit status."""
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=env)
     lines: queue.Queue = queue.Queue()
 
@@ -239,7 +322,7 @@ def filtered(cmd: list[str], directory: str = ".", env: dict | None = None) -> i
         lines.put(None)
 
     threading.Thread(target=pump, daemon=True).start()
-    errors = FailureFilter(directory)
+    errors = FailureFilter(directory, summary)
     try:
         relay(lines, errors)
     except KeyboardInterrupt:  # Snakemake got it too: its last lines, then its status

@@ -25,9 +25,11 @@ from topotrain.config import (
     coerce_config,
     control_enabled,
     fill_defaults,
+    invalid_config,
     layer_patterns,
     n_params,
     order_like_schema,
+    schema_problems,
     spine_enabled,
 )
 from topotrain.config.constants import PRIMARY_CLAIMS
@@ -62,6 +64,11 @@ coerce_config(config, CONFIG_SCHEMA)
 fill_defaults(
     config, CONFIG_SCHEMA
 )  # each default a copy (validate's would share one object)
+# A config the schema refuses stops here in a line per problem naming its key; with --verbose,
+# Snakemake's own report below (the schema and the config in full).
+CONFIG_PROBLEMS = schema_problems(config, CONFIG_SCHEMA)
+if CONFIG_PROBLEMS and not getattr(workflow.output_settings, "verbose", False):
+    raise ConfigError(invalid_config(CONFIG_PROBLEMS))
 validate(config, schema=SCHEMA, set_default=True)
 order_like_schema(config, CONFIG_SCHEMA)
 check_config(config, schema=CONFIG_SCHEMA)

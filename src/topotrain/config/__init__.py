@@ -4,6 +4,7 @@ values derived from a config (``checks``).
 
 The workflow fills the defaults, coerces, validates and checks before any job runs
 (workflow/rules/common.smk), so a bad config fails with a message naming the offending key.
+``docs`` renders the schema as the table a user reads (docs/config.md).
 """
 
 from topotrain.config.checks import (
@@ -44,7 +45,10 @@ from topotrain.config.schema import (
     choices,
     config_hash,
     fill_defaults,
+    invalid_config,
+    key_path,
     load_schema,
+    schema_problems,
     section_problems,
 )
 
@@ -76,12 +80,15 @@ __all__ = [
     "control_problems",
     "fill_defaults",
     "float_integers",
+    "invalid_config",
+    "key_path",
     "layer_patterns",
     "load_schema",
     "n_params",
     "order_like_schema",
     "pythia_enabled",
     "run_problems",
+    "schema_problems",
     "section_errors",
     "section_problems",
     "spine_enabled",

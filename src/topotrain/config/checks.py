@@ -16,7 +16,7 @@ from pathlib import Path
 
 from topotrain.config.coerce import float_integers
 from topotrain.config.constants import ALPHA, SEEDS_FOR_ALPHA, VOCAB_SIZE
-from topotrain.config.schema import DEFAULTS, load_schema, section_problems
+from topotrain.config.schema import DEFAULTS, invalid_config, load_schema, section_problems
 
 GPT_LAYERS = tuple(DEFAULTS["topology"]["layers"])  # the spine's four linear maps per block
 EMBEDDING_LAYERS = ("transformer.wte.weight", "transformer.wpe.weight")  # include_embeddings
@@ -129,7 +129,7 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
             "spine.enabled is false and there are no runs, no pythia and no control: nothing to do"
         )
     if problems:
-        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
+        raise ConfigError(invalid_config(problems))
 
 
 REMOVED = {  # (section, key) → why it went and what replaces it

@@ -6,14 +6,19 @@ section the config omits takes ``default: {}`` and then its keys' defaults, and 
 (``models``, ``runs``) that the config gives is taken whole, its entries filled key by key.
 ``DEFAULTS`` is the config the schema alone describes; library code (``live``, the trainer, the
 series) takes its keyword defaults from it. ``config_hash`` names a validated config in a few
-characters (REPORT.md's header).
+characters (REPORT.md's header). ``schema_problems`` is what the schema finds wrong with a whole
+config, one line per problem naming its key path (``train.stepz``, ``seeds[1]``), and
+``invalid_config`` the message a config that fails stops with.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import json
+import re
+import reprlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -89,6 +94,66 @@ def section_problems(section: str, values: dict) -> list[str]:
         else:
             problems.append(f"{where}: {error.message}")
     return problems
+
+
+def key_path(parts) -> str:
+    """A config key's path as a person writes it: ``train.steps``, ``seeds[1]``,
+    ``confirm.hypotheses[0].kind``; ``(the config)`` for the root."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
+    return text or "(the config)"
+
+
+LONG = 60  # a value's repr longer than this is shortened in a problem's line
+
+
+def schema_problems(config: dict, schema: dict | None = None) -> list[str]:
+    """What the schema finds wrong with a whole ``config`` (empty: nothing), one line each in
+    the order of their keys: ``key.path: jsonschema's message`` (a long value shortened); an
+    unknown key is named with the closest known one (``trian: … did you mean train?``)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    errors = Draft202012Validator(_SCHEMA_DICT if schema is None else schema).iter_errors(config)
+    problems = []
+    for error in errors:
+        error = best_match([error])  # the alternative of an anyOf/oneOf that came closest
+        path = list(error.absolute_path)
+        if error.validator == "additionalProperties" and error.validator_value is False:
+            problems += unknown_keys(path, error.instance, error.schema)
+            continue
+        message = error.message
+        if len(repr(error.instance)) > LONG:
+            message = message.replace(repr(error.instance), reprlib.repr(error.instance))
+        problems.append(f"{key_path(path)}: {message}")
+    return sorted(problems)  # by key path
+
+
+def unknown_keys(path: list, instance: dict, schema: dict) -> list[str]:
+    """One line per key of ``instance`` that ``schema`` (additionalProperties: false) does not
+    know, with the closest key it knows."""
+    known = list(schema.get("properties", {}))
+    patterns = list(schema.get("patternProperties", {}))
+    lines = []
+    for key in instance:
+        if key in known or any(re.search(p, str(key)) for p in patterns):
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f"; did you mean {key_path([*path, close[0]])}?" if close else ""
+        lines.append(
+            f"{key_path([*path, key])}: Additional properties are not allowed "
+            f"({key!r} was unexpected{hint})"
+        )
+    return lines
+
+
+def invalid_config(problems: list[str]) -> str:
+    """The message a config with ``problems`` stops with: one problem on one line, several one
+    a line below."""
+    if len(problems) == 1:
+        return f"invalid configuration: {problems[0]}"
+    return "invalid configuration:\n  - " + "\n  - ".join(problems)
 
 
 def config_hash(config: Mapping) -> str:
