@@ -4,7 +4,8 @@
 no websocket library): every image result shown the way its button shows it
 (``app.setView({content: "img", contentPath: data_uri})``) and read back from the page's ``<img>``
 (loaded, its natural size), and the HTML results' text parsed by the browser's DOMParser (their
-tables counted)."""
+tables counted); and what its first screen shows, in a window of a given size
+(``first_screen``)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,46 @@ CHECK = """(async () => {
       out.html[path] = {tables, images};
     }
   }
+  return JSON.stringify(out);
+})()"""
+
+
+FIRST_SCREEN = """(async () => {
+  const pause = () => new Promise(r => setTimeout(r, 50));
+  let front = null;
+  for (let i = 0; i < 200 && !front; i++) {
+    await pause();
+    front = document.getElementById("topotrain-front");
+  }
+  const box = el => {
+    if (!el) return null;
+    const r = el.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  };
+  const shown = el => !!el && getComputedStyle(el).display !== "none";
+  const find = selector => front ? front.querySelector(selector) : null;
+  const img = find("img");
+  if (img && !img.complete) {
+    await new Promise(r => { img.onload = r; img.onerror = r; });
+  }
+  const graph = document.getElementById("rulegraph");
+  const out = {
+    viewport: [innerWidth, innerHeight],
+    front: box(front),
+    heading: box(find("h2")),
+    heading_text: find("h2") ? find("h2").textContent : null,
+    table: box(find("table")),
+    table_header: find("tr") ? find("tr").textContent.trim() : null,
+    banner: find(".banner") ? find(".banner").textContent.trim() : null,
+    forest: img ? [...box(img), img.naturalWidth] : null,
+    graph_shown: shown(graph),
+  };
+  const toggle = document.getElementById("topotrain-rulegraph");
+  if (toggle) {
+    toggle.click();
+    await pause();
+  }
+  out.graph_after_click = shown(graph);
   return JSON.stringify(out);
 })()"""
 
@@ -143,18 +184,50 @@ def check_report(report: Path, browser: str, profile: Path, timeout: float = 120
     """{"images": {path: [complete, width, height] or None}, "html": {path: {"tables": [[rows,
     first row's text], …], "images": [[complete, width, height], …] of its own <img>}}, "app":
     whether the report's app loaded} of ``report`` as Chromium renders it."""
+    return evaluate(report, browser, profile, CHECK, timeout)
+
+
+def first_screen(
+    report: Path, browser: str, profile: Path, size: tuple[int, int] = (1280, 800)
+) -> dict:
+    """What the report shows on opening, in a window of ``size`` pixels (FIRST_SCREEN): the
+    boxes [left, top, right, bottom] of its first screen's fragment (``report.front``), of the
+    bottom line's heading and table and of the forest (with its natural width), the banner's
+    text, and whether Snakemake's rule graph shows, before and after a click on its checkbox."""
+    return evaluate(report, browser, profile, FIRST_SCREEN, size=size)
+
+
+def evaluate(
+    report: Path,
+    browser: str,
+    profile: Path,
+    expression: str,
+    timeout: float = 120,
+    size: tuple[int, int] = (1280, 800),
+) -> dict:
+    """The JSON that ``expression`` (a promise of a JSON text) gives on ``report`` in headless
+    Chromium, its window ``size`` pixels."""
     pipe = Pipe(browser, profile)
     try:
         target = pipe.call("Target.createTarget", url="about:blank")["targetId"]
         session = pipe.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         pipe.call("Page.enable", session)
+        width, height = size
+        pipe.call(
+            "Emulation.setDeviceMetricsOverride",
+            session,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         pipe.call("Page.navigate", session, url=report.resolve().as_uri())
         pipe.wait_event("Page.loadEventFired", timeout)
         result = pipe.call(
             "Runtime.evaluate",
             session,
             timeout=timeout,
-            expression=CHECK,
+            expression=expression,
             awaitPromise=True,
             returnByValue=True,
         )

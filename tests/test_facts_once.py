@@ -37,7 +37,6 @@ NOT_ALPHA = {
     ("analysis/calibration/view_power.py", 0.95): (1, "a white share's upper clip"),
     ("analysis/control/features.py", 0.95): (1, "GROKKED: the test accuracy of generalised"),
     ("analysis/prediction/learned.py", "RIDGE_ALPHA"): (1, "the ridge penalty, no level"),
-    ("report/plots.py", 0.05): (2, "a text's axes coordinates"),
     ("training/train.py", 0.95): (1, "AdamW's beta2"),
 }
 

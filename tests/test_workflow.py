@@ -238,16 +238,24 @@ def test_analysis_tables_figures_and_report_are_written(tiny_run):
 
 def test_the_html_report_opens_in_chromium_with_every_figure_loaded(tiny_run, tmp_path):
     """Snakemake's report.html in headless Chromium (Debian's chromium-headless-shell; skipped
-    where absent): the report's app shows every image result loaded (natural size > 0), the
+    where absent): it opens on the bottom line's heading and table, whole in a 1280 × 800 window,
+    and the forest begun in it, the rule graph behind a click (and no demo banner: the test study
+    is no demo); the report's app shows every image result loaded (natural size > 0), the
     answer's figures among them; the bottom line's page has its table of questions and its
     embedded forest loaded. A copy with one figure's bytes corrupted shows that image broken."""
-    from browser import check_report, find_browser
+    from browser import check_report, find_browser, first_screen
 
     browser = find_browser()
     if browser is None:
         pytest.skip("no headless Chromium here (Debian: apt-get install chromium-headless-shell)")
     workdir, _, _ = tiny_run
     run_snakemake(workdir, "--report", "report.html")
+    front = first_screen(workdir / "report.html", browser, tmp_path / "profile0")
+    width, height = front["viewport"]
+    for left, top, right, bottom in (front["heading"], front["table"]):
+        assert 0 <= left < right <= width and 0 <= top < bottom <= height, front
+    assert front["forest"][4] > 0 and 0 <= front["forest"][1] < height, front
+    assert not front["graph_shown"] and front["graph_after_click"] and front["banner"] is None
     seen = check_report(workdir / "report.html", browser, tmp_path / "profile")
     assert seen["app"]
     images = seen["images"]

@@ -104,13 +104,13 @@ rule associations:
     input:
         FEATURES,
     output:
-        associations_csv=report(
-            f"{RESULTS}/tables/associations.csv",
+        associations_csv=f"{RESULTS}/tables/associations.csv",  # a row per run: too big to embed
+        associations_md=f"{RESULTS}/tables/associations.md",
+        summary_csv=report(
+            f"{RESULTS}/tables/associations_summary.csv",
             caption="../report/associations.rst",
             category="Tables",
         ),
-        associations_md=f"{RESULTS}/tables/associations.md",
-        summary_csv=f"{RESULTS}/tables/associations_summary.csv",
         summary_md=f"{RESULTS}/tables/associations_summary.md",
         diagnostics_csv=f"{RESULTS}/tables/diagnostics.csv",
         diagnostics_md=f"{RESULTS}/tables/diagnostics.md",
@@ -262,13 +262,13 @@ rule layer_types:
         layers=f"{RESULTS}/features/weights_layers.parquet",
     output:
         **figure_outputs(["layer_types"]),
-        layer_types_csv=report(
-            f"{RESULTS}/tables/layer_types.csv",
+        layer_types_csv=f"{RESULTS}/tables/layer_types.csv",  # a row per run: too big to embed
+        layer_types_md=f"{RESULTS}/tables/layer_types.md",
+        layer_types_summary_csv=report(
+            f"{RESULTS}/tables/layer_types_summary.csv",
             caption="../report/layer_types_table.rst",
             category="Tables",
         ),
-        layer_types_md=f"{RESULTS}/tables/layer_types.md",
-        layer_types_summary_csv=f"{RESULTS}/tables/layer_types_summary.csv",
         layer_types_summary_md=f"{RESULTS}/tables/layer_types_summary.md",
     log:
         f"{RESULTS}/logs/analysis/layer_types.log",

@@ -77,6 +77,9 @@ def get_provenance():
 REPLICATION_CATEGORY = (
     "1. Replication"  # the HTML report sorts categories by name: this one first
 )
+# The HTML report's first screen: the bottom line's table and the forest, which the report's
+# description (workflow/report/workflow.rst) takes in whole from here.
+FRONT_PAGE = f"{RESULTS}/report_front.html"
 PAPER_VALUES = os.path.join(workflow.basedir, "workflow", "data", "paper_values.csv")
 
 

@@ -79,6 +79,7 @@ rule report_markdown:
             caption="../report/bottom_line.rst",
             category=REPLICATION_CATEGORY,
         ),
+        front_html=FRONT_PAGE,  # the HTML report's first screen (workflow/report/workflow.rst)
     log:
         f"{RESULTS}/logs/report_markdown.log",
     conda:
@@ -89,5 +90,6 @@ rule report_markdown:
         runtime=5,
     params:
         provenance=get_provenance(),
+        demo=config["demo"],
     script:
         "../scripts/job.py"

@@ -98,18 +98,22 @@ def report_markdown_job(
     out: str,
     bottom_html: str | None = None,
     provenance: dict[str, str] | None = None,
+    front_html: str | None = None,
+    demo: bool = False,
 ) -> None:
-    """Assemble REPORT.md: its header (``provenance``: version, config_sha256, engine), the bottom
-    line, the replication verdicts (a rule id per row, the rules listed once), findings from the
-    CSV tables, then every other Markdown table explained, then each run's section
-    (``tables["runs"]``). ``tables["calibration_csv"]``, when given, supplies the false-positive
-    rates the bottom line quotes (else the ones docs/calibration.md reports); ``power_csv`` each
-    primary claim's power at Δ."""
+    """Assemble REPORT.md: its header (the demo's banner when ``demo``; ``provenance``: version,
+    config_sha256, engine), the bottom line, the replication verdicts (a rule id per row, the
+    rules listed once), findings from the CSV tables, then every other Markdown table explained,
+    then each run's section (``tables["runs"]``). ``tables["calibration_csv"]``, when given,
+    supplies the false-positive rates the bottom line quotes (else the ones docs/calibration.md
+    reports); ``power_csv`` each primary claim's power at Δ. ``bottom_html``: the bottom line as
+    an HTML page; ``front_html``: the HTML report's first screen (``front.front_page``)."""
     import pandas as pd
 
     from topotrain.analysis.inference.stats import ALPHA
     from topotrain.analysis.replication.claims import RULES
     from topotrain.io import atomic_write_text
+    from topotrain.report import prose
     from topotrain.report.answer import answer_links
     from topotrain.report.bottom_line import bottom_line, replication_section, to_html
     from topotrain.report.confirm import confirm_sections
@@ -136,11 +140,17 @@ def report_markdown_job(
         sections["control"] = Body(control_section(tables, _csv(tables, "primary_csv"), wvar))
     confirmed = confirm_sections(tables)  # "Confirmed on fresh seeds" (when confirm: is on)
     ordered, lead = compose(sections, confirmed)
-    assemble_report(ordered, out, preface, lead, runs, top, provenance)
+    assemble_report(ordered, out, preface, lead, runs, top, provenance, demo)
     if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
-        text = top or "## Bottom line\n\nThe paper's study (spine) is off: see each run's section."
+        text = top or f"## Bottom line\n\n{prose.render('front/spine_off')}"
         pictures = {k: v for k, v in tables.items() if k.endswith("_png")}
         atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line", pictures))
+    if front_html:  # the HTML report's first screen: the bottom line's table and the forest
+        from topotrain.report.front import front_page
+
+        rep = pd.read_csv(tables["replication_csv"]) if "replication_csv" in tables else None
+        forest = tables.get("effects_forest_png")
+        atomic_write_text(front_html, front_page(rep, RULES, forest, demo))
 
 
 # Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
@@ -153,7 +163,12 @@ def analysis_figures_rule(sm) -> None:
 
 def report_markdown_rule(sm) -> None:
     report_markdown_job(
-        dict(sm.input.items()), sm.output.report_md, sm.output.bottom_html, sm.params.provenance
+        dict(sm.input.items()),
+        sm.output.report_md,
+        sm.output.bottom_html,
+        sm.params.provenance,
+        sm.output.front_html,
+        sm.params.demo,
     )
 
 

@@ -257,14 +257,27 @@ def replication_section(replication: pd.DataFrame, rules: dict[str, str]) -> str
 
 
 IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")
+PAGE_WIDTH = 1000  # pixels of an embedded figure: the bottom line's page and the first screen
 
 
 def to_html(markdown: str, title: str, images: dict[str, str] | None = None) -> str:
-    """A small self-contained HTML page of the bottom line's Markdown (headings, bold, code, list
-    items, pipe tables, paragraphs; an image line ``![alt](figures/NAME)`` embedded from
-    ``images``: NAME → PNG path, as a data URI, so that the page shows it inside Snakemake's
-    report; a link's text kept, its target dropped): the HTML report shows it first, in its
-    "1. Replication" category."""
+    """A small self-contained HTML page of the bottom line's Markdown (``html_body``): the HTML
+    report shows it in its "1. Replication" category."""
+    style = (
+        "body{font-family:sans-serif;max-width:60em;margin:1em auto;line-height:1.4}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}"
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>{html_body(markdown, images)}</body></html>\n"
+    )
+
+
+def html_body(markdown: str, images: dict[str, str] | None = None) -> str:
+    """The HTML of the bottom line's Markdown (headings, bold, code, list items, pipe tables,
+    paragraphs; an image line ``![alt](figures/NAME)`` embedded from ``images``: NAME → PNG path,
+    as a data URI, so that the page shows it inside Snakemake's report; a link's text kept, its
+    target dropped)."""
     images = {Path(p).name: p for p in (images or {}).values()}
 
     def inline(text: str) -> str:
@@ -300,18 +313,26 @@ def to_html(markdown: str, title: str, images: dict[str, str] | None = None) -> 
             body.append(f"<h2>{inline(line[3:])}</h2>")
         elif line.strip():
             body.append(f"<p>{inline(line)}</p>")
-    style = (
-        "body{font-family:sans-serif;max-width:60em;margin:1em auto;line-height:1.4}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}"
-    )
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
-    )
+    return "".join(body)
 
 
-def data_uri(path: str) -> str:
-    """A PNG as a data URI."""
+def data_uri(path: str | Path, width: int = PAGE_WIDTH) -> str:
+    """A PNG as a data URI, at most ``width`` pixels wide and in 128 colours (Pillow: a figure's
+    flat colours survive, its bytes shrink threefold); a file Pillow cannot read, as it is."""
     import base64
+    import io
 
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()
+    from PIL import Image, UnidentifiedImageError
+
+    data = Path(path).read_bytes()
+    try:
+        image = Image.open(io.BytesIO(data)).convert("RGB")
+    except (UnidentifiedImageError, OSError):
+        image = None
+    if image is not None:
+        if image.width > width:
+            image = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
+        out = io.BytesIO()
+        image.quantize(colors=128).save(out, "PNG", optimize=True)
+        data = out.getvalue()
+    return "data:image/png;base64," + base64.b64encode(data).decode()

@@ -47,7 +47,9 @@ def scaled(values) -> np.ndarray:
     return (v - np.nanmin(v)) / span if span > 0 else np.where(np.isnan(v), np.nan, 0.0)
 
 
-def control_curves(df: pd.DataFrame, seeds: pd.DataFrame, png: str, pdf: str) -> None:
+def control_curves(
+    df: pd.DataFrame, seeds: pd.DataFrame, png: str | None, pdf: str | None
+) -> plt.Figure:
     """One panel per seed: CURVES scaled to [0, 1], the grokking step as a dashed line."""
     groups = list(df.sort_values("step").groupby("seed", sort=True))
     cols = min(4, len(groups))
@@ -70,7 +72,7 @@ def control_curves(df: pd.DataFrame, seeds: pd.DataFrame, png: str, pdf: str) ->
     fig.supxlabel("step")
     fig.supylabel("scaled to [0, 1] per seed")
     fig.tight_layout()
-    save_figure(fig, png, pdf)
+    return save_figure(fig, png, pdf)
 
 
 def _fmt_p(p: float) -> str:

@@ -1,5 +1,6 @@
-"""REPORT.md's header: its title, what produced it (the package version, the configuration's hash,
-the Vietoris–Rips engine) and where its numbers come from (templates/header/)."""
+"""REPORT.md's header: a demo's banner, its title, what produced it (the package version, the
+configuration's hash, the Vietoris–Rips engine) and where its numbers come from
+(templates/header/)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from collections.abc import Mapping
 from topotrain.report import prose
 
 TITLE = prose.render("header/title") + "\n"
+# the config's demo: true (.test/config/demo.yaml): the first line of REPORT.md and of the HTML
+# report's first screen (``front.front_page``)
+DEMO_BANNER = prose.render("header/demo")
 
 
 def provenance_line(version: str, config_sha256: str, engine: str) -> str:
@@ -34,13 +38,15 @@ def preregistration_line(path: str, sha256: str, status: str, deviations: str) -
     )
 
 
-def report_header(results: str, provenance: Mapping | None = None) -> list[str]:
-    """The header's paragraphs: the title, the provenance line when given (``provenance_line``'s
-    keywords, and under ``preregistration`` ``preregistration_line``'s, its own paragraph), and
-    where the numbers live under the ``results`` folder in use."""
+def report_header(results: str, provenance: Mapping | None = None, demo: bool = False) -> list[str]:
+    """The header's paragraphs: the demo's banner (``demo``: the config's ``demo``), the title,
+    the provenance line when given (``provenance_line``'s keywords, and under
+    ``preregistration`` ``preregistration_line``'s, its own paragraph), and where the numbers live
+    under the ``results`` folder in use."""
     where = prose.render("header/where", results=results) + "\n"
     provenance = dict(provenance or {})
     reg = provenance.pop("preregistration", None)
     lines = [provenance_line(**provenance)] if provenance else []
     lines += [preregistration_line(**reg)] if reg else []
-    return [TITLE, *lines, where]
+    banner = [f"> **{DEMO_BANNER}**\n"] if demo else []
+    return [*banner, TITLE, *lines, where]

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from topotrain.io import atomic_write_text, atomic_write_texts
@@ -63,6 +64,21 @@ def models_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("n_params").reset_index(drop=True)
 
 
+def rho_text(rho: float) -> str:
+    """'ρ = -0.912', or 'ρ undefined' (a constant series, too few checkpoints)."""
+    return f"ρ = {rho:.3f}" if np.isfinite(rho) else "ρ undefined"
+
+
+def rho_interval_text(rho: float, low: float, high: float) -> str:
+    """'ρ = -0.912 [-0.95, -0.85]' (``rho_text`` with its interval), the interval's absence said
+    ('no interval: too few checkpoints for the bootstrap', spearman_ci's short-run case)."""
+    if not np.isfinite(rho):
+        return rho_text(rho)
+    if np.isfinite(low) and np.isfinite(high):
+        return f"{rho_text(rho)} [{low:.3f}, {high:.3f}]"
+    return f"{rho_text(rho)} (no interval: too few checkpoints for the bootstrap)"
+
+
 def best_feature_findings(best: pd.DataFrame) -> list[str]:
     """One sentence per model: the feature that tracks loss best, and any feature tied with it."""
     lines = []
@@ -71,10 +87,10 @@ def best_feature_findings(best: pd.DataFrame) -> list[str]:
         tied = f" (tied with {row.tied_with})" if has_tie else ""
         lines.append(
             f"- **{row.model}** ({row.n_params:,} parameters): `{row.feature}`{tied}, "
-            f"ρ = {row.rho:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]; best topological "
-            f"`{row.best_topological}` ρ = {row.best_topological_rho:.3f}, best baseline "
-            f"`{row.best_baseline}` ρ = {row.best_baseline_rho:.3f}; the clock `step` "
-            f"ρ = {row.step_rho:.3f}, the scale `l2_norm_mean` ρ = {row.l2_norm_mean_rho:.3f}."
+            f"{rho_interval_text(row.rho, row.ci_low, row.ci_high)}; best topological "
+            f"`{row.best_topological}` {rho_text(row.best_topological_rho)}, best baseline "
+            f"`{row.best_baseline}` {rho_text(row.best_baseline_rho)}; the clock `step` "
+            f"{rho_text(row.step_rho)}, the scale `l2_norm_mean` {rho_text(row.l2_norm_mean_rho)}."
         )
     return lines
 
@@ -85,6 +101,9 @@ def prediction_findings(summary: pd.DataFrame) -> list[str]:
     lines = []
     for fraction, g in summary.groupby("fraction"):
         mae = g.set_index("method")["mae"]
+        if unmeasured := fallen_back(g):
+            lines.append(f"- **{100 * fraction:.0f}% of training:** {unmeasured}")
+            continue
         comb = g[g["method"] == "combined"].iloc[0]
         best = mae.idxmin()
         verdict = "improves on" if mae["combined"] < mae["loss_only"] else "does not improve on"
@@ -92,11 +111,33 @@ def prediction_findings(summary: pd.DataFrame) -> list[str]:
         lines.append(
             f"- **{100 * fraction:.0f}% of training:** combined (mean of loss-only and "
             f"topology-only) {verdict} loss-only: MAE {mae['combined']:.4f} vs "
-            f"{mae['loss_only']:.4f} nats/char ({comb['improvement_pct']:+.1f}%); Wilcoxon p = "
+            f"{mae['loss_only']:.4f} nats/char ({_pct(comb['improvement_pct'])}); Wilcoxon p = "
             f"{format_cell(comb['wilcoxon_p'])}{' — ' + note if note else ''}."
             f"{averaging_note(g)} Lowest MAE: {best} ({mae[best]:.4f}).{placebo_verdict(g)}"
         )
     return lines
+
+
+def _pct(value: float) -> str:
+    """'+46.5%', or 'not estimated' (no finite MAE to compare)."""
+    return f"{value:+.1f}%" if np.isfinite(value) else "not estimated"
+
+
+def fallen_back(g: pd.DataFrame) -> str:
+    """'cannot be measured: …' when topology-only fell back to the last loss in every run of one
+    fraction's rows of prediction.csv (its ``fallbacks``: too few checkpoints; combined then holds
+    no topology, the replication's t5 inconclusive), else ''."""
+    rows = g.set_index("method")
+    if "fallbacks" not in rows or "topology_only" not in rows.index:
+        return ""
+    k, n = int(rows.loc["topology_only", "fallbacks"]), int(rows.loc["topology_only", "n"])
+    if not 0 < n <= k:
+        return ""
+    return (
+        f"cannot be measured: topology-only fell back to the last observed loss in all {n} runs "
+        "(too few checkpoints before this fraction), so combined holds no topology; "
+        "`tables/prediction_runs.md` says why per run."
+    )
 
 
 def averaging_note(g: pd.DataFrame) -> str:
@@ -107,9 +148,11 @@ def averaging_note(g: pd.DataFrame) -> str:
         return ""
     control = float(rows.loc["mean_loss_only_last", "improvement_pct"])
     combined = float(rows.loc["combined", "improvement_pct"])
+    if not (np.isfinite(control) and np.isfinite(combined)):
+        return " The same averaging without topology (`mean_loss_only_last`): not estimated."
     beyond = "beyond" if combined > control else "not beyond"
     return (
-        f" The same averaging without topology (`mean_loss_only_last`): {control:+.1f}%, so "
+        f" The same averaging without topology (`mean_loss_only_last`): {_pct(control)}, so "
         f"the gain is {beyond} averaging."
     )
 
@@ -186,14 +229,16 @@ def assemble_report(
     appendix: Sequence[str | Path] = (),
     top: str = "",
     provenance: Mapping[str, str] | None = None,
+    demo: bool = False,
 ) -> None:
-    """REPORT.md: the header (``header.report_header``: the title, ``provenance`` — version, config
-    hash, engine — and the results folder in use, the one REPORT.md is written to), ``top`` (the
-    bottom line), the first ``lead`` sections, an optional preface (findings), then the other
-    sections; each section is (heading, text, Markdown table file or a Body); then the
-    ``appendix`` files as they are (each run's section). After the ``lead`` sections, a section
-    read from a table file shows its tables' first rows (``summarised``), the file linked."""
-    parts = report_header(Path(out).parent.as_posix(), provenance)
+    """REPORT.md: the header (``header.report_header``: the demo's banner when ``demo``, the
+    title, ``provenance`` — version, config hash, engine — and the results folder in use, the one
+    REPORT.md is written to), ``top`` (the bottom line), the first ``lead`` sections, an optional
+    preface (findings), then the other sections; each section is (heading, text, Markdown table
+    file or a Body); then the ``appendix`` files as they are (each run's section). After the
+    ``lead`` sections, a section read from a table file shows its tables' first rows
+    (``summarised``), the file linked."""
+    parts = report_header(Path(out).parent.as_posix(), provenance, demo)
     if top:
         parts.append(top)
     for i, (heading, text, table) in enumerate(sections):

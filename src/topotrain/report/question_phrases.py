@@ -41,7 +41,11 @@ def primary_sentence(primary: pd.DataFrame | None, alpha: float) -> str:
         name = NAMES.get(row.feature, row.feature)
         views = [getattr(row, f"p_{PRIMARY_QUESTIONS[q][3][0]}", np.nan) for q in order]
         if not np.isfinite(np.asarray(views, float)).any():
-            parts.append(prose.render("bottom_line/unmeasured", name=name))
+            words = ", ".join(
+                f"{PRIMARY_QUESTIONS[q][0]}: {question_verdict(row, q)[0]}" for q in order
+            )
+            why = question_verdict(row, order[0])[1] if order else unmeasured_reason(row)
+            parts.append(prose.render("bottom_line/unmeasured", name=name, words=words, why=why))
             continue
         answers = "; ".join(question_phrase(row, q, alpha, bold=q == question) for q in order)
         parts.append(prose.render("bottom_line/primary_claim", name=name, answers=answers))
@@ -63,11 +67,13 @@ def question_phrase(row, question: str, alpha: float, bold: bool = False) -> str
     question's verdict on a primary row and the numbers of its own view that decide it."""
     said, view, loss, (clock, norm), sesoi, symbol = PRIMARY_QUESTIONS[question]
     key = {"moves_with": "comove", "ranks": "level"}[question]  # primary.QUESTIONS' view
-    verdict = str(getattr(row, f"verdict_{question}"))
+    verdict, why = question_verdict(row, question)
     verdict = f"**{verdict}**" if bold else verdict
+    if why:
+        return prose.render(
+            "bottom_line/question_unmeasured", question=said, verdict=verdict, why=why
+        )
     p_bh = float(getattr(row, f"p_bh_{question}"))
-    if not np.isfinite(p_bh):
-        return prose.render("bottom_line/question_unmeasured", question=said, verdict=verdict)
     held, ruled = getattr(row, f"held_{key}", None), getattr(row, f"ruled_{key}", None)
     signs = prose.render("bottom_line/signs_held", held=held) if isinstance(held, str) else ""
     if isinstance(ruled, str):
@@ -92,6 +98,38 @@ def question_phrase(row, question: str, alpha: float, bold: bool = False) -> str
         half=getattr(row, f"verdict_{question}_half_sesoi"),
         double=getattr(row, f"verdict_{question}_double_sesoi"),
     )
+
+
+def question_verdict(row, question: str) -> tuple[str, str]:
+    """(word, why) of a primary claim's ``question`` (a primary.csv row, as a dict or a named
+    tuple), the one source of the word wherever the report says it (the bottom line's sentence,
+    the forest: ``question_word``): its ``verdict_<question>``, and why its test cannot be
+    measured when its BH p ``p_bh_<question>`` is NaN ('' when it is measured)."""
+    field = (
+        row.get if isinstance(row, dict) else lambda key, default=None: getattr(row, key, default)
+    )
+    verdict = field(f"verdict_{question}")
+    if not isinstance(verdict, str):
+        return "", ""
+    p_bh = field(f"p_bh_{question}", None)  # a table without it: nothing says unmeasured
+    return verdict, "" if p_bh is None or np.isfinite(float(p_bh)) else unmeasured_reason(row)
+
+
+def question_word(row, question: str) -> str:
+    """'undecided' or 'undecided (cannot be measured: a between-seed contrast needs at least 2
+    seeds per model)': ``question_verdict`` as one text ('' without the verdict)."""
+    verdict, why = question_verdict(row, question)
+    return f"{verdict} (cannot be measured: {why})" if why else verdict
+
+
+def unmeasured_reason(row) -> str:
+    """Why a primary claim's test cannot be measured: primary.csv's note without its 'cannot be
+    measured: ' (its parts as given), else that its view's p is undefined."""
+    note = row.get("note") if isinstance(row, dict) else getattr(row, "note", None)
+    if not isinstance(note, str) or not note.strip():
+        return "its view's p is undefined"
+    parts = [part.strip().removeprefix("cannot be measured: ") for part in note.split(";")]
+    return "; ".join(dict.fromkeys(part for part in parts if part))
 
 
 def view_p(p_clock: float, p_scale: float) -> str:

@@ -14,6 +14,7 @@ from topotrain.report import prose
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 RUN_FIGURES = {  # figure name → the feature-table columns it draws over training steps
     "run_losses": list(LOSSES),
@@ -53,9 +54,11 @@ PHASE_COLUMNS = [
 ]
 
 
-def figure_run(table: pd.DataFrame, features: list[str], png: str, pdf: str) -> None:
+def figure_run(
+    table: pd.DataFrame, features: list[str], png: str | None, pdf: str | None
+) -> Figure:
     """One panel per feature over the run's checkpoint steps; a panel says so when the feature was
-    not logged (a loss the run did not give)."""
+    not logged (a loss the run did not give). Returns the (saved) Figure."""
     import matplotlib.pyplot as plt
 
     from topotrain.report.plots import save_figure  # sets the Agg backend
@@ -77,7 +80,7 @@ def figure_run(table: pd.DataFrame, features: list[str], png: str, pdf: str) -> 
             ax.legend(fontsize=7)
     fig.suptitle(str(table["model"].iloc[0]))
     fig.tight_layout()
-    save_figure(fig, png, pdf)
+    return save_figure(fig, png, pdf)
 
 
 def _source_line(params: Mapping, table: pd.DataFrame) -> str:

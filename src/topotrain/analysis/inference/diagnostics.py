@@ -299,9 +299,17 @@ def alpha_sentence(table: pd.DataFrame, feature: str = "ww_alpha_mean") -> str:
     r = table.set_index("feature").loc[feature]
     effect = effect_text(r["effect_clock"], r["effect_ci_low_clock"], r["effect_ci_high_clock"])
     beyond = "does" if r["beats_clock"] else "does not"
+    between = f"its effect is {effect} (exact p {r['p_clock']:.3g})"
+    if not np.isfinite(r["p_clock"]):  # no contrast: a model needs two seeds
+        between = "its effect is not estimated (a between-seed contrast needs two seeds of a model)"
+    elif not np.isfinite(r["effect_clock"]):  # an interval needs MIN_ARRANGEMENTS
+        between = (
+            f"its effect is not estimated (too few seed arrangements for an interval; exact p "
+            f"{r['p_clock']:.3g})"
+        )
+    raw = f"raw ρ {r['raw_rho']:.2f}" if np.isfinite(r["raw_rho"]) else "an undefined raw ρ"
     return (
         f"As a training monitor, WeightWatcher's α (mean over layers) follows the {r['target']} "
-        f"with raw ρ {r['raw_rho']:.2f} over each run's checkpoints, but between seeds at the same "
-        f"step its effect is {effect} (exact p {r['p_clock']:.3g}): it {beyond} track the loss "
-        f"beyond the training clock; verdict: {r['verdict']}."
+        f"with {raw} over each run's checkpoints, but between seeds at the same step {between}: "
+        f"it {beyond} track the loss beyond the training clock; verdict: {r['verdict']}."
     )

@@ -117,6 +117,8 @@ def _method_row(errors: pd.DataFrame, method: str, group: pd.DataFrame) -> dict:
     mae_ref, err = float(ref.mean()), errors[method]
     mae = float(err.mean())
     row = {"method": method, "mae": mae, "n": int(err.notna().sum())}
+    made = group.loc[group["method"] == method, "fallback"] if "fallback" in group else None
+    row["fallbacks"] = int(made.astype(str).eq("True").sum()) if made is not None else 0
     row["improvement_pct"] = 100 * (mae_ref - mae) / mae_ref if mae_ref > 0 else np.nan
     stat, p, n_pairs, note = np.nan, np.nan, 0, "reference method"
     p_model, p_min = np.nan, np.nan
@@ -145,7 +147,8 @@ def rival_test(errors: pd.DataFrame, method: str) -> dict:
 
 
 def prediction_summary(pred: pd.DataFrame) -> pd.DataFrame:
-    """Per (fraction, method): mae, n, improvement_pct = 100·(MAE_loss − MAE)/MAE_loss, tests.
+    """Per (fraction, method): mae, n, fallbacks (the runs whose prediction a fallback rule made:
+    the last loss), improvement_pct = 100·(MAE_loss − MAE)/MAE_loss, tests.
 
     Each MAE is over the method's finite errors. wilcoxon_*: wilcoxon_vs_reference of each run's
     |error| against loss_only's (runs where both are finite), treating runs as independent.

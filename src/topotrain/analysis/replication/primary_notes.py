@@ -28,7 +28,10 @@ def primary_row(primary: pd.DataFrame | None, feature: str) -> pd.Series | None:
 
 def bound_text(effect: float, low: float, high: float, level: float) -> str:
     """'0.12 (≥ 0.03, one-sided 95 % bound)' for a one-sided bound (the other end infinite),
-    else ``effect_text``'s '0.12 [0.03, 0.21]' or '0.12 (no interval)'."""
+    else ``effect_text``'s '0.12 [0.03, 0.21]' or '0.12 (no interval)'; 'not estimated' (no
+    model with a defined contrast, the row's note says why)."""
+    if not np.isfinite(effect):
+        return "not estimated"
     if np.isfinite(low) and np.isposinf(high):
         return f"{effect:.3g} (≥ {low:.3g}, one-sided {100 * level:g} % bound)"
     if np.isneginf(low) and np.isfinite(high):

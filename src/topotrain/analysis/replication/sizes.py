@@ -33,8 +33,10 @@ SIZE_RULES = {
     "combined's MAE is below loss-only, mean_loss_only_last (the same averaging without topology) "
     "and both placebos (beats_placebos) and the exact sign-flip test against the strongest of "
     f"them, paired by model (a model's seeds share one fit), has p < {ALPHA:g} (5 models: "
-    "smallest p 1/32); inconclusive if it beats them but p ≥ that; artefact if > 0 but a "
-    "control or placebo does as well; not reproduced if ≤ 0; not evaluated if not run.",
+    "smallest p 1/32); inconclusive if it beats them but p ≥ that, and (cannot be measured) if "
+    "topology-only fell back to the last loss in every run (too few checkpoints before the "
+    "fraction: combined then holds no topology); artefact if > 0 but a control or placebo does "
+    "as well; not reproduced if ≤ 0; not evaluated if not run.",
     "t6": "Spearman of mean diminishing-returns fraction of NP vs N, exact permutation p (paper: "
     f"same on Table 6); reproduced if ρ > 0 with p < {ALPHA:g} (5 sizes: smallest p 1/120, only "
     "a strictly rising order) and the L2 norm's own diminishing-returns fraction does not rise as "
@@ -73,6 +75,10 @@ def prediction_rows(paper: pd.DataFrame, prediction: pd.DataFrame | None) -> lis
         if sel.empty or not np.isfinite(sel["improvement_pct"].iloc[0]):
             rows.append(_row(claim, "5", "t5", gain, NOT_EVALUATED, note="fraction not run"))
             continue
+        unmeasured, partly = fallen_back(prediction, fraction)
+        if unmeasured:  # no topology in combined: "not reproduced" would be by construction
+            rows.append(_row(claim, "5", "t5", gain, INCONCLUSIVE, note=unmeasured))
+            continue
         first = sel.iloc[0]
         ours = float(first["improvement_pct"]) / 100
         beats = bool(flag(sel["beats_placebos"])[0])
@@ -81,10 +87,39 @@ def prediction_rows(paper: pd.DataFrame, prediction: pd.DataFrame | None) -> lis
         verdict = verdict or (REPRODUCED if p < ALPHA else INCONCLUSIVE)
         note = (
             f"beats loss-only, averaging control and placebos: {beats}; strongest rival "
-            f"{first.get('rival', '?')}, model-paired sign-flip p = {p:.3g}"
+            f"{first.get('rival', '?')}, model-paired sign-flip p = {p:.3g}{partly}"
         )
         rows.append(_row(claim, "5", "t5", gain, verdict, ours=ours, note=note))
     return rows
+
+
+def fallen_back(prediction: pd.DataFrame, fraction: float) -> tuple[str, str]:
+    """(why the claim cannot be measured at ``fraction``, '' when it can; a note on the runs
+    that fell back otherwise) from prediction.csv's ``fallbacks`` of loss_only and
+    topology_only: when topology-only fell back to the last loss in every run, combined holds no
+    topology (and equals loss-only by construction where loss-only fell back too)."""
+    if "fallbacks" not in prediction:
+        return "", ""
+    at = np.isclose(prediction["fraction"].astype(float), float(fraction))
+    count = {}
+    for method in ("loss_only", "topology_only"):
+        row = prediction[at & (prediction["method"] == method)]
+        count[method] = (
+            (int(row["fallbacks"].iloc[0]), int(row["n"].iloc[0])) if len(row) else (0, 0)
+        )
+    k, n = count["topology_only"]
+    if n == 0 or k < n:
+        return "", f"; topology-only fell back to the last loss in {k} of {n} runs" if k else ""
+    why = f"too few checkpoints before {float(fraction):.0%} of training"
+    if count["loss_only"][0] >= count["loss_only"][1] > 0:
+        return (
+            f"cannot be measured: every predictor fell back to the last loss in all {n} runs "
+            f"({why}), so combined equals loss-only by construction"
+        ), ""
+    return (
+        f"cannot be measured: topology-only fell back to the last loss in all {n} runs ({why}), "
+        "so combined holds no topology"
+    ), ""
 
 
 def baseline_phases(features: pd.DataFrame | None, threshold: float) -> pd.DataFrame:
