@@ -39,7 +39,7 @@ install: $(CORE)
 install-test: $(TEST)
 
 ## A first study in minutes: the .test/ study (2 models × 2 seeds, 40 steps, a 2,000-character
-## corpus) end to end into results/REPORT.md and results/report.html, every section drawn.
+## corpus) end to end into results/REPORT.md and results/report/report.html, every section drawn.
 demo: install
 	$(BIN)/topotrain demo --cores $(CORES) .
 

@@ -7,6 +7,8 @@ import copy
 import os
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -251,11 +253,19 @@ def test_demo_copies_its_corpus_runs_its_config_then_the_report(tmp_path, monkey
         (source / "config" / "demo.yaml").write_text("seeds: [42, 43]\n")
     monkeypatch.setattr(cli, "workflow_dir", lambda: tmp_path / "workflow")
     calls = []
-    monkeypatch.setattr(
-        cli,
-        "run",
-        lambda cores, args, directory, plain=False: calls.append((cores, args, plain)) or 0,
-    )
+
+    def fake_run(cores, args, directory, plain=False):
+        calls.append((cores, args, plain))
+        if "--report" in args:  # Snakemake's zip form: report/report.html and its data
+            zip_path = Path(directory) / args[args.index("--report") + 1]
+            zip_path.parent.mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(zip_path, "w") as zf:
+                zf.writestr("report/report.html", "<html>bottom line</html>")
+        return 0
+
+    monkeypatch.setattr(cli, "run", fake_run)
+    (tmp_path / "d" / "results" / "report").mkdir(parents=True)
+    (tmp_path / "d" / "results" / "report" / "stale.png").write_text("an earlier report's")
     assert cli.main(["demo", str(tmp_path / "d"), "--cores", "3", "--plain", "-n"]) == 0
     for name in ("train.txt", "valid.txt"):
         copied = tmp_path / "d" / ".test" / "data" / name
@@ -264,8 +274,11 @@ def test_demo_copies_its_corpus_runs_its_config_then_the_report(tmp_path, monkey
     config = ["--configfile", str(used), "--replace-workflow-config"]
     assert calls == [
         (3, [*config, "-n"], True),
-        (1, [*config, "--report", "results/report.html"], True),
+        (1, [*config, "--report", "results/report.zip"], True),
     ]
+    unpacked = tmp_path / "d" / "results" / "report"  # the zip unpacked, the earlier one gone
+    assert [p.name for p in unpacked.iterdir()] == ["report.html"]
+    assert (unpacked / "report.html").read_text() == "<html>bottom line</html>"
 
 
 def test_the_checkout_and_the_wheel_hold_a_demo_config():

@@ -8,7 +8,8 @@
   [--layers P …] [--transposed P …] [--config FILE]``: checkpoint folders (or hub ids with
   ``--revisions``) as ``runs:`` entries, every key an entry can say; the GPT study and Pythia
   off; the config it used is written to ./config.yaml, so ``topotrain run`` repeats it;
-- ``topotrain report``: Snakemake's HTML report of the results (``results/report.html``);
+- ``topotrain report``: Snakemake's HTML report of the results (``results/report.zip``, unpacked
+  into ``results/report/``);
 - ``topotrain demo [DIR]``: the demo study end to end.
 
 ``--cores`` defaults to this machine's cores (``available_cores``); ``--verbose`` is Snakemake's
@@ -132,18 +133,37 @@ def demo(directory: str, cores: int, args: list[str], plain: bool = False) -> in
         shutil.copytree(source / "data", target / DEMO / "data", dirs_exist_ok=True)
     status = run(cores, [*config, *args], directory, plain=plain)
     if status == 0:
-        status = run(1, [*config, "--report", "results/report.html"], directory, plain=plain)
+        status = run(1, [*config, "--report", REPORT_ZIP], directory, plain=plain)
     if status == 0:
-        done = (target / "results").resolve()
-        print(f"demo: {done / 'REPORT.md'} and {done / 'report.html'}")
+        page = unpack_report(target / REPORT_ZIP)
+        print(f"demo: {(target / 'results' / 'REPORT.md').resolve()} and {page}")
     return status
 
 
+REPORT_ZIP = "results/report.zip"  # Snakemake's zip form: report/report.html, results beside it
+
+
+def unpack_report(archive: Path) -> Path:
+    """The HTML report's zip unpacked beside it (results/report/, replacing an earlier one);
+    the path of its page, report/report.html. The zip form keeps the page small: the single-file
+    report.html carries ~3 MB of Snakemake's scripts and every result inside it."""
+    import shutil
+    import zipfile
+
+    folder = archive.parent / "report"
+    shutil.rmtree(folder, ignore_errors=True)
+    with zipfile.ZipFile(archive) as zf:
+        zf.extractall(archive.parent)
+    return (folder / "report.html").resolve()
+
+
 def report(args: list[str], plain: bool = False) -> int:
-    """Snakemake's HTML report of the results in the current folder."""
-    status = run(1, ["--report", "results/report.html", *args], plain=plain)
+    """Snakemake's HTML report of the results in the current folder, as results/report.zip,
+    unpacked into results/report/ (its page: results/report/report.html)."""
+    status = run(1, ["--report", REPORT_ZIP, *args], plain=plain)
     if status == 0:
-        print(f"report: {Path('results/report.html').resolve()}")
+        page = unpack_report(Path(REPORT_ZIP))
+        print(f"report: {page} (to share: {Path(REPORT_ZIP).resolve()})")
     return status
 
 
@@ -280,7 +300,10 @@ def parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--force", action="store_true", help="overwrite a different ./config.yaml")
     snakemake_options(a)
-    rep = command("report", "write results/report.html (Snakemake's HTML report)")
+    rep = command(
+        "report",
+        "write results/report.zip (Snakemake's HTML report), unpacked into results/report/",
+    )
     snakemake_options(rep, cores=False, plain=REPORT_PLAIN_HELP)
     d = command("demo", "the demo study (2 tiny models) end to end into DIR/results")
     d.add_argument(

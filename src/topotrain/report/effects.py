@@ -167,7 +167,10 @@ def figure_effects_forest(
     ys = np.arange(n)[::-1]
     for y, r in zip(ys, rows.itertuples(index=False), strict=True):
         if not np.isfinite(r.effect):
-            ax.text(0, y, NOT_ESTIMATED, ha="center", va="center", fontsize=6.5, color="0.45")
+            box = {"facecolor": "white", "edgecolor": "none", "pad": 1}  # over the zero line
+            ax.text(
+                0, y, NOT_ESTIMATED, ha="center", va="center", fontsize=6.5, color="0.45", bbox=box
+            )
             continue
         if np.isfinite(r.delta):
             ax.fill_betweenx([y - 0.45, y + 0.45], -r.delta, r.delta, color="0.9", lw=0)

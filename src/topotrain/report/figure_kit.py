@@ -6,6 +6,7 @@ point labels never overprint (``place_labels``), a log axis of model sizes label
 
 from __future__ import annotations
 
+import io
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,19 +48,39 @@ def model_palette(df: pd.DataFrame) -> dict[str, tuple]:
     return dict(zip(order, colours, strict=False))
 
 
+DPI = 150  # every figure's resolution
+
+
 def save_figure(
     fig: plt.Figure, png: str | Path | None, pdf: str | Path | None = None
 ) -> plt.Figure:
     """Save PNG (and PDF) atomically (io.atomic_write), cropped to what is drawn (bbox 'tight');
-    the format follows each path's suffix; no path: nothing written. Returns the closed figure
-    (still drawable: the tests read its artists)."""
+    the format follows each path's suffix; no path: nothing written. A PNG is stored in 256
+    colours (``palette_png``): a third of the bytes, so the HTML report stays small. Returns the
+    closed figure (still drawable: the tests read its artists)."""
     for path in filter(None, (png, pdf)):
         fmt = Path(path).suffix.lstrip(".")
+        if fmt == "png":
+            atomic_write(path, lambda fh: fh.write(palette_png(fig)))
+            continue
         atomic_write(
-            path, lambda fh, fmt=fmt: fig.savefig(fh, format=fmt, dpi=150, bbox_inches="tight")
+            path, lambda fh, fmt=fmt: fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight")
         )
     plt.close(fig)
     return fig
+
+
+def palette_png(fig: plt.Figure, colours: int = 256) -> bytes:
+    """``fig`` as PNG bytes at DPI, cropped to what is drawn, quantized to ``colours`` (Pillow's
+    median cut on RGB: plots hold few colours, antialiased edges take the rest)."""
+    from PIL import Image
+
+    raw = io.BytesIO()
+    fig.savefig(raw, format="png", dpi=DPI, bbox_inches="tight")
+    image = Image.open(io.BytesIO(raw.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=colours, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def spread_labels() -> dict[str, str]:
