@@ -48,7 +48,7 @@ def model_palette(df: pd.DataFrame) -> dict[str, tuple]:
     return dict(zip(order, colours, strict=False))
 
 
-DPI = 150  # every figure's resolution
+DPI = 110  # every PNG's resolution: the default study's HTML report (zip form) within 2 MB
 
 
 def save_figure(
