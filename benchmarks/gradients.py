@@ -44,7 +44,7 @@ def per_checkpoint(ckpts: list[Path], tokens: Path, out: Path) -> float:
     for c in ckpts:
         paths = f"{str(out / f'{c.stem}.json')!r}, {str(out / f'{c.stem}.npz')!r}"
         seconds += python(
-            "from topotrain.training.gradients import write_gradient_topology\n"
+            "from topotrain.jobs.topology import write_gradient_topology\n"
             f"write_gradient_topology({paths}, {str(c)!r}, {str(tokens)!r}, {ARGS})"
         )
     return seconds
@@ -53,7 +53,7 @@ def per_checkpoint(ckpts: list[Path], tokens: Path, out: Path) -> float:
 def per_training(ckpts: list[Path], tokens: Path, out: Path) -> float:
     outs = [(str(out / f"{c.stem}.json"), str(out / f"{c.stem}.npz")) for c in ckpts]
     code = (
-        "from topotrain.training.gradients import write_training_gradients\n"
+        "from topotrain.jobs.topology import write_training_gradients\n"
         f"write_training_gradients({outs!r}, {list(map(str, ckpts))!r}, {str(tokens)!r}, "
         + ARGS
         + ", progress=lambda *a: None)"

@@ -6,11 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.tables.aggregate import (
-    aggregate_weights,
-    checkpoint_features,
-    interval_means,
-)
+from topotrain.analysis.tables.aggregate import checkpoint_features, interval_means
+from topotrain.jobs.aggregate import aggregate_weights
 
 
 def test_interval_means_average_the_steps_before_each_checkpoint():

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.calibration import suite
+from topotrain.analysis.calibration import seed_draws, suite
 from topotrain.analysis.calibration.pass_rule import (
     CONFIRM_FACTOR,
     FAMILY_ROWS,
@@ -262,7 +262,7 @@ def test_no_two_tasks_of_the_suite_nor_their_re_draws_draw_the_same_numbers(monk
         first[key[0]] = tuple(copy.deepcopy(rng).random(4))
         raise Drew
 
-    monkeypatch.setattr(suite, "simulate", lambda name, rng, *a, **k: seen(rng))
+    monkeypatch.setattr(seed_draws, "simulate", lambda name, rng, *a, **k: seen(rng))
     for table in (suite.PAIRED, suite.SIZE_NULLS):
         for name in table:
             monkeypatch.setitem(table, name, seen)

@@ -47,7 +47,7 @@ def write_run(tmp_path, p: int, steps=(0, 50)):
 
 
 def test_control_features_read_a_run_against_closed_forms(tmp_path):
-    from topotrain.analysis.control.features import control_features
+    from topotrain.jobs.control import control_features
 
     p = 23
     write_run(tmp_path, p)
@@ -70,7 +70,7 @@ def test_control_features_read_a_run_against_closed_forms(tmp_path):
 
 
 def test_control_features_name_a_step_without_metrics(tmp_path):
-    from topotrain.analysis.control.features import control_features
+    from topotrain.jobs.control import control_features
 
     write_run(tmp_path, 11)
     (tmp_path / "metrics.csv").write_text(

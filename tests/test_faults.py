@@ -31,9 +31,9 @@ from safetensors.numpy import load_file, save
 from snakemake.utils import validate
 
 import topotrain.training.train as train
-from topotrain.analysis.tables.aggregate import aggregate_weights
 from topotrain.config import DEFAULTS, ConfigError, check_config
 from topotrain.jobs import prepare_corpus_job, train_model_job, weight_topology_job
+from topotrain.jobs.aggregate import aggregate_weights
 from topotrain.jobs.topology import write_checkpoint_topology
 from topotrain.report.markdown import write_table
 from topotrain.sources.checkpoint import load_tensors

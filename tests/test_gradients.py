@@ -9,13 +9,9 @@ import torch
 from torch.nn import functional as F
 
 from topotrain.config import GPT_LAYERS
+from topotrain.jobs.topology import write_gradient_topology, write_training_gradients
 from topotrain.topology.layers import layer_records
-from topotrain.training.gradients import (
-    gradient_topology,
-    probe_offsets,
-    write_gradient_topology,
-    write_training_gradients,
-)
+from topotrain.training.gradients import gradient_topology, probe_offsets
 from topotrain.training.model import GPT, GPTConfig
 from topotrain.training.run_state import save_checkpoint
 

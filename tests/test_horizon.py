@@ -119,15 +119,15 @@ def test_a_run_shorter_than_h_or_sparser_than_h_says_so():
 def test_the_moves_start_h_after_the_warm_up_by_default_and_a_job_sets_its_own():
     from topotrain.analysis.inference import seed_contrast as sc
     from topotrain.config import DEFAULTS
-    from topotrain.jobs import set_horizon as job_set
+    from topotrain.jobs.common import comove_design
 
     assert sc.default_start(200, 100) == 300.0
     try:
         sc.set_horizon(100)  # no start: H after the default warm-up
         assert sc.current_start() == DEFAULTS["train"]["warmup_steps"] + 100
-        job_set({"analysis": {"horizon": 50, "comove_from": None}, "train": {"warmup_steps": 10}})
+        comove_design({"horizon": 50, "comove_from": None, "warmup_steps": 10})
         assert (sc.current_horizon(), sc.current_start()) == (50.0, 60.0)
-        job_set({"analysis": {"horizon": 50, "comove_from": 0}})
+        comove_design({"horizon": 50, "comove_from": 0, "warmup_steps": 10})
         assert sc.current_start() == 0.0
         mats = sc.model_matrices(
             __import__("pandas").DataFrame(

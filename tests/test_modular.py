@@ -71,7 +71,7 @@ def test_a_tiny_run_memorises_writes_its_checkpoints_and_repeats_bit_for_bit(tmp
 def test_a_trained_run_gives_one_feature_row_per_checkpoint(tmp_path):
     from safetensors.torch import load_file
 
-    from topotrain.analysis.control.features import control_features
+    from topotrain.jobs.control import control_features
 
     cfg = ControlConfig(**{**TINY, "steps": 100})
     train_control(cfg, tmp_path)

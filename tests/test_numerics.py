@@ -18,7 +18,7 @@ from topotrain.analysis.inference.numerics import (
     numerics_fields,
     numerics_label,
 )
-from topotrain.analysis.tables.aggregate import aggregate_weights
+from topotrain.jobs.aggregate import aggregate_weights
 from topotrain.jobs.topology import write_checkpoint_topology
 from topotrain.training.model import GPTConfig
 from topotrain.training.numerics import run_numerics

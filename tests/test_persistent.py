@@ -9,7 +9,7 @@ import pytest
 
 from topotrain.analysis.calibration import persistent as pe
 from topotrain.analysis.calibration.pass_rule import pass_max
-from topotrain.analysis.calibration.power import planted_share
+from topotrain.analysis.calibration.simulator import planted_share
 from topotrain.analysis.inference.seed_contrast import comovement, warp_regressors
 
 
@@ -108,7 +108,7 @@ def test_the_spacing_sets_phi_and_the_white_share_stays():
 
 def test_planted_strength_gives_the_target_and_matches_the_power_modules_share():
     """With no white noise the partial level β of the stated model is power.py's scale view, so
-    the planted β at Δ is power.planted_share(Δ, c) (0.139 at c = −0.7)."""
+    the planted β at Δ is simulator.planted_share(Δ, c) (0.139 at c = −0.7)."""
     s = pe.Setting(white=0.0)
     b = pe.planted("level", 0.1, "seed_contrast_l2", s)
     assert b == pytest.approx(planted_share(0.1, pe.NORM_LOSS), abs=1e-6)

@@ -14,17 +14,20 @@ from conftest import ROOT
 from topotrain.analysis.calibration import power
 from topotrain.analysis.calibration.power import (
     GRID,
-    Design,
-    Noise,
     PowerCurve,
     cached_power,
-    claim_feature,
     claim_p,
     claim_pvalues,
     power_rows,
-    simulate_family,
 )
 from topotrain.analysis.calibration.power_design import ar_white, fit_noise, study_design
+from topotrain.analysis.calibration.simulator import (
+    Design,
+    Noise,
+    claim_feature,
+    planted_share,
+    simulate_family,
+)
 from topotrain.analysis.inference.primary import claim_views
 from topotrain.analysis.inference.seed_contrast import (
     SCALE,
@@ -128,8 +131,8 @@ def test_the_planted_effect_is_delta_in_the_scale_view_that_binds_the_claims_p()
     assert abs(scale.mean() - delta) < 3 * se, (scale.mean(), se)
     r = delta / math.sqrt(1 - c * c + delta * delta * c * c)
     assert clock.mean() == pytest.approx(r, abs=3 * clock.std(ddof=1) / math.sqrt(clock.size))
-    assert power.planted_share(delta, c) == pytest.approx(r)
-    assert power.planted_share(delta, 0.0) == delta and power.planted_share(1.0, c) == 1.0
+    assert planted_share(delta, c) == pytest.approx(r)
+    assert planted_share(delta, 0.0) == delta and planted_share(1.0, c) == 1.0
 
 
 def test_power_at_r0_is_within_monte_carlo_error_of_at_most_alpha():

@@ -72,14 +72,20 @@ def median_bar(diagram: np.ndarray) -> float:
 
 
 TOY = registry.Feature(
-    "h{k}_median", "diagram", median_bar, "mean", "topological", "median H{k} bar", "weight units",
-    tested=10,
-)  # fmt: skip
+    name="h{k}_median",
+    kind="topological",
+    label="median H{k} bar",
+    unit="weight units",
+    on="diagram",
+    compute=median_bar,
+    over_layers="mean",
+)
 
 
 @pytest.fixture
 def toy(monkeypatch):
     monkeypatch.setattr(registry, "FEATURES", [*registry.FEATURES, TOY])
+    monkeypatch.setattr(registry, "TESTED", [*registry.TESTED, "h0_median_mean", "h1_median_mean"])
 
 
 def test_a_toy_feature_in_one_entry_reaches_the_record_the_table_the_tests_and_a_label(toy):
@@ -101,6 +107,62 @@ def test_a_toy_feature_in_one_entry_reaches_the_record_the_table_the_tests_and_a
     assoc = association_table(study_with(table.columns), n_resamples=20, seed=1)
     assert {"h0_median_mean", "h1_median_mean"} <= set(assoc["feature"])
     assert set(assoc.loc[assoc["feature"] == "h0_median_mean", "kind"]) == {"topological"}
+
+
+def spectral_norm(matrices: dict[str, np.ndarray]) -> float:
+    """The toy checkpoint feature: the largest singular value over the checkpoint's matrices."""
+    return max(float(np.linalg.norm(w, 2)) for w in matrices.values())
+
+
+CHECKPOINT_TOY = registry.Feature(
+    name="spectral_norm",
+    kind="topological",
+    label="largest singular value",
+    unit="weight units",
+    level="checkpoint",
+    compute=spectral_norm,
+)
+# what adding the toy checkpoint feature edits: the registry's entry and TESTED, and the file of
+# its function (here this test; a real one: a module of topology/ or baselines/)
+TOY_EDITS = {
+    "src/topotrain/topology/registry.py": ("FEATURES", "TESTED"),
+    "tests/test_registry.py": ("spectral_norm",),
+}
+
+
+def test_a_toy_checkpoint_feature_in_one_entry_reaches_the_tests_and_a_label(monkeypatch):
+    """A checkpoint-level feature (one value per checkpoint, as the LLC): its entry and its name in
+    TESTED make it a tested column with its label and kind; its values come from its function of
+    the checkpoint's matrices, in the checkpoint table's column its entry names."""
+    monkeypatch.setattr(registry, "FEATURES", [*registry.FEATURES, CHECKPOINT_TOY])
+    monkeypatch.setattr(registry, "TESTED", [*registry.TESTED, CHECKPOINT_TOY.name])
+    assert len(TOY_EDITS) <= 3
+    assert registry.tested()[-1] == "spectral_norm"
+    assert _label("spectral_norm") == "largest singular value"
+    assert "spectral_norm" not in registry.record_keys()  # not a per-layer record key
+    rng = np.random.default_rng(2)
+    study = study_with([])
+    study["spectral_norm"] = [
+        CHECKPOINT_TOY.compute({"w": rng.normal(size=(6, 4)) * (1 + s / 100)})
+        for s in study["step"]
+    ]
+    w = rng.normal(size=(6, 4))
+    assert spectral_norm({"w": w}) == pytest.approx(np.linalg.svd(w, compute_uv=False)[0])
+    assoc = association_table(study, n_resamples=20, seed=1)
+    assert set(assoc.loc[assoc["feature"] == "spectral_norm", "kind"]) == {"topological"}
+
+
+def test_the_levels_name_their_columns_once():
+    """The claims, the short names and the figures' columns derive from the entries; the
+    checkpoint features' and the embedding features' labels are theirs."""
+    from topotrain.config.constants import PRIMARY_CLAIMS
+
+    assert registry.claims() == PRIMARY_CLAIMS == {"h0_total": "2", "np_mean": "3", "h1_total": "4"}
+    assert registry.short_names() == {"np_mean": "NP", "h0_total": "TP0", "h1_total": "TP1"}
+    assert registry.columns("np_total") == ["np_mean", "np_std"]
+    assert registry.columns("h{k}_total") == ["h0_total", "h1_total"]
+    assert {"llc", "ww_alpha_mean", "grad_norm"} <= set(registry.labels())
+    assert registry.embedding_labels()["h1_count"] == "number of H1 bars (embeddings)"
 
 
 def study_with(columns) -> pd.DataFrame:

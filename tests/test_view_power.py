@@ -7,7 +7,7 @@ import pytest
 
 from topotrain.analysis.calibration import persistent as pe
 from topotrain.analysis.calibration import view_power as vp
-from topotrain.analysis.calibration.power import Noise
+from topotrain.analysis.calibration.simulator import Noise
 
 
 def test_a_claims_setting_carries_its_fitted_noise_clipped_to_an_ou():
@@ -113,7 +113,7 @@ def test_a_fit_at_another_spacing_is_rescaled_to_the_process_and_back():
     """φ fitted per checkpoint 50 steps apart (101 checkpoints over 5,000 steps) is the process's
     φ at that spacing again: claim_setting stores φ^(100/50) at REF_SPACING, and the Setting at
     101 checkpoints reads it back; a fit at 100 steps is taken as it is."""
-    from topotrain.analysis.calibration.power import Noise
+    from topotrain.analysis.calibration.simulator import Noise
 
     noise = Noise(loss=0.97, features=(0.99,), scale=0.9, features_white=(0.0,), spacing=50.0)
     s = vp.claim_setting(noise, 0, 5)

@@ -140,16 +140,28 @@ def canonical_safetensors(raw: bytes) -> bytes:
     return len(text).to_bytes(8, "little") + text + raw[8 + n :]
 
 
-def write_record(
-    out_json: str | os.PathLike, out_npz: str | os.PathLike, doc: dict, diagrams: Mapping
-) -> None:
-    """A topology record as JSON (no NaN) and its diagrams as npz, both or neither."""
+def npz_writer(arrays: Mapping, compressed: bool = False) -> Writer:
+    """Writes ``arrays`` as npz onto a handle (no ".npz" appended), for ``atomic_write_all``."""
     import numpy as np
 
-    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    atomic_write_all(
-        {
-            out_npz: lambda fh: np.savez(fh, **diagrams),  # a handle: no ".npz" appended
-            out_json: lambda fh: fh.write(text.encode()),
-        }
-    )
+    save = np.savez_compressed if compressed else np.savez
+    return lambda fh: save(fh, **arrays)
+
+
+def write_record(
+    out_json: str | os.PathLike,
+    out_npz: str | os.PathLike | None,
+    doc: dict,
+    diagrams: Mapping | None = None,
+    *,
+    allow_nan: bool = False,
+) -> None:
+    """A record as JSON (no NaN unless ``allow_nan``: the Pythia records') and its diagrams as npz,
+    both or neither; ``out_npz`` None: a record without diagrams. Read back by
+    ``sources.records``."""
+    text = json.dumps(doc, indent=1, allow_nan=allow_nan) + "\n"
+    writers: dict[str | os.PathLike, Writer] = {}
+    if out_npz is not None:
+        writers[out_npz] = npz_writer(diagrams or {})
+    writers[out_json] = lambda fh: fh.write(text.encode())
+    atomic_write_all(writers)

@@ -71,6 +71,7 @@ rule calibration:
         mem_mb=4000,
         runtime=120,
     params:
+        **COMOVE_PARAMS,
         calibration=config["analysis"]["calibration"],
         n_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["analysis"]["bootstrap_seed"],
@@ -123,6 +124,7 @@ rule associations:
         mem_mb=2000,
         runtime=15,
     params:
+        **COMOVE_PARAMS,
         n_resamples=config["analysis"]["bootstrap_resamples"],
         seed=config["analysis"]["bootstrap_seed"],
         sesoi=config["analysis"]["sesoi"],

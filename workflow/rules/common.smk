@@ -74,6 +74,13 @@ order_like_schema(config, CONFIG_SCHEMA)
 check_config(config, schema=CONFIG_SCHEMA)
 
 RESULTS = config["results"].rstrip("/")
+# The co-movement's design, as params of every rule whose job reaches the co-movement view (so a
+# change reruns them): jobs.run_rule sets it in the job's process (jobs.common.comove_design).
+COMOVE_PARAMS = dict(
+    horizon=config["analysis"]["horizon"],
+    comove_from=config["analysis"]["comove_from"],
+    warmup_steps=config["train"]["warmup_steps"],
+)
 # The Vietoris–Rips engine every topology job runs, resolved once: auto → giotto-ph (the `fast`
 # extra) when importable here, unless jobs run in the conda envs (envs/*.yaml hold ripser only).
 CONDA_JOBS = "CONDA" in {m.name for m in workflow.deployment_settings.deployment_method}

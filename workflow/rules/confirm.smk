@@ -74,6 +74,7 @@ rule hypotheses:
         mem_mb=2000,
         runtime=15,
     params:
+        **COMOVE_PARAMS,
         branch=lambda wc: wc.branch,
         named=get_named_hypotheses,
         seed=config["analysis"]["bootstrap_seed"],
@@ -102,6 +103,7 @@ rule confirmation:
         mem_mb=2000,
         runtime=15,
     params:
+        **COMOVE_PARAMS,
         branch=lambda wc: wc.branch,
         sesoi=config["analysis"]["sesoi"],
         seed=config["analysis"]["bootstrap_seed"],

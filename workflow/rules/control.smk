@@ -117,6 +117,7 @@ rule control_analysis:
         mem_mb=2000,
         runtime=30,
     params:
+        **COMOVE_PARAMS,
         seeds=CONTROL_SEEDS,
         sesoi=config["analysis"]["sesoi"],
     script:

@@ -155,24 +155,11 @@ def rule_adapter(rule: str):
     raise LookupError(f"rule {rule}: no {rule}_rule in any topotrain.jobs module")
 
 
-def set_horizon(config: dict | None) -> None:
-    """The co-movement's horizon H (``analysis.horizon``) and first step (``analysis.comove_from``;
-    null: H after ``train.warmup_steps``) for this job's process (``seed_contrast.set_horizon``);
-    a config without them leaves the defaults."""
-    analysis = (config or {}).get("analysis") or {}
-    if analysis.get("horizon") is None:
-        return
-    from topotrain.analysis.inference.seed_contrast import set_horizon as _set
-
-    warmup = ((config or {}).get("train") or {}).get("warmup_steps", 0)
-    _set(analysis["horizon"], analysis.get("comove_from"), warmup)
-
-
 def run_rule(sm) -> None:
     """Run rule ``sm.rule``'s job from its snakemake object: the log set up first (everything to
-    ``sm.log[0]``), then its adapter (``rule_adapter``)."""
+    ``sm.log[0]``), then its adapter (``rule_adapter``). A job that reaches the co-movement view
+    sets its design from its params (``jobs.common.comove_design``)."""
     from topotrain.logs import setup_logging
 
     setup_logging(sm.log[0])
-    set_horizon(getattr(sm, "config", None))
     rule_adapter(sm.rule)(sm)

@@ -36,6 +36,7 @@ def associations_job(table: str, params: dict, out: dict[str, str], threads: int
     from topotrain.analysis.inference.associations import association_summary, association_table
     from topotrain.analysis.inference.numerics import check_seed_numerics
 
+    comove_design(params)
     df = pd.read_parquet(table)
     check_seed_numerics(df)  # the seed contrast compares seeds: one numerics per model
     n, seed = params["n_resamples"], params["seed"]
@@ -78,6 +79,7 @@ def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None
     from topotrain.analysis.calibration.suite import calibration_table
     from topotrain.config import ALPHA
 
+    comove_design(params)
     knobs = params["calibration"]
     table = calibration_table(
         n_sim=knobs["simulations"],

@@ -8,10 +8,9 @@ log = logging.getLogger("topotrain.jobs")
 
 
 def _read_json(path: str) -> dict:
-    import json
+    from topotrain.sources.records import read_json  # every file a job wrote is read there
 
-    with open(path) as fh:
-        return json.load(fh)
+    return read_json(path)
 
 
 def _write_json(path: str, doc: dict) -> None:

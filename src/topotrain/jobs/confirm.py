@@ -3,7 +3,7 @@ hypotheses (discovery side only) and their test on the confirmation side only.""
 
 from __future__ import annotations
 
-from topotrain.jobs.common import log
+from topotrain.jobs.common import comove_design, log
 
 
 def confirm_features_job(
@@ -43,6 +43,7 @@ def control_confirm_features_job(
 def hypotheses_job(table: str, params: dict, out: dict[str, str]) -> None:
     """The branch's hits on the discovery seeds' table and its named hypotheses, frozen with the
     table's sha256 (``analysis.confirmation.confirm.hypotheses_table``); reads nothing else."""
+    comove_design(params)
     import pandas as pd
 
     from topotrain.analysis.confirmation.confirm import BRANCHES, hypotheses_table
@@ -69,6 +70,7 @@ def hypotheses_job(table: str, params: dict, out: dict[str, str]) -> None:
 def confirmation_job(hypotheses: str, table: str, params: dict, out: dict[str, str]) -> None:
     """The frozen hypotheses tested as one family on the confirmation seeds' table
     (``analysis.confirmation.confirm.confirmation_table``); the discovery table is never read."""
+    comove_design(params)
     import pandas as pd
 
     from topotrain.analysis.confirmation.confirm import (

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from topotrain.jobs.common import log
+from collections.abc import Callable
+
+from topotrain.jobs.common import comove_design, log
 
 
 def train_control_job(control: dict, seed: int, out: dict, threads: int = 1) -> None:
@@ -22,17 +24,52 @@ def train_control_job(control: dict, seed: int, out: dict, threads: int = 1) -> 
     log.info("control: seed %d done, final test accuracy %.3f", seed, rows[-1][-1])
 
 
+def control_features(
+    run_dir: str,
+    p: int,
+    k: int | None = None,
+    topology: dict | None = None,
+    seed: int = 0,
+    *,
+    read: Callable | None = None,
+):
+    """(checkpoints, layers) of a seed's run directory (``sources.records.read_control_run``):
+    each checkpoint's ``analysis.control.features.checkpoint_row`` and weight topology, joined
+    with metrics.csv (``control_table``) and the numerics the checkpoint was trained with
+    (``numerics``); layers: one record per matrix and checkpoint; both name the Rips engine
+    (``engine``). ``read``: a checkpoint's path → (tensors, numerics), by default
+    ``sources.checkpoint.read_checkpoint``."""
+    import pandas as pd
+
+    from topotrain.analysis.control.features import FOURIER_K, MODEL, checkpoint_row, control_table
+    from topotrain.analysis.inference.numerics import numerics_label
+    from topotrain.sources.checkpoint import read_checkpoint
+    from topotrain.sources.records import read_control_run
+    from topotrain.topology.record import Options
+
+    k, read = FOURIER_K if k is None else k, read or read_checkpoint
+    metrics, files = read_control_run(run_dir)
+    topology = dict(topology or {})
+    topology["engine"] = Options.of(topology).engine  # resolved: the tables name the engine
+    rows, layers = [], []
+    for step in sorted(files):
+        log.info("control features: %s step %d", run_dir, step)
+        tensors, trained = read(files[step])
+        row, records = checkpoint_row(tensors, files[step], p, k, topology)
+        rows.append({"step": step, "numerics": numerics_label(trained), **row})
+        keys = {"model": MODEL, "seed": seed, "step": step}
+        layers += [{**keys, **r, "engine": topology["engine"]} for r in records]
+    layers = pd.DataFrame(layers)
+    return control_table(metrics, rows, layers, seed), layers
+
+
 def control_features_job(
     run_dir: str, seed: int, p: int, fourier_k: int, topology: dict, out: dict[str, str]
 ) -> None:
     """One seed's feature table (one row per checkpoint) and per-matrix records, as parquet."""
-    from topotrain.analysis.control.features import control_features
     from topotrain.io import atomic_write_all
-    from topotrain.sources.checkpoint import read_checkpoint
 
-    table, layers = control_features(
-        run_dir, p, fourier_k, topology, seed=seed, read=read_checkpoint
-    )
+    table, layers = control_features(run_dir, p, fourier_k, topology, seed=seed)
     atomic_write_all(
         {
             out["table"]: lambda fh: table.to_parquet(fh, index=False),
@@ -44,11 +81,10 @@ def control_features_job(
 def control_frame(tables: list[str]):
     """The seeds' feature tables (``control_features_job``) in one frame, every seed trained
     with the same numerics (``check_seed_numerics``)."""
-    import pandas as pd
-
     from topotrain.analysis.inference.numerics import check_seed_numerics
+    from topotrain.sources.records import read_control_tables
 
-    df = pd.concat([pd.read_parquet(t) for t in tables], ignore_index=True)
+    df = read_control_tables(tables)
     check_seed_numerics(df)
     return df
 
@@ -65,10 +101,11 @@ def control_llc_features(paths: list[str], seeds: list[int]):
     """Every seed's LLC table (one per seed of ``seeds``) as its LLC_COLUMNS, keyed by model,
     seed and step (NaN at the checkpoints it skips once merged)."""
     from topotrain.analysis.control.features import MODEL
-    from topotrain.analysis.tables.aggregate import LLC_COLUMNS, read_runs_tables
+    from topotrain.analysis.tables.aggregate import LLC_COLUMNS
+    from topotrain.sources.records import read_run_tables
 
     runs = [{"model": MODEL, "seed": s} for s in seeds]
-    tables = read_runs_tables(paths, runs, "control LLC table", "control_llc")
+    tables = read_run_tables(paths, runs, "control LLC table", "control_llc")
     return tables[["model", "seed", "step", *LLC_COLUMNS]]
 
 
@@ -77,10 +114,11 @@ def control_ww_features(paths: list[str], seeds: list[int]):
     ``seeds``) as per-checkpoint ``ww_*_mean`` columns (``aggregate.ww_features``), keyed by
     model, seed, step."""
     from topotrain.analysis.control.features import MODEL
-    from topotrain.analysis.tables.aggregate import read_runs_tables, ww_features, ww_layer_table
+    from topotrain.analysis.tables.aggregate import ww_features, ww_layer_table
+    from topotrain.sources.records import read_run_tables
 
     runs = [{"model": MODEL, "seed": s} for s in seeds]
-    tables = read_runs_tables(paths, runs, "WeightWatcher table", "control_weightwatcher")
+    tables = read_run_tables(paths, runs, "WeightWatcher table", "control_weightwatcher")
     return ww_features(ww_layer_table(tables))
 
 
@@ -99,15 +137,14 @@ def control_llc_job(
 def control_analysis_job(
     tables: list[str],
     out: dict[str, str],
+    params: dict,
     ww: list[str] | None = None,
-    seeds: list[int] | None = None,
-    sesoi: float | None = None,
     llc: list[str] | None = None,
 ) -> None:
     """Every seed's features (and WeightWatcher's metrics, ``ww``: one table per seed of
-    ``seeds``) → the features table, the per-feature, per-seed, verdict (at Δ = ``sesoi``,
-    ``analysis.sesoi``; the schema's default when None) and diagnostics tables and the per-seed
-    curves figure."""
+    ``params["seeds"]``) → the features table, the per-feature, per-seed, verdict (at Δ =
+    ``params["sesoi"]``, ``analysis.sesoi``; the schema's default when None) and diagnostics tables
+    and the per-seed curves figure; the co-movement view at the params' H (``comove_design``)."""
     from topotrain.analysis.control.diagnostics import WW, control_diagnostics
     from topotrain.analysis.control.grokking import (
         FEATURES,
@@ -120,7 +157,9 @@ def control_analysis_job(
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves
 
-    sesoi = SESOI if sesoi is None else sesoi
+    comove_design(params)
+    seeds = params["seeds"]
+    sesoi = SESOI if params["sesoi"] is None else params["sesoi"]
     df = control_frame(tables)
     if ww:
         df = df.merge(control_ww_features(ww, seeds), on=["model", "seed", "step"], how="left")
@@ -180,9 +219,8 @@ def control_analysis_rule(sm) -> None:
     control_analysis_job(
         list(sm.input.tables),
         dict(sm.output.items()),
+        dict(sm.params.items()),
         list(sm.input.ww),
-        sm.params.seeds,
-        sm.params.sesoi,
         list(sm.input.llc),
     )
 

@@ -9,13 +9,15 @@ def training_figures_job(table: str, out: dict[str, str]) -> None:
 
     from topotrain.config import LOSSES
     from topotrain.report import plots
+    from topotrain.topology import registry
 
     df = pd.read_parquet(table)
     plots.figure_overview(df, out["overview_png"], out["overview_pdf"])
     plots.figure_curves(df, list(LOSSES), out["loss_curves_png"], out["loss_curves_pdf"])
-    plots.figure_curves(df, ["np_mean", "np_std"], out["np_evolution_png"], out["np_evolution_pdf"])
+    np_columns, tp_columns = registry.columns("np_total"), registry.columns("h{k}_total")
+    plots.figure_curves(df, np_columns, out["np_evolution_png"], out["np_evolution_pdf"])
     plots.figure_curves(
-        df, ["h0_total", "h1_total"], out["homology_evolution_png"], out["homology_evolution_pdf"]
+        df, tp_columns, out["homology_evolution_png"], out["homology_evolution_pdf"]
     )
 
 

@@ -118,7 +118,9 @@ def release_pythia_weights_job(inputs: dict, out: str) -> None:
 
 def pythia_weight_topology_job(revision: str, params: dict, out: str) -> None:
     """Neural persistence and VR of one revision's linear maps → JSON record."""
-    _write_json(out, weight_record(_read_json(revision), params))
+    from topotrain.io import write_record
+
+    write_record(out, None, weight_record(_read_json(revision), params), allow_nan=True)
 
 
 def pythia_embedding_topology_job(
@@ -126,24 +128,14 @@ def pythia_embedding_topology_job(
 ) -> None:
     """Embeddings of the validation texts at one revision → topological + spectral
     features, perplexity."""
-    import json
-
-    import numpy as np
     import torch
 
-    from topotrain.io import atomic_write_all
+    from topotrain.io import write_record
 
     torch.set_num_threads(params["threads"])
     doc, diagrams = embedding_record(_read_json(revision), _read_json(texts)["texts"], params)
-    text = json.dumps(doc, indent=1) + "\n"
-    atomic_write_all(
-        {
-            out["diagrams"]: lambda fh: np.savez(
-                fh, **{f"h{k}": d for k, d in enumerate(diagrams)}
-            ),
-            out["record"]: lambda fh: fh.write(text.encode()),
-        }
-    )
+    named = {f"h{k}": d for k, d in enumerate(diagrams)}
+    write_record(out["record"], out["diagrams"], doc, named, allow_nan=True)
     log.info(
         "%s step %d: perplexity %.2f in %.1f s",
         doc["model"],
@@ -166,8 +158,9 @@ def pythia_weight_tables_job(records: list[str], params: dict, out: dict[str, st
     """The Pythia weight-topology table over revisions, once no two revisions share weights."""
     from topotrain.analysis.tables import pythia as pa
     from topotrain.report.markdown import write_table
+    from topotrain.sources.records import read_weight_records
 
-    docs = pa.read_records(records)
+    docs = read_weight_records(records, job="pythia_weight_topology")
     flags = _checked_steps(docs, params)
     table = pa.add_step_flags(pa.weights_table(docs), flags)
     write_table(table, out["weights_csv"], out["weights_md"], "Pythia weight topology")
@@ -179,10 +172,11 @@ def pythia_embedding_tables_job(inputs: dict, params: dict, out: dict[str, str])
     from topotrain.analysis.replication import perplexity
     from topotrain.analysis.tables import pythia as pa
     from topotrain.report.markdown import write_table
+    from topotrain.sources.records import read_embedding_records
 
-    docs = pa.read_records(inputs["records"])
+    docs, h1 = read_embedding_records(inputs["records"], inputs["diagrams"])
     flags = _checked_steps(docs, params)
-    emb = pa.add_step_flags(pa.embeddings_table(docs, inputs["diagrams"]), flags)
+    emb = pa.add_step_flags(pa.embeddings_table(docs, h1), flags)
     write_table(emb, out["embeddings_csv"], out["embeddings_md"], "Pythia embedding features")
     corr = perplexity.perplexity_correlations(emb, n_resamples=params["n_resamples"])
     write_table(corr, out["correlations_csv"], out["correlations_md"], "ρ with perplexity")

@@ -151,15 +151,18 @@ def run_diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str
 def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
     """A run's feature tables (spine columns, losses aligned, identical weights checked first)."""
     from topotrain.analysis.tables.aggregate import table_writers
-    from topotrain.analysis.tables.runs import record_hashes, run_tables
+    from topotrain.analysis.tables.runs import run_tables
     from topotrain.io import atomic_write_all
     from topotrain.jobs.common import with_kept
+    from topotrain.sources import records as rec
     from topotrain.sources.identity import check_identical_steps
     from topotrain.sources.losses import align_losses, coverage, read_losses
 
     name, steps = params["name"], params["steps"]
-    records = with_kept(list(inputs["records"]), steps, params.get("kept"), ".json")
-    hashes = record_hashes(records, steps)
+    docs = rec.read_run_records(
+        with_kept(list(inputs["records"]), steps, params.get("kept"), ".json")
+    )
+    hashes = rec.record_hashes(docs, steps)
     allow = params["allow_identical_steps"]
     flags = check_identical_steps(f"runs.{name}", hashes, allow, section=f"runs.{name}")
     losses = None
@@ -172,7 +175,9 @@ def run_features_job(inputs: dict, params: dict, out: dict[str, str]) -> None:
             coverage(losses),
         )
     meta = _read_json(inputs["layers"])
-    table, layers = run_tables(name, records, steps, meta, losses, inputs.get("series"), flags)
+    series = inputs.get("series")
+    series = rec.read_series([series], [{"model": name, "seed": 0}]) if series else None
+    table, layers = run_tables(name, docs, steps, meta, losses, series, flags)
     gone = {int(step) for step in params.get("kept") or {}}
     table.insert(table.columns.get_loc("step") + 1, "weights_gone", table["step"].isin(gone))
     if gone:

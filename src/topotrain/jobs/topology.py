@@ -160,19 +160,17 @@ def diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -
 
 
 def write_run_series(npz_paths: Sequence[str], steps: Sequence[int], params: dict, out: dict):
-    """Read a run's per-checkpoint diagram files (``sources.checkpoint.read_diagram_series``),
+    """Read a run's per-checkpoint diagram files (``sources.records.read_diagram_series``),
     write its series table (``table``: parquet) and arrays (``arrays``: npz), both or neither."""
-    import numpy as np
-
-    from topotrain.io import atomic_write_all
-    from topotrain.sources.checkpoint import read_diagram_series
+    from topotrain.io import atomic_write_all, npz_writer
+    from topotrain.sources.records import read_diagram_series
     from topotrain.topology.series import run_series
 
     table, arrays = run_series(read_diagram_series(npz_paths, steps), params)
     atomic_write_all(
         {
             out["table"]: lambda fh: table.to_parquet(fh, index=False),
-            out["arrays"]: lambda fh: np.savez_compressed(fh, **arrays),
+            out["arrays"]: npz_writer(arrays, compressed=True),
         }
     )
     return table
@@ -184,7 +182,6 @@ def gradient_topology_job(
     """Topology of the probe-batch gradients of each checkpoint of one training → a JSON record
     and npz diagrams per checkpoint (one process for the training's checkpoints)."""
     from topotrain.topology.record import Options
-    from topotrain.training.gradients import write_training_gradients
 
     topo = params["topology"]
     write_training_gradients(
@@ -197,6 +194,56 @@ def gradient_topology_job(
         Options.of(topo),
         n_threads=threads,
     )
+
+
+def write_gradient_topology(out_json: str, out_npz: str, *args, **kwargs) -> dict:
+    """``training.gradients.gradient_topology`` written as JSON + npz, both or neither."""
+    import torch
+
+    from topotrain.io import write_record
+    from topotrain.training.gradients import gradient_topology
+
+    torch.set_num_threads(kwargs.get("n_threads", 1))
+    doc, diagrams = gradient_topology(*args, **kwargs)
+    write_record(out_json, out_npz, doc, diagrams)
+    return doc
+
+
+def write_training_gradients(
+    outs: list[tuple[str, str]],
+    checkpoints: list[str],
+    train_tokens: str,
+    *args,
+    n_threads: int = 1,
+    progress=None,
+) -> None:
+    """Every checkpoint of one training: ``gradient_topology`` of ``checkpoints[i]`` written to
+    ``outs[i]`` (JSON, npz), in one process: torch, the tokens and the code load once, where a
+    job per checkpoint paid for them 51 times. The records are the per-checkpoint job's."""
+    import torch
+
+    from topotrain.io import write_record
+    from topotrain.jobs.common import log
+    from topotrain.training.gradients import gradient_topology, probe_tokens
+    from topotrain.training.run_state import load_checkpoint
+
+    if len(outs) != len(checkpoints):
+        raise ValueError(f"{len(checkpoints)} checkpoints but {len(outs)} (record, diagrams) pairs")
+    torch.set_num_threads(n_threads)
+    if not checkpoints:
+        return
+    progress = progress or log.info
+    tokens = probe_tokens(train_tokens, load_checkpoint(checkpoints[0])[0])
+    for i, (checkpoint, (out_json, out_npz)) in enumerate(zip(checkpoints, outs, strict=True)):
+        doc, diagrams = gradient_topology(checkpoint, tokens, *args, n_threads=n_threads)
+        write_record(out_json, out_npz, doc, diagrams)
+        progress(
+            "gradients %d/%d: step %d, probe loss %.4f",
+            i + 1,
+            len(outs),
+            doc["step"],
+            doc["probe_loss"],
+        )
 
 
 def weightwatcher_job(checkpoints: list[str], params: dict, out: str) -> None:
@@ -248,17 +295,16 @@ def llc_job(checkpoints: list[str], tokens: str, params: dict, out: dict[str, st
 def write_llc(rows: list[dict], traces: dict, out: dict[str, str]) -> None:
     """An LLC job's rows → out["table"] (parquet) and its traces → out["traces"] (npz), both
     or neither."""
-    import numpy as np
     import pandas as pd
 
-    from topotrain.io import atomic_write_all
+    from topotrain.io import atomic_write_all, npz_writer
     from topotrain.jobs.common import log
 
     table = pd.DataFrame(rows)
     atomic_write_all(
         {
             out["table"]: lambda fh: table.to_parquet(fh, index=False),
-            out["traces"]: lambda fh: np.savez_compressed(fh, **traces),
+            out["traces"]: npz_writer(traces, compressed=True),
         }
     )
     log.info("LLC: %d checkpoints → %s", len(table), out["table"])

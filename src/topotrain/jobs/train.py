@@ -55,5 +55,5 @@ def train_model_rule(sm) -> None:
         out=dict(sm.output.items()),
         state_dir=sm.params.state_dir,
         threads=sm.threads,
-        seeds=sm.config["seeds"],
+        seeds=sm.params.seeds,
     )

@@ -27,7 +27,6 @@ from topotrain.topology import registry  # noqa: E402
 LABELS = {  # the feature table's columns that are no feature (the features': topology.registry)
     "val_loss": "validation loss (nats/char)",
     "train_loss": "train loss (nats/char)",
-    "grad_norm": "gradient norm (baseline)",
     "lr": "learning rate (baseline)",
     "step": "training step",
     "n_params": "parameters N",
@@ -83,23 +82,10 @@ def palette_png(fig: plt.Figure, colours: int = 256) -> bytes:
     return out.getvalue()
 
 
-def spread_labels() -> dict[str, str]:
-    """{spread column: label} of the registry's features that also record their SD over layers
-    (np_std: "neural persistence (SD over layers)")."""
-    out = {}
-    for _, feature in registry.named_columns():
-        if feature.spread:
-            base = feature.label.split(" (mean over layers)")[0]
-            out[feature.spread] = f"{base} (SD over layers)"
-    return out
-
-
 def _label(feature: str) -> str:
     """A column's label: the registry's for a feature (and its SD over layers), LABELS' for the
     rest, else its name."""
-    return {**registry.labels(), **spread_labels(), **LABELS}.get(
-        feature, feature.replace("_", " ")
-    )
+    return {**registry.labels(), **LABELS}.get(feature, feature.replace("_", " "))
 
 
 def wrap(text: str, width_in: float, fontsize: float) -> str:

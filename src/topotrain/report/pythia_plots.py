@@ -8,15 +8,13 @@ import pandas as pd
 import seaborn as sns
 
 from topotrain.report.figure_kit import _label, plt, save_figure, say_why, sparse_log
+from topotrain.topology import registry
 from topotrain.topology.spectral import SPECTRAL
 
 PYTHIA_TOPOLOGICAL = ["h0_total", "h1_total", "h1_count", "h1_entropy"]
 PYTHIA_SPECTRAL = list(SPECTRAL)
-EMBEDDING_LABELS = {  # features of the embedding cloud (not summed over layers)
-    "h0_total": "H0 total persistence (embeddings)",
-    "h1_total": "H1 total persistence (embeddings)",
-    "h1_count": "number of H1 bars (embeddings)",
-    "h1_entropy": "H1 persistence entropy (embeddings)",
+EMBEDDING_LABELS = {  # features of the embedding cloud (topology.registry's), the spectrum's
+    **registry.embedding_labels(),
     "effective_rank": "effective rank",
     "participation_ratio": "participation ratio",
     "spectral_alpha": "eigenspectrum decay α",

@@ -12,8 +12,9 @@ import pandas as pd
 
 from topotrain.report import prose
 from topotrain.report.markdown import format_cell, interval_text
+from topotrain.topology import registry
 
-NAMES = {"h0_total": "TP0", "np_mean": "NP", "h1_total": "TP1"}
+NAMES = registry.short_names()  # the primary features' short names: TP0, NP, TP1
 
 # The primary family's two questions (primary.QUESTIONS, issue 56): name → (as said, its view, its
 # loss, its conditions beyond the clock and beyond the norm, its Δ's column and symbol)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from topotrain.config import LOSSES
 from topotrain.report import prose
+from topotrain.topology import registry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,16 +19,13 @@ if TYPE_CHECKING:
 
 RUN_FIGURES = {  # figure name → the feature-table columns it draws over training steps
     "run_losses": list(LOSSES),
-    "run_np": ["np_mean", "np_std"],
-    "run_homology": ["h0_total", "h1_total"],
+    "run_np": registry.columns("np_total"),
+    "run_homology": registry.columns("h{k}_total"),
 }
-RUN_LABELS = {
+RUN_LABELS = {  # the losses as the run logged them; the features' labels: topology.registry
     "train_loss": "train loss (as logged)",
     "val_loss": "validation loss (as logged)",
-    "np_mean": "neural persistence (mean over layers)",
-    "np_std": "neural persistence (std over layers)",
-    "h0_total": "H0 total persistence (sum over layers)",
-    "h1_total": "H1 total persistence (sum over layers)",
+    **registry.labels(),
 }
 SUMMARY_COLUMNS = [
     "feature",

@@ -107,15 +107,3 @@ def recorded_training(files: Sequence[str]) -> dict:
         state = _json(folder / "trainer_state.json")
         out |= {k: state[k] for k in TRAINER_KEYS if state.get(k) is not None}
     return out
-
-
-def read_diagram_series(
-    npz_paths: Sequence[str | Path], steps: Sequence[int]
-) -> list[tuple[int, dict[str, np.ndarray]]]:
-    """A run's per-checkpoint diagram files as [(step, {"{layer}/h{k}": diagram}), …], in the
-    order given (``topology.series.run_series`` sorts them by step)."""
-    diagrams = []
-    for step, path in zip(steps, npz_paths, strict=True):
-        with np.load(path) as f:
-            diagrams.append((int(step), {k: f[k] for k in f.files}))
-    return diagrams

@@ -38,64 +38,106 @@ REDUCTIONS = ("mean", "max", "sum")  # over a checkpoint's layers; the table's c
 
 @dataclass(frozen=True)
 class Feature:
-    """One per-layer feature (module docstring). ``compute`` takes one diagram (``on="diagram"``)
-    or the matrix W (``on="matrix"``); None: computed with the matrix's neural persistence and
-    norms in ``layers.layer_parts``, which names it."""
+    """One feature (module docstring), at its ``level``: "layer" (a weight matrix's, reduced over
+    a checkpoint's layers by ``over_layers``), "checkpoint" (one value per checkpoint, from its own
+    job: the LLC, WeightWatcher's α, the gradient norm) or "embedding" (the embedding cloud's, not
+    summed over layers). A layer feature's ``compute`` takes one diagram (``on="diagram"``) or the
+    matrix W (``on="matrix"``); None: computed with the matrix's neural persistence and norms in
+    ``layers.layer_parts``, which names it."""
 
-    name: str
-    on: str  # "diagram" or "matrix"
-    compute: Callable | None
-    over_layers: str  # "mean", "max" or "sum" (REDUCTIONS)
-    kind: str  # topological, norm
+    name: str  # the record key ({k}: one per dimension); a checkpoint feature's: its column
+    kind: str  # topological, norm, weightwatcher, llc, baseline
     label: str  # of the checkpoint table's column ({k}: the dimension)
     unit: str
-    tested: int | None = None  # place in the tested family (inference.stats.FEATURES)
+    level: str = "layer"  # "layer", "checkpoint" or "embedding"
+    on: str | None = None  # a layer feature's input: "diagram" or "matrix"
+    compute: Callable | None = None
+    over_layers: str | None = None  # a layer feature's: "mean", "max" or "sum" (REDUCTIONS)
     scalefree: bool = False  # also on W / RMS(W): <name>_scalefree
     column: str | None = None  # the checkpoint table's column (default: name, + _mean if a mean)
     spread: str | None = None  # also the SD over layers, in this column
     twin_same: bool = False  # the W / RMS(W) twin equals it by construction (a scale-free feature)
+    short: str | None = None  # the report's short name ({k}: the dimension): TP0, NP
+    claims: tuple[str, ...] = ()  # the paper's tables claiming it (a {k} entry: H0's, H1's)
 
 
 FEATURES: list[Feature | str] = [
     Feature(
-        "np_total", "matrix", None, "mean", "topological",
-        "neural persistence (mean over layers)", "1", tested=2, column="np_mean", spread="np_std",
+        name="np_total", kind="topological", label="neural persistence (mean over layers)",
+        unit="1", on="matrix", over_layers="mean", column="np_mean", spread="np_std",
+        short="NP", claims=("3",),
     ),
     Feature(
-        "np_p2", "matrix", None, "mean", "topological",
-        "neural persistence, p = 2 (mean over layers)", "1",
-        column="np_p2_mean", spread="np_p2_std",
+        name="np_p2", kind="topological", label="neural persistence, p = 2 (mean over layers)",
+        unit="1", on="matrix", over_layers="mean", column="np_p2_mean", spread="np_p2_std",
     ),
     Feature(
-        "np_rieck", "matrix", None, "mean", "topological",
-        "neural persistence, reference definition (mean over layers)", "1", tested=9,
+        name="np_rieck", kind="topological",
+        label="neural persistence, reference definition (mean over layers)", unit="1",
+        on="matrix", over_layers="mean",
     ),
     Feature(
-        "h{k}_count", "diagram", feature_count, "sum", "topological", "number of H{k} bars",
-        "bars", tested=3, scalefree=True, twin_same=True,
+        name="h{k}_count", kind="topological", label="number of H{k} bars", unit="bars",
+        on="diagram", compute=feature_count, over_layers="sum", scalefree=True, twin_same=True,
     ),
     Feature(
-        "h{k}_total", "diagram", total_persistence, "sum", "topological",
-        "H{k} total persistence (sum over layers)", "weight units", tested=0, scalefree=True,
+        name="h{k}_total", kind="topological", label="H{k} total persistence (sum over layers)",
+        unit="weight units", on="diagram", compute=total_persistence, over_layers="sum",
+        scalefree=True, short="TP{k}", claims=("2", "4"),
     ),
     Feature(
-        "h{k}_max", "diagram", max_persistence, "max", "topological", "longest H{k} bar",
-        "weight units", tested=7, scalefree=True,
+        name="h{k}_max", kind="topological", label="longest H{k} bar", unit="weight units",
+        on="diagram", compute=max_persistence, over_layers="max", scalefree=True,
     ),
     Feature(
-        "h{k}_entropy", "diagram", persistence_entropy, "mean", "topological",
-        "H{k} persistence entropy (mean over layers)", "nats", tested=5, scalefree=True,
-        twin_same=True,
+        name="h{k}_entropy", kind="topological",
+        label="H{k} persistence entropy (mean over layers)", unit="nats", on="diagram",
+        compute=persistence_entropy, over_layers="mean", scalefree=True, twin_same=True,
     ),
     Feature(
-        "l2_norm", "matrix", None, "mean", "norm",
-        "weight L2 norm, mean over layers (baseline)", "weight units",
+        name="l2_norm", kind="norm", label="weight L2 norm, mean over layers (baseline)",
+        unit="weight units", on="matrix", over_layers="mean",
     ),
     SCALEFREE,  # here the record holds the *_scalefree twins of the entries above, in their order
     Feature(
-        "np_wvar", "matrix", None, "mean", "norm",
-        "normalised weight variance (mean over layers)", "1",
+        name="np_wvar", kind="norm", label="normalised weight variance (mean over layers)",
+        unit="1", on="matrix", over_layers="mean",
     ),
+    # one value per checkpoint, each from its own job (baselines, the training logs)
+    Feature(
+        name="llc", kind="llc", label="local learning coefficient (LLC)", unit="nats",
+        level="checkpoint",
+    ),
+    Feature(
+        name="ww_alpha_mean", kind="weightwatcher", label="WeightWatcher α (mean over layers)",
+        unit="1", level="checkpoint",
+    ),
+    Feature(
+        name="grad_norm", kind="baseline", label="gradient norm (baseline)", unit="1",
+        level="checkpoint",
+    ),
+    # the embedding cloud's (sources.pythia): one diagram's summaries, not summed over layers
+    Feature(
+        name="h{k}_total", kind="topological", label="H{k} total persistence (embeddings)",
+        unit="weight units", level="embedding", short="H{k} total",
+    ),
+    Feature(
+        name="h{k}_count", kind="topological", label="number of H{k} bars (embeddings)",
+        unit="bars", level="embedding", short="H{k} count",
+    ),
+    Feature(
+        name="h{k}_max", kind="topological", label="longest H{k} bar (embeddings)",
+        unit="weight units", level="embedding", short="H{k} max",
+    ),
+    Feature(
+        name="h{k}_entropy", kind="topological", label="H{k} persistence entropy (embeddings)",
+        unit="nats", level="embedding", short="H{k} entropy",
+    ),
+]  # fmt: skip
+# the tested family (``inference.stats.FEATURES``): checkpoint-table columns, in the tests' order
+TESTED = [
+    "h0_total", "h1_total", "np_mean", "h0_count", "h1_count", "h0_entropy_mean",
+    "h1_entropy_mean", "h0_max", "h1_max", "np_rieck_mean",
 ]  # fmt: skip
 
 
@@ -104,9 +146,9 @@ FEATURES: list[Feature | str] = [
 REPEATS = {"h0_mean_bar": "h0_total", "h0_mean_bar_scalefree": "h0_total_scalefree"}
 
 
-def entries() -> list[Feature]:
-    """The registry's features, in record order (the twins' marker left out)."""
-    return [f for f in FEATURES if isinstance(f, Feature)]
+def entries(level: str = "layer") -> list[Feature]:
+    """The registry's features at ``level`` (layer: in record order, the twins' marker left out)."""
+    return [f for f in FEATURES if isinstance(f, Feature) and f.level == level]
 
 
 def names(feature: Feature) -> list[str]:
@@ -130,6 +172,8 @@ def _expanded() -> Iterator[tuple[str, Feature]]:
     dimension, where the first of them stands; the twins where the marker stands."""
     block_done = False
     for item in FEATURES:
+        if isinstance(item, Feature) and item.level != "layer":
+            continue
         if isinstance(item, str):
             by_name = {f.name: f for f in diagram_entries()}
             for key in diagram_keys():
@@ -192,28 +236,79 @@ def column(key: str) -> str:
 
 
 def tested() -> list[str]:
-    """The tested family's columns (``inference.stats.FEATURES``), in each entry's ``tested``
-    place (a {k} entry: H0's place, then H1's next to it)."""
-    ranked = sorted((f.tested, f) for f in entries() if f.tested is not None)
-    return [column(key) for _, f in ranked for key in names(f)]
+    """The tested family's columns (``inference.stats.FEATURES``): TESTED, each a registered
+    column (a layer feature's or a checkpoint feature's)."""
+    if unknown := [c for c in TESTED if c not in labels()]:
+        raise KeyError(f"topology.registry.TESTED names no registered column: {unknown}")
+    return list(TESTED)
 
 
 def diagram_features() -> list[str]:
     """The diagram features' keys (h0_total, h1_total, h0_count, …) in the tested order (the
     untested after them): the summaries of one Rips diagram, as the embedding records hold them."""
-    ranked = sorted(diagram_entries(), key=lambda f: (f.tested is None, f.tested or 0))
-    return [key for f in ranked for key in names(f)]
+    keys = [key for f in diagram_entries() for key in names(f)]
+    place = {c: i for i, c in enumerate(TESTED)}
+    return sorted(keys, key=lambda key: place.get(column(key), len(place)))
+
+
+def _at_dim(text: str, key: str, feature: Feature) -> str:
+    """``text`` with ``{k}`` replaced by a record key's dimension (h1_total → 1)."""
+    return text.replace("{k}", key[1]) if "{k}" in feature.name else text
 
 
 def labels() -> dict[str, str]:
-    """{checkpoint-table column: label} of every feature (twins: the label, measured on W/RMS)."""
+    """{checkpoint-table column: label} of every layer feature (twins: the label, measured on
+    W/RMS; a spread: the SD over layers) and every checkpoint feature."""
     out = {}
     for key, feature in _expanded():
-        label = feature.label.replace("{k}", key[1]) if "{k}" in feature.name else feature.label
+        label = _at_dim(feature.label, key, feature)
         if key.endswith(SCALEFREE):
             label += ", of W / RMS(W)"
         out[column(key)] = label
+        if feature.spread and not key.endswith(SCALEFREE):  # np_std: "… (SD over layers)"
+            out[feature.spread] = label.replace("(mean over layers)", "(SD over layers)")
+    return out | {f.name: f.label for f in entries("checkpoint")}
+
+
+def embedding_labels() -> dict[str, str]:
+    """{embedding-table column: label} of the embedding features."""
+    return {key: _at_dim(f.label, key, f) for f in entries("embedding") for key in names(f)}
+
+
+def short_names(level: str = "layer") -> dict[str, str]:
+    """{column: the report's short name} of the entries at ``level`` that have one (TP0, NP)."""
+    out = {}
+    for feature in (f for f in entries(level) if f.short):
+        for key in names(feature):
+            out[key if level != "layer" else column(key)] = _at_dim(feature.short, key, feature)
     return out
+
+
+def claims() -> dict[str, str]:
+    """{column: the paper's table claiming it} of the layer features, by table: the primary
+    family (h0_total: 2, np_mean: 3, h1_total: 4)."""
+    pairs = [
+        (table, column(key))
+        for f in entries()
+        for key, table in zip(names(f), f.claims, strict=False)
+    ]
+    return {col: table for table, col in sorted(pairs)}
+
+
+def claimed(table: str) -> str:
+    """The column the paper's ``table`` claims a result of (claimed("2") == "h0_total")."""
+    return {t: col for col, t in claims().items()}[table]
+
+
+def columns(name: str, level: str = "layer") -> list[str]:
+    """The columns of the entry ``name`` (one per dimension; a layer feature's spread after
+    them): columns("np_total") == ["np_mean", "np_std"]."""
+    for feature in (f for f in entries(level) if f.name == name):
+        keys = names(feature)
+        if level != "layer":
+            return keys
+        return [column(k) for k in keys] + [feature.spread] * bool(feature.spread)
+    raise KeyError(f"no {level} feature {name!r} in topology.registry")
 
 
 def repeats() -> dict[str, str]:

@@ -5,7 +5,8 @@ split at offsets drawn by a ``torch.Generator`` seeded with ``seed`` (the same w
 checkpoint of every run), in eval mode (as the training job evaluates), with the training loss
 (mean next-character cross-entropy). The gradient matrices of the configured layers then get the
 same per-layer topology as the weights (``topology.layers.layer_records``: neural persistence and
-Vietoris–Rips of the rows), written as a record + diagrams beside the weights' ones.
+Vietoris–Rips of the rows); the job (``jobs.topology``) writes it as a record + diagrams beside
+the weights' ones.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from topotrain.io import write_record
 from topotrain.topology.record import Options, record
 from topotrain.training.model import GPT
 from topotrain.training.run_state import load_checkpoint
@@ -90,40 +90,3 @@ def gradient_topology(
 def probe_tokens(train_tokens: str | Path, model: GPT) -> torch.Tensor:
     """The training split's tokens, checked against the model's vocabulary and context."""
     return torch.from_numpy(np.array(load_tokens(train_tokens, model.config), dtype=np.uint8))
-
-
-def write_gradient_topology(out_json: str | Path, out_npz: str | Path, *args, **kwargs) -> dict:
-    """``gradient_topology`` written as JSON + npz, both or neither (temp files, then rename)."""
-    torch.set_num_threads(kwargs.get("n_threads", 1))
-    doc, diagrams = gradient_topology(*args, **kwargs)
-    write_record(out_json, out_npz, doc, diagrams)
-    return doc
-
-
-def write_training_gradients(
-    outs: list[tuple[str, str]],
-    checkpoints: list[str],
-    train_tokens: str | Path,
-    *args,
-    n_threads: int = 1,
-    progress=log.info,
-) -> None:
-    """Every checkpoint of one training: ``gradient_topology`` of ``checkpoints[i]`` written to
-    ``outs[i]`` (JSON, npz), in one process: torch, the tokens and the code load once, where a
-    job per checkpoint paid for them 51 times. The records are the per-checkpoint job's."""
-    if len(outs) != len(checkpoints):
-        raise ValueError(f"{len(checkpoints)} checkpoints but {len(outs)} (record, diagrams) pairs")
-    torch.set_num_threads(n_threads)
-    if not checkpoints:
-        return
-    tokens = probe_tokens(train_tokens, load_checkpoint(checkpoints[0])[0])
-    for i, (checkpoint, (out_json, out_npz)) in enumerate(zip(checkpoints, outs, strict=True)):
-        doc, diagrams = gradient_topology(checkpoint, tokens, *args, n_threads=n_threads)
-        write_record(out_json, out_npz, doc, diagrams)
-        progress(
-            "gradients %d/%d: step %d, probe loss %.4f",
-            i + 1,
-            len(outs),
-            doc["step"],
-            doc["probe_loss"],
-        )

@@ -1,17 +1,12 @@
 """Power of the primary family's claims for the design that was run, at Δ only.
 
-Simulator: the calibration suite's signal model (``simulator``'s trends and AR noise) on
-shared runs. A study has max(models) models × k seeds × T checkpoints (steps 0, 100, …); every run
-has a loss y = trend + u and an L2 norm l = trend + w, w ∝ c·u + √(1 − c²)·w', and claim c's
-feature is x_c = trend + r·u + √(1 − r²)·e_c over the claim's first ``models[c]`` models. u, e_c
-and w' are stationary series of one marginal SD, each AR(1) plus a white share v of its variance
-(``Noise``: the calibration's φ = 0 for u and e, 0.8 for w', no white share and c = 0, or fitted
-to a study by ``power_design.fit_noise``).
+Simulator: ``simulator.simulate_family`` on a ``simulator.Design`` (the calibration suite's
+trends and AR noise on shared runs, ``simulator.Noise``).
 
 Effect: the clock view's β (``seed_effect``) is r; the scale view's, partial on the norm, is
 r·√(1 − c²)/√(1 − r²c²) ≤ r. The level view's p is the larger of the two views' p, so the scale
-binds, and the feature is planted at r = β/√(1 − c² + β²c²) (``planted_share``): β is the scale
-view's effect (= r when c = 0). That link is the simulator's model, not the data's.
+binds, and the feature is planted at r = β/√(1 − c² + β²c²) (``simulator.planted_share``): β is
+the scale view's effect (= r when c = 0). That link is the simulator's model, not the data's.
 
 Test: a claim's p in the level view (``primary.VIEWS["level"]``: the pooled seed contrast of the
 clock and of the scale, one-sided in the claimed signs, through ``contrast_cell`` and
@@ -39,14 +34,18 @@ import dataclasses
 import functools
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from topotrain.analysis.calibration.pass_rule import Z95, clopper_pearson
-from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, NOISE, STEP, _ar, _trends
+from topotrain.analysis.calibration.simulator import (
+    Design,
+    Noise,
+    claim_feature,
+    simulate_family,
+)
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import CLAIMS, VIEWS
 from topotrain.analysis.inference.seed_contrast import (
@@ -83,88 +82,6 @@ POWER_COLUMNS = [
 ]
 
 
-@dataclass(frozen=True)
-class Noise:
-    """AR(1) coefficients of the simulated fluctuations: the loss's u, each claim's own feature
-    noise e_c (one per claim; empty: 0 for every claim) and the L2 norm's own part w' (what the
-    loss does not explain); ``scale_loss`` the correlation c of the norm's fluctuation with u;
-    the ``*_white`` fields: each series' white share v of its variance (empty: 0 for every
-    claim); ``spacing``, the steps between the checkpoints the φ's describe (the persistent
-    process rescales them to its own spacing). Defaults: the calibration simulator's."""
-
-    loss: float = 0.0
-    features: tuple[float, ...] = ()
-    scale: float = 0.8
-    scale_loss: float = 0.0
-    loss_white: float = 0.0
-    features_white: tuple[float, ...] = ()
-    scale_white: float = 0.0
-    spacing: float = 100.0
-
-
-@dataclass(frozen=True)
-class Design:
-    """Models in each claim (CLAIMS order), seeds per model, checkpoints per run, and the noise."""
-
-    models: tuple[int, ...]
-    seeds: int
-    checkpoints: int = N_CHECKPOINTS
-    noise: Noise = field(default_factory=Noise)
-
-    def __post_init__(self) -> None:
-        check_design(self)
-
-
-def check_design(design: Design) -> None:
-    """ValueError naming the parameter when the design cannot be simulated or tested."""
-    if not design.models or min(design.models) < 1:
-        raise ValueError(f"models: every claim needs at least 1 model, not {design.models}")
-    if design.seeds < 2:
-        raise ValueError(
-            f"seeds: a between-seed contrast needs at least 2 seeds per model, not {design.seeds}"
-        )
-    if design.checkpoints < 2:
-        raise ValueError(f"checkpoints: at least 2 per run, not {design.checkpoints}")
-    noise = design.noise
-    for name, vs in {"features": noise.features, "features_white": noise.features_white}.items():
-        if vs and len(vs) != len(design.models):
-            raise ValueError(f"noise.{name}: one per claim ({len(design.models)}), not {len(vs)}")
-    values = {"noise.loss": [noise.loss], "noise.scale": [noise.scale]}
-    values |= {"noise.scale_loss": [noise.scale_loss], "noise.features": noise.features}
-    for name, vs in values.items():
-        if any(not -1 < v < 1 for v in vs):
-            raise ValueError(f"{name} must lie strictly between −1 and 1, not {vs}")
-    whites = [noise.loss_white, noise.scale_white, *noise.features_white]
-    if any(not 0 <= v <= 1 for v in whites):
-        raise ValueError(f"noise.*_white: a white share lies in [0, 1], not {whites}")
-
-
-def _series(rng: np.random.Generator, phi: float, white: float, shape: tuple) -> np.ndarray:
-    """√(1 − v)·AR(φ) + √v·white, marginal SD the simulator's NOISE (v = 0: ``_ar`` alone, its
-    draws unchanged): lag-h autocorrelation φ^h·(1 − v) for h ≥ 1."""
-    ar = _ar(rng, phi, shape)
-    if not white:
-        return ar
-    return math.sqrt(1 - white) * ar + math.sqrt(white) * rng.normal(0.0, NOISE, shape)
-
-
-def simulate_family(design: Design, n_sim: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """n_sim studies on shared runs: 'y' the loss and 'l' the L2 norm (n_sim, models, seeds,
-    checkpoints), 'u' the loss's fluctuation, 'fx' the feature's trend (checkpoints,) and 'e'
-    each claim's own feature noise (claims, n_sim, models, seeds, checkpoints)."""
-    noise = design.noise
-    shape = (n_sim, max(design.models), design.seeds, design.checkpoints)
-    rng = np.random.default_rng([seed, 17, *shape[1:]])
-    fx, fy, fl = _trends(np.arange(design.checkpoints) * float(STEP))
-    u = _series(rng, noise.loss, noise.loss_white, shape)
-    own = _series(rng, noise.scale, noise.scale_white, shape)
-    w = (noise.scale_loss * u + math.sqrt(1 - noise.scale_loss**2) * own) / 5
-    claims = len(design.models)
-    phis, whites = noise.features or (0.0,) * claims, noise.features_white or (0.0,) * claims
-    e = np.stack([_series(rng, phi, v, shape) for phi, v in zip(phis, whites, strict=True)])
-    return {"y": fy + u, "l": fl + w, "u": u, "fx": fx, "e": e}
-
-
 def claim_p(x: np.ndarray, y: np.ndarray, scale: np.ndarray, perms: np.ndarray, seed=0) -> float:
     """A claim's p in the level view (``LEVEL``): each condition's (clock, scale) pooled seed
     contrast one-sided in the claimed signs (+1) over models given as (models, seeds,
@@ -181,20 +98,6 @@ def _claim_ps(task: tuple) -> list[float]:
     """``claim_p`` of each study of a chunk (x, y, scale: study, model, seed, checkpoint)."""
     x, y, scale, perms, seed = task
     return [claim_p(x[i], y[i], scale[i], perms, seed) for i in range(len(x))]
-
-
-def planted_share(beta: float, c: float) -> float:
-    """The share r of the loss's fluctuation that gives the scale view effect β when the norm
-    correlates c with the loss: β = r·√(1 − c²)/√(1 − r²c²) inverted, r = β/√(1 − c² + β²c²)."""
-    return min(1.0, beta / math.sqrt(1 - c * c + beta * beta * c * c))
-
-
-def claim_feature(sim: dict, design: Design, claim: int, beta: float) -> np.ndarray:
-    """Claim ``claim``'s feature x = trend + r·u + √(1 − r²)·e on the studies of ``sim`` (n_sim,
-    its models, seeds, checkpoints), r = ``planted_share``(β, the norm–loss correlation)."""
-    n = design.models[claim]
-    r = planted_share(beta, design.noise.scale_loss)
-    return sim["fx"] + r * sim["u"][:, :n] + math.sqrt(1 - r * r) * sim["e"][claim, :, :n]
 
 
 def claim_pvalues(
@@ -391,9 +294,3 @@ def power_table(
         for f, m, row in zip(features, design.models, rows, strict=True)
     ]
     return pd.DataFrame(out, columns=POWER_COLUMNS)
-
-
-if __name__ == "__main__":  # python -m topotrain.analysis.calibration.power [features.parquet]
-    from topotrain.analysis.calibration.power_design import main
-
-    main()

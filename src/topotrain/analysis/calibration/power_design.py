@@ -9,8 +9,8 @@ per series, from the lag-1 and lag-2 autocorrelations of the seed deviations, ρ
 to 0.01 (a re-aggregated table then hits the power cache). Only correlations and ranks enter the
 tests, so the deviations' SDs need no fit.
 
-``python -m topotrain.analysis.calibration.power [features.parquet]`` prints each claim's power
-at Δ and MDE for k = 3, 5 and 8 seeds (noise fitted to the table when one is given, else the
+``python -m topotrain.analysis.calibration.power_design [features.parquet]`` prints each claim's
+power at Δ and MDE for k = 3, 5 and 8 seeds (noise fitted to the table when one is given, else the
 calibration's) beside the training time extrapolated linearly in runs from the measured default
 study (``TRAINING``), then every view's power at 3 / 5 / 8 seeds × 51 / 101 / 201 checkpoints
 (``view_power``: the persistent process on the same fitted noise, else the calibration's).
@@ -29,11 +29,9 @@ from topotrain.analysis.calibration.power import (
     SESOI,
     SIMULATIONS,
     TARGET_POWER,
-    Design,
-    Noise,
     power_table,
 )
-from topotrain.analysis.calibration.simulator import N_CHECKPOINTS
+from topotrain.analysis.calibration.simulator import N_CHECKPOINTS, Design, Noise
 from topotrain.analysis.calibration.view_power import DRAWS, cached_view_power, view_power
 from topotrain.analysis.inference.primary import CLAIMS, SESOI_CO, TARGET, claimed_signs
 from topotrain.analysis.inference.seed_contrast import SCALE, cell_deviations, model_matrices
@@ -242,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     over every size, N_CHECKPOINTS checkpoints and the calibration's noise)."""
     from topotrain.analysis.inference.verdicts import read_paper_values
 
-    parser = argparse.ArgumentParser(prog="python -m topotrain.analysis.calibration.power")
+    parser = argparse.ArgumentParser(prog="python -m topotrain.analysis.calibration.power_design")
     parser.add_argument("features", nargs="?", help="a feature table (weights.parquet)")
     parser.add_argument(
         "--paper",
@@ -297,3 +295,7 @@ def views_text(views: pd.DataFrame) -> str:
     )
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         return wide.to_string(float_format="%.2f") + "\n" + views["note"].iloc[0]
+
+
+if __name__ == "__main__":  # python -m topotrain.analysis.calibration.power_design [features]
+    main()

@@ -47,9 +47,8 @@ import pandas as pd
 
 from topotrain.analysis.calibration import persistent as pe
 from topotrain.analysis.calibration.pass_rule import clopper_pearson
-from topotrain.analysis.calibration.power import Noise
 from topotrain.analysis.calibration.power_design import fit_noise
-from topotrain.analysis.calibration.simulator import NOISE, _trends
+from topotrain.analysis.calibration.simulator import NOISE, Noise, _trends
 from topotrain.analysis.calibration.view_power import claim_setting
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.primary import (

@@ -3,7 +3,8 @@
 Simulated studies of ``N_MODELS`` models × k seeds (``simulator``: nulls that look like
 training, planted signals, and the effect scenarios where β is known), three features of the same
 runs per study (the primary family's three claims share their runs), and per-run, per-model and
-across-size draws for the tests that need them. Each (test, scenario) row gives the rate of "yes"
+across-size draws for the tests that need them
+(``seed_draws``, ``across_models``). Each (test, scenario) row gives the rate of "yes"
 over n_sim draws (``measures``: the false-positive rate on a null, the power on a signal, an
 interval end's miss rate; ``effect``), its 95 % Clopper–Pearson Monte Carlo interval and
 the nominal rate. A null's row ``passes`` when its "yes" count is at most ``pass_max``
@@ -16,7 +17,6 @@ Each task (scenario × seeds) has its own ``task_rng``.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -35,10 +35,7 @@ from topotrain.analysis.calibration.across_models import paired_draws as _paired
 from topotrain.analysis.calibration.across_models import size_draws as _size_draws
 from topotrain.analysis.calibration.effect import (
     EFFECT_TESTS,
-    effect_draws,
-    effect_hits,
     judge_effect,
-    study_effects,
 )
 from topotrain.analysis.calibration.pass_rule import (
     CONFIRM_FACTOR,
@@ -46,8 +43,18 @@ from topotrain.analysis.calibration.pass_rule import (
     pass_max,
     redraw_max,
     short_of_verdict_draws,
-    verdict_draws,
 )
+from topotrain.analysis.calibration.seed_draws import (  # noqa: F401 (the draws' names too)
+    ALPHA_VIEW,
+    EFFECT_NOMINAL,
+    FEATURES,
+    RUN_TESTS,
+    alpha_study,
+    effect_studies,
+)
+from topotrain.analysis.calibration.seed_draws import contrast_draws as _contrast_draws
+from topotrain.analysis.calibration.seed_draws import contrast_study as _contrast_study  # noqa: F401
+from topotrain.analysis.calibration.seed_draws import run_draws as _run_draws
 from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simulator's names live here too
     ALPHA_NULLS,
     ALPHA_SIGNALS,
@@ -65,18 +72,8 @@ from topotrain.analysis.calibration.simulator import (  # noqa: F401 - the simul
     simulate,
     task_rng,
 )
-from topotrain.analysis.inference.associations import view_association
-from topotrain.analysis.inference.diagnostics import SPLIT, split_cell
 from topotrain.analysis.inference.parallel import design_initializer
-from topotrain.analysis.inference.seed_contrast import (
-    CONTRAST_VIEWS,
-    PARTIAL,
-    SCALE,
-    contrast_cell,
-    pooled_row,
-    seed_permutations,
-)
-from topotrain.analysis.inference.stats import ALPHA, benjamini_hochberg, spearman_rows
+from topotrain.analysis.inference.stats import ALPHA
 from topotrain.config import DEFAULTS
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
@@ -85,15 +82,11 @@ log = logging.getLogger(__name__)
 
 SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]  # draws per scenario
 SEEDS = tuple(DEFAULTS["analysis"]["calibration"]["seeds"])  # seeds per simulated model
-FEATURES = ("x", "x_2", "x_3")  # the primary family's three claims: features of the same runs
 CALIBRATION_COLUMNS = [  # first_*: a re-drawn row's first draws (the others: all pooled)
     *("test", "scenario", "measures", "seeds", "n_sim", "rate", "mc_low", "mc_high", "nominal"),
     *("pass_max", "passes", "used_in_verdicts", "first_n_sim", "first_rate"),
 ]
 CONFIRM_SEED = 1  # added to the suite's seed for the re-draw
-EFFECT_NOMINAL = ALPHA / 2  # an effect interval end's nominal miss rate (effect.judge_effect)
-RUN_VIEWS = ("raw", "detrended", "partial_step", "partial_l2")  # one run's views: p and CI
-RUN_TESTS = [f"{view} {what}" for view in RUN_VIEWS for what in ("p", "CI")]
 USED = {  # tests whose result feeds a verdict or a flag
     "seed_contrast p (model)",
     "seed_contrast p (pooled)",
@@ -112,116 +105,7 @@ USED = {  # tests whose result feeds a verdict or a flag
     *EFFECT_TESTS,
 }
 SCALE_ONLY = {"l2_function"}  # nulls of the scale tests only (x does carry y's fluctuation)
-ALPHA_VIEW = "seed_contrast_alpha"  # x's contrast partial on α's stand-in "a" (not in verdicts yet)
 SIGN_ONLY = {"opposite_sign"}  # nulls of the sign-aware flags only
-
-
-def _run_draws(name: str, n_sim: int, n_resamples: int, seed: int) -> dict[str, np.ndarray]:
-    """Per-run tests' "yes" (bool arrays of n_sim runs) on scenario ``name``."""
-    sim = simulate(name, task_rng((name, None), seed), (n_sim, 1))
-    t = np.arange(N_CHECKPOINTS) * float(STEP)
-    out = {k: np.zeros(n_sim, bool) for k in RUN_TESTS}
-    for i in range(n_sim):
-        x, y, norm = (sim[k][i, 0] for k in "xyl")
-        for view in RUN_VIEWS:
-            z = {"partial_step": t, "partial_l2": norm}.get(view)
-            res = view_association(x, y, view, z, n_resamples=n_resamples, seed=i)
-            out[f"{view} p"][i] = res["p"] < ALPHA
-            out[f"{view} CI"][i] = res["ci_low"] > 0 or res["ci_high"] < 0
-    return out
-
-
-def _contrast_study(
-    sim: dict[str, np.ndarray], i: int, perms: np.ndarray, effects: bool
-) -> dict[str, float]:
-    """Simulated study i: x's contrast ρ and p (model 0's and pooled, two-sided), each feature's
-    claim p per view for a claimed + sign (pooled, one-sided: ``primary.claim_views``' test), the
-    sign of x's raw ρ (model 0's seeds' mean, all runs'), and with ``effects`` x's effect
-    intervals from ``claim_views`` itself (which checks that its p is this one)."""
-    cols = (*FEATURES, "y", "a", "a2")
-    models = [{**{c: sim[c][i, m] for c in cols}, SCALE: sim["l"][i, m]} for m in range(N_MODELS)]
-    out = alpha_study(models, perms)
-    for feature, view in ((f, v) for f in FEATURES for v in CONTRAST_VIEWS):
-        cells = [contrast_cell(m, feature, "y", view, perms) for m in models]
-        nulls = [null for _, null in cells]
-        claim = pooled_row(nulls, view, "greater", 0, [1.0] * N_MODELS)
-        out[f"{feature} {view} claim p"] = claim["p"]
-        if feature == "x":
-            out[f"{view} model p"], out[f"{view} model rho"] = cells[0][0]["p"], cells[0][0]["rho"]
-            pooled = pooled_row(nulls, view, "two-sided")
-            out[f"{view} pooled p"], out[f"{view} pooled rho"] = pooled["p"], pooled["rho"]
-    if effects:
-        own = {"clock": out["x seed_contrast claim p"], "scale": out["x seed_contrast_l2 claim p"]}
-        out |= study_effects(models, perms, own)
-    x, y = sim["x"][i].reshape(-1, N_CHECKPOINTS), sim["y"][i].reshape(-1, N_CHECKPOINTS)
-    rho = spearman_rows(x, y)
-    k = sim["x"].shape[2]
-    signs = {"raw sign pooled": np.sign(rho.mean()), "raw sign model": np.sign(rho[:k].mean())}
-    return out | signs | {"raw all positive model": bool(np.all(rho[:k] > 0))}
-
-
-def alpha_study(models: list[dict[str, np.ndarray]], perms: np.ndarray) -> dict[str, float]:
-    """Model 0's and the pooled two-sided p of x's contrast with y partial on "a" (ALPHA_VIEW)
-    and cross-fitted on "a" and "a2", α of two halves of the layers (SPLIT), in one study."""
-    partial_a = [contrast_cell(m, "x", "y", PARTIAL, perms, cond="a") for m in models]
-    split = [split_cell(m, "x", "y", ("a", "a2"), perms) for m in models]
-    out = {}
-    for view, pooled_as, cells in ((ALPHA_VIEW, PARTIAL, partial_a), (SPLIT, SPLIT, split)):
-        pooled = pooled_row([null for _, null in cells], pooled_as, "two-sided", cond="a")
-        out[f"{view} model p"], out[f"{view} pooled p"] = cells[0][0]["p"], pooled["p"]
-    return out
-
-
-def _contrast_draws(
-    name: str,
-    n_sim: int,
-    k: int,
-    seed: int,
-    n_effects: int | None = None,
-    sesoi: float = SESOI,
-) -> dict[str, np.ndarray]:
-    """Between-seed tests' "yes" over n_sim simulated studies of N_MODELS models × k seeds, and
-    the effect rows over the first ``n_effects`` of them (default ``effect_studies(n_sim, k)``)."""
-    rng = task_rng((name, k), seed)
-    sim = {
-        c: v.reshape(n_sim, N_MODELS, k, N_CHECKPOINTS)
-        for c, v in simulate(name, rng, (n_sim * N_MODELS, k), len(FEATURES), stand_in=True).items()
-    }
-    perms = seed_permutations(k, seed)
-    n_eff = effect_studies(n_sim, k) if n_effects is None else n_effects
-    rows = pd.DataFrame([_contrast_study(sim, i, perms, i < n_eff) for i in range(n_sim)])
-    return _contrast_hits(rows) | (effect_hits(rows.iloc[:n_eff], name, sesoi) if n_eff else {})
-
-
-def effect_studies(n_sim: int, k: int) -> int:
-    """Studies of a k-seed task whose effect intervals are computed: ``effect_draws`` (a fifth
-    beyond 5 seeds) raised to the draws a verdict row needs at EFFECT_NOMINAL
-    (``verdict_draws``: 1,288), at most n_sim (the default 1,000: all of them)."""
-    return min(n_sim, max(effect_draws(n_sim, k), verdict_draws(EFFECT_NOMINAL)))
-
-
-def _contrast_hits(d: pd.DataFrame) -> dict[str, np.ndarray]:
-    """ "yes" per study for each between-seed test and the flags and BH decisions built on them."""
-    hits = {}
-    for view, flag in (("seed_contrast", "beats_clock"), ("seed_contrast_l2", "beats_scale")):
-        for level in ("model", "pooled"):
-            p = d[f"{view} {level} p"].to_numpy(float)
-            hits[f"{view} p ({level})"] = p < ALPHA
-            same = np.sign(d[f"{view} {level} rho"]) == d[f"raw sign {level}"]
-            hits[f"{flag} ({level})"] = (p < ALPHA) & same.to_numpy()
-    claims = np.column_stack(  # a claim's p: the larger of its two views' (intersection–union)
-        [
-            np.maximum(d[f"{f} seed_contrast claim p"], d[f"{f} seed_contrast_l2 claim p"])
-            for f in FEATURES
-        ]
-    )
-    for view, level in itertools.product((ALPHA_VIEW, SPLIT), ("model", "pooled")):
-        hits[f"{view} p ({level})"] = d[f"{view} {level} p"].to_numpy(float) < ALPHA
-    bh = np.array([benjamini_hochberg(c) for c in claims]) < ALPHA  # the family of one study
-    hits["primary family BH (any rejection)"] = bh.any(axis=1)
-    agree = d["raw all positive model"].to_numpy(bool)  # every seed shows the claim's sign (+)
-    hits["T2/T3/T4 rule: reproduced (per size)"] = agree & bh[:, 0]  # the first claim: TP0's
-    return hits
 
 
 def _judge(test: str, name: str, sesoi: float = SESOI) -> tuple[str, float, bool] | None:

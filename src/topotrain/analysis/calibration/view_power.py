@@ -28,7 +28,7 @@ import pandas as pd
 
 from topotrain.analysis.calibration import persistent as pe
 from topotrain.analysis.calibration.pass_rule import clopper_pearson
-from topotrain.analysis.calibration.power import Noise
+from topotrain.analysis.calibration.simulator import Noise
 from topotrain.analysis.inference.primary import CLAIMS, SESOI, SESOI_CO
 from topotrain.analysis.inference.stats import ALPHA
 

@@ -8,35 +8,28 @@ and the lead of one over the other.
   of the run, so it dates a change with hindsight, like the phases table's peak.
 - lead = grokking step − onset step: > 0 when the feature moves before test accuracy does.
 
-control_features reads one trained seed (``training.modular``'s step_NNNNN.safetensors and
-metrics.csv) into one row per checkpoint: its losses and accuracies, the weights' L2 norm, and
-the embedding of the p residues as a point cloud (topology.embedding) with its spectral baselines
-and Fourier share.
+checkpoint_row measures one checkpoint of a trained seed (``training.modular``'s
+step_NNNNN.safetensors): the weights' L2 norm and the embedding of the p residues as a point cloud
+(topology.embedding) with its spectral baselines and Fourier share; control_table joins a seed's
+rows with its metrics.csv (the job ``jobs.control.control_features`` reads and writes them).
 """
 
 from __future__ import annotations
 
-import logging
-import re
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.inference.numerics import numerics_label
 from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.config import DEFAULTS, ENGINE
 from topotrain.topology.embedding import embedding_topology, fourier_share
 from topotrain.topology.record import Options, record
 from topotrain.topology.spectral import spectral_summary
 
-log = logging.getLogger(__name__)
-
 MODEL = "control"  # the model name of the control's rows (seed_contrast groups by model)
 EMBEDDING = "embed.weight"  # rows 0 … p − 1 are the residues, row p the '=' token
 FOURIER_K = DEFAULTS["control"]["fourier_k"]  # the schema's: Nanda et al. find about five
-STEP = re.compile(r"step_(\d+)\.safetensors$")
 
 GROKKED = 0.95  # test accuracy that counts as generalised
 HALF = 0.5  # onset: this fraction of the total change
@@ -93,42 +86,15 @@ def checkpoint_row(
     return row, records
 
 
-def control_features(
-    run_dir: str | Path,
-    p: int,
-    k: int = FOURIER_K,
-    topology: dict | None = None,
-    seed: int = 0,
-    *,
-    read: Callable[[Path], tuple[dict, dict | None]],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(checkpoints, layers) of a seed's run directory. checkpoints: one row per checkpoint,
-    metrics.csv joined with checkpoint_row and the weight topology aggregated over matrices as
-    in the GPT study (np_mean, h0_total, np_wvar_mean, …) and the numerics the checkpoint was
-    trained with (``numerics``); layers: one record per matrix and checkpoint; both name the Rips
-    engine (``engine``). ``read``: a checkpoint's path → (tensors, numerics), the source's
-    (``sources.checkpoint.read_checkpoint``). A checkpoint without a metrics row (or the reverse) is
-    an error naming it."""
-    run_dir = Path(run_dir)
-    metrics = pd.read_csv(run_dir / "metrics.csv")
-    files = {int(m.group(1)): f for f in run_dir.iterdir() if (m := STEP.search(f.name))}
-    if set(files) != set(metrics["step"]):
-        odd = sorted(set(files) ^ set(metrics["step"]))
-        raise ValueError(f"{run_dir}: checkpoints and metrics.csv disagree at steps {odd}")
-    topology = dict(topology or {})
-    topology["engine"] = Options.of(topology).engine  # resolved: the tables name the engine
-    rows, layers = [], []
-    for step in sorted(files):
-        log.info("control features: %s step %d", run_dir, step)
-        tensors, trained = read(files[step])
-        row, records = checkpoint_row(tensors, files[step], p, k, topology)
-        numerics = numerics_label(trained)
-        rows.append({"step": step, "numerics": numerics, **row})
-        keys = {"model": MODEL, "seed": seed, "step": step}
-        layers += [{**keys, **r, "engine": topology["engine"]} for r in records]
-    layers = pd.DataFrame(layers)
+def control_table(
+    metrics: pd.DataFrame, rows: list[dict], layers: pd.DataFrame, seed: int = 0
+) -> pd.DataFrame:
+    """A seed's feature table, one row per checkpoint: metrics.csv joined with its checkpoints'
+    ``rows`` ({"step", "numerics", **checkpoint_row}) and the weight topology of ``layers`` (one
+    record per matrix and checkpoint, with model, seed, step and engine) aggregated over matrices
+    as in the GPT study (np_mean, h0_total, np_wvar_mean, …)."""
     weights = checkpoint_features(layers).drop(columns=["model", "seed"])
     table = metrics.merge(pd.DataFrame(rows), on="step").merge(weights, on="step")
     table.insert(0, "seed", seed)
     table.insert(0, "model", MODEL)
-    return table.sort_values("step").reset_index(drop=True), layers
+    return table.sort_values("step").reset_index(drop=True)

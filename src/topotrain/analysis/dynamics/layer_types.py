@@ -23,10 +23,11 @@ from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.config import DEFAULTS
+from topotrain.topology import registry
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
-LAYER_FEATURES = ["np_mean", "h0_total", "h1_total"]
+LAYER_FEATURES = [registry.claimed(table) for table in ("3", "2", "4")]  # NP, TP0, TP1
 LAYER_BASELINES = ["step", "l2_norm_mean"]  # the clock, and the subset's own scale
 LAYER_TYPE_COLUMNS = [
     "split",

@@ -27,11 +27,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference.permutations import _permuted_traces
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     POOLED,
     RESIDUAL_TOL,
-    _permuted_traces,
     _undefined,
     cell_deviations,
     contrast_cell,

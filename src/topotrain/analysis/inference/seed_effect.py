@@ -35,11 +35,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference.permutations import _residual
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     EXACT_LIMIT,
     POOLED,
-    _residual,
     mc_draws,
     model_inputs,
     permutation_p,

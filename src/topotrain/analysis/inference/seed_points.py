@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference.permutations import _residual
 from topotrain.analysis.inference.primary import CO_TARGET, VIEWS
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL,
     SCALE,
-    _residual,
     model_matrices,
     permutation_rhos,
     view_cell,
@@ -56,7 +56,7 @@ def seed_points(df: pd.DataFrame, feature: str, views=VIEWS) -> pd.DataFrame:
                 rho = float(permutation_rhos(y, x, identity, z)[0])
                 if z is not None:  # beyond the scale: both residual on the norm's deviations
                     x, y, z = (v - v.mean() for v in (x, y, z))
-                    if (z * z).sum():  # the partial's own residual (seed_contrast._residual)
+                    if (z * z).sum():  # the partial's own residual (permutations._residual)
                         x, y = _residual(x, z), _residual(y, z)
                 x, y = _scaled(x), _scaled(y)
                 for i, seed in enumerate(seeds):

@@ -48,6 +48,7 @@ from topotrain.analysis.replication.sizes import (
     scaling_rows,
 )
 from topotrain.config import DEFAULTS
+from topotrain.topology import registry
 
 __all__ = [
     "ARTEFACT",
@@ -64,6 +65,7 @@ __all__ = [
 ]
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
+TP0, NP, TP1 = (registry.claimed(table) for table in ("2", "3", "4"))  # the tables' features
 
 RAW_COLUMNS = ["model", "seed", "n_params", "rho", "p", "p_bh"]
 RULES = {**A_RULES, **PYTHIA_RULES}
@@ -130,8 +132,8 @@ def _evidence(assoc: pd.DataFrame | None, feature: str, ref: pd.Series) -> dict[
 def tp0_rows(paper: pd.DataFrame, assoc: pd.DataFrame | None, primary=None) -> list[dict]:
     """T2: ρ(TP0, train loss) per model, and its monotone strengthening with size."""
     ref = paper_series(paper, "2", "rho_h0_total_train_loss")
-    evidence = _evidence(assoc, "h0_total", ref)
-    decision, why = claim_state(primary, "h0_total")
+    evidence = _evidence(assoc, TP0, ref)
+    decision, why = claim_state(primary, TP0)
     rows = []
     for model, ev in evidence.items():
         note = (
@@ -248,13 +250,13 @@ def np_reversal_row(paper: pd.DataFrame, primary: pd.DataFrame | None = None) ->
     claimed = ref[paper_series(paper, "3", "p") < ALPHA]
     claim = "ρ(NP, train loss) sign reversal with size"
     note = "claimed: " + ", ".join(f"{m} {'+' if r > 0 else '−'}" for m, r in claimed.items())
-    row = primary_row(primary, "np_mean")
+    row = primary_row(primary, NP)
     present = set(str(row.get("models", "")).split(";")) if row is not None else set()
     missing = [m for m in claimed.index if m not in present]
     if missing:
         why = "not in the feature table: " + ", ".join(missing)
         return _row(claim, "3", "t3", float(len(claimed)), NOT_EVALUATED, note=f"{note}; {why}")
-    decision, why = claim_state(primary, "np_mean")
+    decision, why = claim_state(primary, NP)
     held = str(row.get("signs_held", "")).partition("/")[0]
     ours = float(held) if decision is not None and held.isdigit() else np.nan
     verdict = UNDECIDED if decision is None else decision
@@ -266,7 +268,7 @@ def _quiet_p(assoc: pd.DataFrame | None, model: str) -> float:
     if assoc is None:
         return np.nan
     sel = assoc[
-        (assoc["feature"] == "h1_total")
+        (assoc["feature"] == TP1)
         & (assoc["target"] == "train_loss")
         & (assoc["view"] == "seed_contrast")
         & (assoc["model"] == model)
@@ -278,7 +280,7 @@ def tp1_weakening_row(paper: pd.DataFrame, assoc: pd.DataFrame | None) -> dict:
     """T4: |ρ(TP1, train loss)| weakens with size and is not significant at the largest model."""
     ref = paper_series(paper, "4", "rho_h1_total_train_loss")
     quiet = ref[paper_series(paper, "4", "p") >= ALPHA].index
-    evidence = _evidence(assoc, "h1_total", ref)
+    evidence = _evidence(assoc, TP1, ref)
     sized = _by_size(evidence, assoc)
     claim = "|ρ(TP1, train loss)| weakens with size, n.s. at " + ", ".join(quiet)
     paper_rho = rank_rho(ref.abs())

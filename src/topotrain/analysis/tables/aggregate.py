@@ -14,7 +14,6 @@ Two tables come out (columns documented in docs/outputs.md):
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,7 +23,7 @@ import pandas as pd
 
 from topotrain.analysis.inference.numerics import numerics_label
 from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
-from topotrain.io import Writer, atomic_write_all
+from topotrain.io import Writer
 from topotrain.topology import registry
 from topotrain.topology.registry import SCALEFREE
 from topotrain.topology.vietoris_rips import UNNAMED
@@ -40,30 +39,6 @@ SERIES_AGG = {
     "image_mass": "mean",
     "betti_auc": "mean",
 }  # over layers, per checkpoint
-
-
-def read_series(paths: Iterable[str | Path], runs: Iterable[dict]) -> pd.DataFrame:
-    """The runs' per-(step, layer) diagram-series tables
-    (``topology.series``) with model and seed."""
-    return read_runs_tables(paths, runs, "diagram series", "diagram_series")
-
-
-def read_runs_tables(
-    paths: Iterable[str | Path], runs: Iterable[dict], what: str, job: str
-) -> pd.DataFrame:
-    """Per-run parquet tables (one per run, in the order of ``runs``) with model and seed; one that
-    cannot be read stops it, naming the file and the ``job`` that rewrites it."""
-    frames = []
-    for path, run in zip(paths, runs, strict=True):
-        try:
-            frame = pd.read_parquet(path)
-        except (OSError, ValueError) as err:
-            raise ValueError(
-                f"cannot read {what} {path} ({type(err).__name__}: {err}); "
-                f"delete it and rerun its {job} job"
-            ) from err
-        frames.append(frame.assign(model=run["model"], seed=run["seed"]))
-    return pd.concat(frames, ignore_index=True)
 
 
 # an LLC table's columns the weights table takes (the halves: two measurements from disjoint chains)
@@ -115,24 +90,14 @@ def series_features(series: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out).reset_index()
 
 
-def read_layer_records(paths: Iterable[str | Path], keys: Iterable[dict]) -> pd.DataFrame:
-    """Read per-checkpoint topology JSON files into one long table; ``keys`` adds model/seed/step,
-    each record's Rips engine (its params') is the ``engine`` column and its checkpoint's training
-    numerics, where recorded, the ``numerics`` column (``numerics_label``)."""
+def layer_table(docs: Iterable[dict], keys: Iterable[dict]) -> pd.DataFrame:
+    """The per-layer table of topology records (``sources.records``); ``keys`` adds
+    model/seed/step, each record's Rips engine (its params') is the ``engine`` column and its
+    checkpoint's training numerics, where recorded, the ``numerics`` column (``numerics_label``)."""
     frames = []
-    for path, key in zip(paths, keys, strict=True):
-        try:
-            with open(path) as fh:
-                doc = json.load(fh)
-            layers, params = doc["layers"], doc.get("params") or {}
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ValueError(
-                f"cannot read topology record {path} ({type(err).__name__}: {err}); delete it and "
-                "rerun so its weight_topology job writes it again"
-            ) from err
-        if not layers:
-            raise ValueError(f"{path}: topology record holds no layers")
-        frame = pd.DataFrame(layers).assign(engine=params.get("engine", UNNAMED))
+    for doc, key in zip(docs, keys, strict=True):
+        params = doc.get("params") or {}
+        frame = pd.DataFrame(doc["layers"]).assign(engine=params.get("engine", UNNAMED))
         if label := numerics_label(doc.get("numerics")):
             frame["numerics"] = label
         for col, value in reversed(key.items()):
@@ -262,55 +227,38 @@ def table_writers(df: pd.DataFrame, parquet: str | Path, csv: str | Path) -> dic
     }
 
 
-def aggregate_weights(
-    records: list[str],
-    keys: list[dict],
+def weights_tables(
+    layers: pd.DataFrame,
     runs: list[dict],
     total_steps: int,
     interval: int,
-    out: dict[str, str],
-    series: list[str] | None = None,
-    gradients: list[str] | None = None,
-    weightwatcher: list[str] | None = None,
-    llc: list[str] | None = None,
-) -> pd.DataFrame:
-    """The aggregate rule: per-checkpoint records + run logs → weights and weights_layers tables.
+    series: pd.DataFrame | None = None,
+    gradients: pd.DataFrame | None = None,
+    weightwatcher: pd.DataFrame | None = None,
+    llc: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(weights table, weights_layers table) of the aggregate rule, from the per-layer table of
+    the records (``layer_table``) and the runs' logs.
 
     ``runs`` holds one dict per (model, seed) with keys model, seed, metrics, evals, n_params,
-    d_model, n_layer, n_head; ``out`` maps table, table_csv, layers, layers_csv to paths, which are
-    written all or none. ``series``: each run's diagram-series table, in the order of ``runs``;
-    ``gradients``: the gradient-topology record of each checkpoint, in the order of ``records``
-    (their features become ``grad_*`` columns of both tables); ``weightwatcher``: each run's
-    WeightWatcher table in the order of ``runs`` (``ww_*`` columns: ``ww_features``); ``llc``:
-    each run's LLC table in that order (LLC_COLUMNS of the weights table, NaN at the checkpoints
-    it skips).
+    d_model, n_layer, n_head; ``series``: the runs' diagram-series tables; ``gradients``: the
+    gradient records' per-layer table (their features become ``grad_*`` columns of both tables);
+    ``weightwatcher``: the runs' WeightWatcher tables (``ww_*`` columns: ``ww_features``);
+    ``llc``: the runs' LLC tables (LLC_COLUMNS of the weights table, NaN at the checkpoints it
+    skips). All tables carry model and seed (``sources.records.read_run_tables``).
     """
-    layers = read_layer_records(records, keys)
     by_run = {(r["model"], r["seed"]): r for r in runs}
-    extra = read_series(series, runs) if series else None
-    grads = read_layer_records(gradients, keys) if gradients else None
-    table = build_tables(layers, by_run, total_steps, interval, extra, grads)
+    table = build_tables(layers, by_run, total_steps, interval, series, gradients)
     on = ["model", "seed", "step", "layer"]
-    if weightwatcher:
-        tables = read_runs_tables(weightwatcher, runs, "WeightWatcher table", "weightwatcher")
-        ww = ww_layer_table(tables)
+    if weightwatcher is not None:
+        ww = ww_layer_table(weightwatcher)
         layers = layers.merge(ww, on=on, how="left")
         table = table.merge(ww_features(ww), on=on[:3], how="left")
-    if llc:
-        tables = read_runs_tables(llc, runs, "LLC table", "llc")
-        table = table.merge(tables[on[:3] + LLC_COLUMNS], on=on[:3], how="left")
-    if extra is not None:
-        layers = layers.merge(extra, on=on, how="left")
-    if grads is not None:
-        grads = grads.drop(columns="engine")  # the weights' engine (one topology setting)
-        layers = layers.merge(prefixed(grads, on), on=on, how="left")
-    writers = table_writers(layers, out["layers"], out["layers_csv"])
-    atomic_write_all({**writers, **table_writers(table, out["table"], out["table_csv"])})
-    log.info(
-        "wrote %s (%d rows), %s (%d rows) and their CSVs",
-        out["table"],
-        len(table),
-        out["layers"],
-        len(layers),
-    )
-    return table
+    if llc is not None:
+        table = table.merge(llc[on[:3] + LLC_COLUMNS], on=on[:3], how="left")
+    if series is not None:
+        layers = layers.merge(series, on=on, how="left")
+    if gradients is not None:
+        gradients = gradients.drop(columns="engine")  # the weights' engine (one topology setting)
+        layers = layers.merge(prefixed(gradients, on), on=on, how="left")
+    return table, layers

@@ -4,23 +4,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
 from topotrain.analysis.tables.aggregate import checkpoint_features, ww_features
 from topotrain.topology.vietoris_rips import UNNAMED
-
-
-def read_records(paths: list[str | Path]) -> list[dict]:
-    """The JSON documents written by the Pythia topology jobs."""
-    docs = []
-    for path in paths:
-        with open(path) as fh:
-            docs.append(json.load(fh))
-    return docs
 
 
 def weights_table(docs: list[dict]) -> pd.DataFrame:
@@ -64,9 +52,9 @@ def h1_wasserstein_steps(diagrams: list[np.ndarray]) -> np.ndarray:
     return np.asarray(out)
 
 
-def embeddings_table(docs: list[dict], diagram_files: list[str | Path]) -> pd.DataFrame:
+def embeddings_table(docs: list[dict], h1: list[np.ndarray]) -> pd.DataFrame:
     """One row per (model, step): perplexity, topological and spectral features,
-    H1 Wasserstein step, the Rips engine."""
+    H1 Wasserstein step (``h1``: each record's H1 diagram), the Rips engine."""
     rows = [
         {
             "model": d["model"],
@@ -77,11 +65,7 @@ def embeddings_table(docs: list[dict], diagram_files: list[str | Path]) -> pd.Da
         for d in docs
     ]
     table = pd.DataFrame(rows)
-    h1 = []
-    for path in diagram_files:
-        with np.load(path) as npz:
-            h1.append(npz["h1"] if "h1" in npz.files else np.empty((0, 2)))
-    table["_h1"] = h1
+    table["_h1"] = list(h1)
     table = table.sort_values(["model", "step"]).reset_index(drop=True)
     table["wasserstein_h1"] = np.concatenate(
         [h1_wasserstein_steps(list(g["_h1"])) for _, g in table.groupby("model", sort=False)]

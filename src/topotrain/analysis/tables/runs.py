@@ -9,7 +9,6 @@ topology feature and the diagram-series columns, then ``same_weights_as`` and ``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -17,8 +16,7 @@ import pandas as pd
 
 from topotrain.analysis.tables.aggregate import (
     checkpoint_features,
-    read_layer_records,
-    read_series,
+    layer_table,
     series_features,
     ww_features,
 )
@@ -28,35 +26,27 @@ LOSS_COLUMNS = ("train_loss", "val_loss", "grad_norm", "lr")
 FRONT = ["model", "seed", *META, "step", "frac", *LOSS_COLUMNS]
 
 
-def record_hashes(paths: Sequence[str], steps: Sequence[int]) -> dict[int, dict[str, str]]:
-    """{step: {weight file: sha256}} from a run's topology records."""
-    out = {}
-    for path, step in zip(paths, steps, strict=True):
-        with open(path) as fh:
-            out[int(step)] = dict(json.load(fh).get("sha256") or {})
-    return out
-
-
 def run_tables(
     name: str,
-    records: Sequence[str],
+    records: Sequence[dict],
     steps: Sequence[int],
     meta: Mapping,
     losses: pd.DataFrame | None,
-    series: str | None = None,
+    series: pd.DataFrame | None = None,
     flags: Mapping[int, Mapping] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(feature table, per-layer table) of one run. ``losses`` is ``sources.losses.align_losses``
-    on the run's steps (None: no losses logged); ``flags`` the identity check's per-step flags."""
+    """(feature table, per-layer table) of one run from its records (``sources.records``, one per
+    step). ``losses`` is ``sources.losses.align_losses`` on the run's steps (None: no losses
+    logged); ``series`` its diagram-series table with model and seed; ``flags`` the identity
+    check's per-step flags."""
     keys = [{"model": name, "seed": 0, "step": int(s)} for s in steps]
-    layers = read_layer_records(records, keys)
+    layers = layer_table(records, keys)
     features = checkpoint_features(layers)
     if "ww_fit" in layers:  # WeightWatcher's fields (topology.weightwatcher)
         features = features.merge(ww_features(layers), on=["model", "seed", "step"], how="left")
-    if series:
-        extra = read_series([series], [{"model": name, "seed": 0}])
-        features = features.merge(series_features(extra), on=["model", "seed", "step"], how="left")
-        layers = layers.merge(extra, on=["model", "seed", "step", "layer"], how="left")
+    if series is not None:
+        features = features.merge(series_features(series), on=["model", "seed", "step"], how="left")
+        layers = layers.merge(series, on=["model", "seed", "step", "layer"], how="left")
     logged = losses if losses is not None else pd.DataFrame({"step": list(map(int, steps))})
     table = features.merge(logged, on="step", how="left")
     for column in LOSS_COLUMNS:
