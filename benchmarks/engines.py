@@ -71,7 +71,7 @@ def cold_job_seconds(path: Path, out: Path, engine: str) -> float:
     """Wall time of a fresh interpreter running the weight_topology job with ``engine``."""
     params = {"patterns": list(PATTERNS), "max_points": 200, "seed": 0, "maxdim": 1}
     code = (
-        "from topotrain.jobs import weight_topology_job; "
+        "from topotrain.jobs.topology import weight_topology_job; "
         f"weight_topology_job({str(path)!r}, {str(out / 'r.json')!r}, {str(out / 'r.npz')!r}, "
         f"{dict(params, engine=engine)!r}, 1)"
     )

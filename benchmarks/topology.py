@@ -110,7 +110,7 @@ def max_difference(records, diagrams, ref) -> float:
 def cold_job_seconds(path: Path, out: Path, threads: int) -> float:
     """Wall time of a fresh interpreter running the topology job on one checkpoint."""
     code = (
-        "from topotrain.jobs import weight_topology_job; "
+        "from topotrain.jobs.topology import weight_topology_job; "
         f"weight_topology_job({str(path)!r}, {{'patterns': {list(PATTERNS)!r}, "
         f"'max_points': 200, 'seed': 0, 'maxdim': 1, 'engine': 'auto'}}, "
         f"{{'record': {str(out / 'r.json')!r}, 'diagrams': {str(out / 'r.npz')!r}}}, {threads})"
@@ -155,7 +155,9 @@ def run(repeats: int = 5, threads: int = 2, max_points: int = 200) -> list[dict]
             print(f"topology: {name} ...", file=sys.stderr, flush=True)
             path = Path(tmp) / f"{name}.safetensors"
             make_checkpoint(path, config)
-            records, diagrams = checkpoint_topology(path, PATTERNS, max_points, n_threads=threads)
+            records, diagrams = checkpoint_topology(
+                path, PATTERNS, max_points=max_points, n_threads=threads
+            )
             ref = reference(path, PATTERNS, max_points, 0)
             project_s = time_median(
                 lambda p=path: checkpoint_topology(p, PATTERNS, max_points, n_threads=threads),

@@ -52,8 +52,10 @@ def planned_jobs(cmd: list[str], cwd: Path) -> int:
 
 def in_process_spine(workdir: Path, config: dict) -> float:
     """The tiny study's spine jobs, serially in this process (imports already paid)."""
-    from topotrain import jobs
     from topotrain.config import checkpoint_steps, fill_defaults, layer_patterns
+    from topotrain.jobs.data import prepare_corpus_job
+    from topotrain.jobs.topology import weight_topology_job
+    from topotrain.jobs.train import train_model_job
     from topotrain.sources.corpus import VOCAB_SIZE
     from topotrain.training.run_state import published_files
 
@@ -61,7 +63,7 @@ def in_process_spine(workdir: Path, config: dict) -> float:
     res, steps = workdir / "inproc", checkpoint_steps(config["train"])
     start = time.perf_counter()
     corpus = {k: str(res / f"{k}.bin") for k in ("train", "validation")}
-    jobs.prepare_corpus_job(config["corpus"], {**corpus, "manifest": str(res / "manifest.json")})
+    prepare_corpus_job(config["corpus"], {**corpus, "manifest": str(res / "manifest.json")})
     train = {k: v for k, v in config["train"].items() if k != "threads"}
     topo = config["topology"]
     params = {"patterns": layer_patterns(topo), **{k: topo[k] for k in ("max_points", "seed")}}
@@ -71,13 +73,13 @@ def in_process_spine(workdir: Path, config: dict) -> float:
         arch = dict(arch, context=config["context"], vocab_size=VOCAB_SIZE)  # as get_model_arch
         state = str(res / "state" / model)
         data = (corpus["train"], corpus["validation"])
-        jobs.train_model_job(
+        train_model_job(
             model, arch, dict(train, seed=42), *data, published_files(run, steps), state
         )
         for s in steps:
             ckpt = str(run / f"step_{s:05d}.safetensors")
             out = {"record": str(run / f"{s}.json"), "diagrams": str(run / f"{s}.npz")}
-            jobs.weight_topology_job(ckpt, params, out)
+            weight_topology_job(ckpt, params, out)
     return time.perf_counter() - start
 
 

@@ -152,7 +152,7 @@ def test_run_checkpoint_topology_equals_the_per_layer_loop_on_oriented_rows(save
     files = [str(f) for f in weight_files(folder)]
     options = {"layers": [], "transposed": [], "include_embeddings": False, "include_head": False}
     doc = layer_map(options, files, folder, "runs.x")
-    records, _ = run_checkpoint_topology(files, doc, "runs.x", {"max_points": 30, "seed": 1})
+    records = run_checkpoint_topology(files, doc, "runs.x", {"max_points": 30, "seed": 1}).layers
     by_hand = {}
     for name, module in model.named_modules():
         if name.endswith(tuple(BLOCK0[model_type])):
@@ -189,7 +189,7 @@ def test_without_a_config_the_layers_come_from_patterns_or_the_error_says_how(tm
         "blocks.0.conv.weight": True,
         "blocks.0.fc.weight": False,
     }
-    records, _ = run_checkpoint_topology([str(path)], doc, "runs.plain", {"max_points": 10})
+    records = run_checkpoint_topology([str(path)], doc, "runs.plain", {"max_points": 10}).layers
     assert {r["layer"]: r["rows"] for r in records} == {
         "blocks.0.conv.weight": 5,
         "blocks.0.fc.weight": 6,

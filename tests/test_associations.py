@@ -271,13 +271,16 @@ def test_rerun_is_identical_and_independent_of_row_order():
 
 
 def test_associations_job_writes_both_tables(tmp_path):
-    from topotrain.jobs import associations_job
+    from topotrain.config import DEFAULTS
+    from topotrain.jobs.analysis import associations_job
 
     features = tmp_path / "weights.parquet"
     synthetic_table(models=("a",), seeds=(1,), n=21).to_parquet(features)
     names = ("associations", "summary")
     out = {f"{k}_{ext}": str(tmp_path / f"{k}.{ext}") for k in names for ext in ("csv", "md")}
-    associations_job(str(features), {"n_resamples": 50, "seed": 0}, out)
+    design = {k: DEFAULTS["analysis"][k] for k in ("horizon", "comove_from")}  # COMOVE_PARAMS
+    design["warmup_steps"] = DEFAULTS["train"]["warmup_steps"]
+    associations_job(str(features), {"n_resamples": 50, "seed": 0, **design}, out)
     assoc = pd.read_csv(out["associations_csv"])
     assert list(assoc.columns) == ASSOCIATION_COLUMNS and len(assoc) > 0
     summary = pd.read_csv(out["summary_csv"])

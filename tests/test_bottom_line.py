@@ -184,7 +184,7 @@ def test_the_html_page_embeds_the_answers_figure_and_keeps_link_texts(tmp_path):
 
 
 def test_the_report_job_quotes_calibration_csv_when_it_has_it_else_the_docs(tmp_path):
-    from topotrain.jobs import report_markdown_job
+    from topotrain.jobs.figures import report_markdown_job
 
     rep = pd.DataFrame(
         [dict(rule=RULES["t2"], verdict="artefact", claim="ρ(TP0, train loss) tiny-3k")]

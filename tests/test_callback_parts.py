@@ -96,7 +96,7 @@ def test_meter_computes_weight_topology_walking_the_module_once(monkeypatch):
     first = meter(model)
     assert first == weight_topology(model, **OPTIONS)
     mats = {f"{i}.weight": model[i].weight.detach().numpy() for i in (0, 2)}  # (out, in)
-    records, _ = layer_records(mats, ["*"], OPTIONS["max_points"], OPTIONS["seed"])
+    records, _ = layer_records(mats, ["*"], max_points=OPTIONS["max_points"], seed=OPTIONS["seed"])
     assert first["np_mean"] == pytest.approx(np.mean([r["np_total"] for r in records]), rel=1e-12)
     with torch.no_grad():
         model[0].weight.mul_(2.0)

@@ -312,7 +312,7 @@ def test_one_answer_per_model_from_module_state_dict_with_config_and_the_workflo
     files = [str(tmp_path / "checkpoint-1" / "model.safetensors")]
     options = {"layers": None, "include_embeddings": False, "include_head": False}
     layers = layer_map(options, files, config_source({}, files), "ckpt")
-    records, _ = run_checkpoint_topology(files, layers, "ckpt", {"max_points": 200, "seed": 0})
+    records = run_checkpoint_topology(files, layers, "ckpt", {"max_points": 200, "seed": 0}).layers
     assert records == from_module["layers"]
     with pytest.warns(UserWarning, match=r"without config: 11 matrices .*transformer\.h\.0"):
         plain = weight_topology(model.state_dict(), maxdim=0)

@@ -32,9 +32,10 @@ from snakemake.utils import validate
 
 import topotrain.training.train as train
 from topotrain.config import DEFAULTS, ConfigError, check_config
-from topotrain.jobs import prepare_corpus_job, train_model_job, weight_topology_job
 from topotrain.jobs.aggregate import aggregate_weights
-from topotrain.jobs.topology import write_checkpoint_topology
+from topotrain.jobs.data import prepare_corpus_job
+from topotrain.jobs.topology import weight_topology_job, write_checkpoint_topology
+from topotrain.jobs.train import train_model_job
 from topotrain.report.markdown import write_table
 from topotrain.sources.checkpoint import load_tensors
 from topotrain.sources.corpus import CorpusError, load_splits, prepare_corpus

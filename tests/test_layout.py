@@ -236,7 +236,7 @@ def rules_and_scripts() -> dict[str, str | None]:
 
 def test_every_rule_runs_the_one_script_whose_adapter_calls_its_own_job():
     """Every rule runs workflow/scripts/job.py (the only script), which calls jobs.run_rule; rule
-    R's adapter R_rule calls topotrain.jobs.R_job and only that job."""
+    R's adapter R_rule calls R_job of its own module and only that job."""
     import inspect
 
     import topotrain.jobs as jobs
@@ -249,7 +249,8 @@ def test_every_rule_runs_the_one_script_whose_adapter_calls_its_own_job():
         text = inspect.getsource(jobs.rule_adapter(rule))
         called = set(re.findall(r"\b(\w+_job)\(", text))
         assert called == {f"{rule}_job"}, f"{rule}_rule calls {called}"
-        assert callable(getattr(jobs, f"{rule}_job", None)), f"topotrain.jobs has no {rule}_job"
+        module = inspect.getmodule(jobs.rule_adapter(rule))
+        assert callable(getattr(module, f"{rule}_job", None)), f"{module.__name__}: no {rule}_job"
 
 
 def test_a_rules_jobs_live_in_the_jobs_file_named_after_its_rules_file():

@@ -238,7 +238,7 @@ def test_revision_topology_matches_checkpoint_level_functions(cache):
 
     home, commits = cache
     snapshot = snapshot_path(home, commits[1])
-    records = revision_topology(snapshot, max_points=20, seed=4)
+    records = revision_topology(snapshot, max_points=20, seed=4).layers
     expected = {p.replace("*", str(i)) for p in GPT_NEOX_LAYERS for i in range(2)}
     assert {r["layer"] for r in records} == expected and len(records) == 8
     name = "gpt_neox.layers.1.mlp.dense_h_to_4h.weight"
@@ -249,7 +249,9 @@ def test_revision_topology_matches_checkpoint_level_functions(cache):
     assert record["np_total"] == pytest.approx(neural_persistence(W)["np_total"])
     assert record["h0_total"] == pytest.approx(total_persistence(dgms[0]))
     assert record["h1_count"] == feature_count(dgms[1])
-    spine, _ = checkpoint_topology(snapshot / "model.safetensors", GPT_NEOX_LAYERS, 20, 4)
+    spine, _ = checkpoint_topology(
+        snapshot / "model.safetensors", GPT_NEOX_LAYERS, max_points=20, seed=4
+    )
     assert spine == records
 
 
@@ -265,8 +267,8 @@ def test_revision_records_carry_weightwatcher_on_the_same_matrices_and_the_table
 
     home, commits = cache
     snapshot = snapshot_path(home, commits[1])
-    plain = revision_topology(snapshot, max_points=20, seed=4)
-    records = revision_topology(snapshot, max_points=20, seed=4, weightwatcher=True)
+    plain = revision_topology(snapshot, max_points=20, seed=4).layers
+    records = revision_topology(snapshot, max_points=20, seed=4, weightwatcher=True).layers
     tensors = load_file(snapshot / "model.safetensors")
     direct = {r["layer"]: r for r in ww_layers({r["layer"]: tensors[r["layer"]] for r in plain})}
     for base, rec in zip(plain, records, strict=True):
@@ -349,7 +351,7 @@ def test_non_finite_pythia_weights_name_revision_and_layer(tmp_path):
     with pytest.raises(ValueError, match=rf"pythia-tiny@step3 .*, layer {name}: 2 NaN/inf weights"):
         revision_topology(snapshot, max_points=20)
     other = ["gpt_neox.layers.0.attention.dense.weight"]  # the bad layer not selected: no error
-    assert len(revision_topology(snapshot, other, max_points=20)) == 1
+    assert len(revision_topology(snapshot, other, max_points=20).layers) == 1
 
 
 # ---- checkpoint series you can trust: one weight format, identical weights at two steps ----
@@ -404,7 +406,7 @@ def assert_stops_naming_the_twins(job, out: dict, sha: str) -> None:
 
 
 def test_identical_revisions_stop_the_weight_tables_job_unless_allowed(twin_revisions, tmp_path):
-    from topotrain.jobs import pythia_weight_tables_job
+    from topotrain.jobs.pythia import pythia_weight_tables_job
 
     revisions, sha = twin_revisions
     params = {"layers": list(GPT_NEOX_LAYERS), "max_points": 20, "seed": 0}
@@ -419,7 +421,7 @@ def test_identical_revisions_stop_the_weight_tables_job_unless_allowed(twin_revi
 
 
 def test_identical_revisions_stop_the_embedding_tables_job_unless_allowed(twin_revisions, tmp_path):
-    from topotrain.jobs import pythia_embedding_tables_job
+    from topotrain.jobs.pythia import pythia_embedding_tables_job
 
     revisions, sha = twin_revisions
     rng = np.random.default_rng(0)

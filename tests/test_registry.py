@@ -71,15 +71,11 @@ def median_bar(diagram: np.ndarray) -> float:
     return float(np.median(lengths)) if lengths.size else 0.0
 
 
+TOPOLOGICAL = {"kind": "topological", "unit": "weight units"}  # both toys'
 TOY = registry.Feature(
-    name="h{k}_median",
-    kind="topological",
-    label="median H{k} bar",
-    unit="weight units",
-    on="diagram",
-    compute=median_bar,
-    over_layers="mean",
-)
+    name="h{k}_median", label="median H{k} bar", on="diagram", compute=median_bar,
+    over_layers="mean", **TOPOLOGICAL,
+)  # fmt: skip
 
 
 @pytest.fixture
@@ -115,13 +111,9 @@ def spectral_norm(matrices: dict[str, np.ndarray]) -> float:
 
 
 CHECKPOINT_TOY = registry.Feature(
-    name="spectral_norm",
-    kind="topological",
-    label="largest singular value",
-    unit="weight units",
-    level="checkpoint",
-    compute=spectral_norm,
-)
+    name="spectral_norm", label="largest singular value", level="checkpoint",
+    compute=spectral_norm, **TOPOLOGICAL,
+)  # fmt: skip
 # what adding the toy checkpoint feature edits: the registry's entry and TESTED, and the file of
 # its function (here this test; a real one: a module of topology/ or baselines/)
 TOY_EDITS = {
@@ -155,9 +147,9 @@ def test_a_toy_checkpoint_feature_in_one_entry_reaches_the_tests_and_a_label(mon
 def test_the_levels_name_their_columns_once():
     """The claims, the short names and the figures' columns derive from the entries; the
     checkpoint features' and the embedding features' labels are theirs."""
-    from topotrain.config.constants import PRIMARY_CLAIMS
+    from topotrain.analysis.inference.primary import CLAIMS
 
-    assert registry.claims() == PRIMARY_CLAIMS == {"h0_total": "2", "np_mean": "3", "h1_total": "4"}
+    assert registry.claims() == CLAIMS == {"h0_total": "2", "np_mean": "3", "h1_total": "4"}
     assert registry.short_names() == {"np_mean": "NP", "h0_total": "TP0", "h1_total": "TP1"}
     assert registry.columns("np_total") == ["np_mean", "np_std"]
     assert registry.columns("h{k}_total") == ["h0_total", "h1_total"]

@@ -102,17 +102,9 @@ def test_without_any_input_every_claim_is_not_evaluated_with_its_rule(paper):
     assert list(table.columns) == REPLICATION_COLUMNS
     assert set(table["verdict"]) == {NOT_EVALUATED}
     assert set(table["rule"]) == set(RULES.values())
-    assert set(VERDICTS) == {
-        REPRODUCED,
-        REPRODUCED_SMALL,
-        NOT_REPRODUCED,
-        INCONCLUSIVE,
-        ARTEFACT,
-        NOT_EVALUATED,
-        EXPLAINED_BY_CLOCK,
-        EXPLAINED_BY_NORM,
-        UNDECIDED,
-    }
+    explained = {EXPLAINED_BY_CLOCK, EXPLAINED_BY_NORM, UNDECIDED}
+    others = {REPRODUCED, REPRODUCED_SMALL, NOT_REPRODUCED, INCONCLUSIVE, ARTEFACT, NOT_EVALUATED}
+    assert len(VERDICTS) == 9 and set(VERDICTS) == explained | others
 
 
 def models_table(losses: list[float]) -> pd.DataFrame:

@@ -170,7 +170,7 @@ def script_reads(rule: str) -> dict[str, tuple[set[str], set[str]]]:
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == f"{rule}_job"
     )
-    job = getattr(jobs, f"{rule}_job")
+    job = getattr(inspect.getmodule(jobs.rule_adapter(rule)), f"{rule}_job")
     params = list(inspect.signature(job).parameters)
     handed = [(params[i], a) for i, a in enumerate(call.args)]
     handed += [(k.arg, k.value) for k in call.keywords]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from topotrain.config import ConfigError, run_problems
-from topotrain.jobs import run_revisions_job
+from topotrain.jobs.runs import run_revisions_job
 from topotrain.sources.hub_files import HubFetchError
 from topotrain.sources.losses import LossesError, align_losses, read_losses
 from topotrain.sources.runs import (

@@ -90,7 +90,9 @@ def test_trainer_run_topology_is_the_per_layer_loop_on_transposed_conv1d_rows(ru
         if k.endswith(tuple(f"{m}.weight" for m in CONV1D))
     }
     topo = config["topology"]
-    records, _ = layer_records(matrices, ["*"], topo["max_points"], topo["seed"], topo["maxdim"])
+    records, _ = layer_records(
+        matrices, ["*"], {k: topo[k] for k in ("max_points", "seed", "maxdim")}
+    )
     table = pd.read_parquet(runs_study / "results/runs/gpt2-trainer/features.parquet")
     last = table.iloc[-1]
     assert last["np_mean"] == pytest.approx(np.mean([r["np_total"] for r in records]))

@@ -5,14 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from topotrain.topology import (
-    bar_lengths,
-    feature_count,
-    finite_bars,
-    max_persistence,
-    persistence_entropy,
-    total_persistence,
-)
+from topotrain.topology import bar_lengths, finite_bars, max_persistence  # the package's names
+from topotrain.topology.summaries import feature_count, persistence_entropy, total_persistence
 
 DIAGRAM = np.array([[0.0, 1.0], [0.5, 1.5], [1.0, 3.0], [0.0, np.inf]])  # lengths 1, 1, 2, inf
 

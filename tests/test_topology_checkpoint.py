@@ -22,6 +22,7 @@ from topotrain.topology import (
     vr_diagrams,
 )
 from topotrain.topology.layers import diagram_summaries, layer_rng, layer_topology, select_layers
+from topotrain.topology.settings import TopologySettings
 
 C_ATTN = "transformer.h.0.attn.c_attn.weight"
 KEYS = ["layer", "rows", "cols", "n_points", "np_total", "np_p2", "np_rieck"]
@@ -96,7 +97,7 @@ def test_subsample_picks_the_same_rows_of_a_layer_at_every_checkpoint(tmp_path):
 
 def test_scalefree_summaries_equal_recomputing_on_the_matrix_over_its_rms():
     W = np.random.default_rng(3).normal(size=(60, 8)) * 0.037
-    record, _ = layer_topology(W, "x", max_points=40, seed=0, maxdim=1, n_threads=1)
+    record, _ = layer_topology(W, "x", TopologySettings(max_points=40, seed=0, maxdim=1))
     cloud = W[np.sort(layer_rng(0, "x").choice(60, 40, replace=False))] / np.sqrt(np.mean(W**2))
     again = diagram_summaries(vr_diagrams(cloud)[0], 0) | diagram_summaries(
         vr_diagrams(cloud)[1], 1
@@ -195,6 +196,7 @@ def test_written_record_and_diagrams_round_trip(tmp_path):
         "seed": 3,
         "maxdim": 1,
         "engine": "giotto-ph" if importlib.util.find_spec("gph") else "ripser",  # auto, resolved
+        "weightwatcher": False,
     }
     _, diagrams = checkpoint_topology(ckpt, ["*.c_fc.weight"], seed=3)
     with np.load(out_npz) as npz:
@@ -224,7 +226,7 @@ def test_topology_job_never_imports_torch_scipy_or_sklearn(tmp_path, engine):
         pytest.importorskip("gph")
     fake_checkpoint(tmp_path / "c.safetensors")
     code = (
-        "import sys; from topotrain.jobs import weight_topology_job; "
+        "import sys; from topotrain.jobs.topology import weight_topology_job; "
         f"weight_topology_job({str(tmp_path / 'c.safetensors')!r}, "
         f"{{'patterns': ['*'], 'max_points': 50, 'seed': 0, 'maxdim': 1, 'engine': {engine!r}}}, "
         f"{{'record': {str(tmp_path / 'r.json')!r}, 'diagrams': {str(tmp_path / 'r.npz')!r}}}); "

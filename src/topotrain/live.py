@@ -27,7 +27,8 @@ from topotrain.sources.architectures import (
     pattern_maps,
     select_maps,
 )
-from topotrain.topology.record import Options, record
+from topotrain.topology.record import record
+from topotrain.topology.settings import TopologySettings
 
 _TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 
@@ -130,9 +131,9 @@ def matrix_topology(
     NumPy's BLAS runs at one thread meanwhile: its idle threads spin for a while after each call
     and, on a small CPU, slow the training step that follows by about as much as this call takes.
     """
-    options = Options(max_points, seed, maxdim, engine)
+    settings = TopologySettings(max_points, seed, maxdim, engine, threads=n_threads)
     with threadpool_limits(limits=1, user_api="blas"):
-        records, _ = record(mats, ["*"], options, n_threads=n_threads, source=SOURCE)
+        records = record(mats, ["*"], settings, source=SOURCE).layers
     return summary_columns(records, maxdim), records
 
 

@@ -32,9 +32,9 @@ from topotrain.config import (
     schema_problems,
     spine_enabled,
 )
-from topotrain.config.constants import PRIMARY_CLAIMS
 from topotrain.devices import wants_ensemble, wants_gpu
 from topotrain.sources.corpus import VOCAB_SIZE
+from topotrain.topology import registry
 from topotrain.topology.vietoris_rips import resolve_engine
 
 
@@ -105,9 +105,16 @@ wildcard_constraints:
     run="|".join(map(re.escape, config["runs"])) or "(?!)",
 
 
+# Input branches that register themselves (docs/layout.md's recipe): a branch's .smk adds
+# BRANCHES["<name>"] = dict(outputs=[its files], section=its REPORT.md section), then the study
+# asks for the outputs (get_final_output) and REPORT.md appends the section (report_tables).
+BRANCHES = {}
+
+
 def get_final_output():
     """Everything the study produces: feature tables, analysis tables, figures, REPORT.md (the
-    spine's when spine.enabled, the Pythia branch's, each run's)."""
+    spine's when spine.enabled, the Pythia branch's, each run's, each registered branch's).
+    """
     spine = [
         f"{RESULTS}/features/weights.parquet",
         f"{RESULTS}/features/weights_layers.parquet",
@@ -128,6 +135,7 @@ def get_final_output():
         *get_run_outputs(),
         *get_control_outputs(),
         *get_confirm_outputs(),
+        *[path for branch in BRANCHES.values() for path in branch["outputs"]],
     ]
 
 
@@ -175,7 +183,7 @@ def answer_outputs():
     out = {"horizon_profile_csv": f"{RESULTS}/tables/horizon_profile.csv"}
     for name, caption in (
         [("effects_forest", "effects_forest")]
-        + [(f"between_seeds_{c}", "between_seeds") for c in PRIMARY_CLAIMS]
+        + [(f"between_seeds_{c}", "between_seeds") for c in registry.claims()]
         + [("horizon_profile", "horizon_profile")]
     ):
         png = f"{RESULTS}/figures/{name}.png"

@@ -5,11 +5,13 @@ from topotrain.config.preregistration import summary as preregistration_summary
 from topotrain.report.markdown import FROM_CSVS, ORDER as REPORT_ORDER
 
 
-def report_tables():
+def report_tables(wildcards=None):
     """The Markdown tables REPORT.md is assembled from (the spine's only when spine.enabled;
     none for a section built from CSVs: FROM_CSVS), in any order (report.markdown.compose
-    orders them), the CSVs, the calibration suite's table when present, and each run's
-    section (``runs``)."""
+    orders them), the CSVs, the calibration suite's table when present, each run's section
+    (``runs``) and each registered branch's (``branches``: BRANCHES). An input function: a
+    branch's .smk, included after the report's rule, has registered by the time it runs.
+    """
     parts = {
         "control": CONTROL_ON,
         "spine": SPINE_ON,
@@ -44,7 +46,10 @@ def report_tables():
     csv |= get_confirm_report_tables()  # the section "Confirmed on fresh seeds"
     sections = [run_path(r, "REPORT.md") for r in RUN_ENTRIES]
     sections += [group_path(g, "REPORT.md") for g in RUN_GROUPS]  # after the runs
-    return {**md, **csv, "runs": sections}
+    branches = [branch["section"] for branch in BRANCHES.values()]
+    return {**md, **csv, "runs": sections} | (
+        {"branches": branches} if branches else {}
+    )
 
 
 def get_calibration():

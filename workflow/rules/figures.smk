@@ -59,7 +59,7 @@ rule answer_figures:
         mem_mb=2000,
         runtime=10,
     params:
-        claims=list(PRIMARY_CLAIMS),
+        claims=list(registry.claims()),
         sesoi=config["analysis"]["sesoi"],
         sesoi_co=config["analysis"]["sesoi_co"],
         horizon=config["analysis"]["horizon"],
@@ -71,7 +71,7 @@ rule answer_figures:
 
 rule report_markdown:
     input:
-        **report_tables(),
+        unpack(report_tables),
     output:
         report_md=f"{RESULTS}/REPORT.md",
         bottom_html=report(

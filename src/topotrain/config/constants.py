@@ -13,8 +13,6 @@ from topotrain.config.schema import DEFAULTS
 ENGINE = DEFAULTS["topology"]["engine"]  # the Rips engine a call that names none gets (auto)
 VOCAB_SIZE = 128  # character codes 0–127: the spine's vocabulary (sources.corpus encodes to it)
 LOSSES = ("train_loss", "val_loss")  # the losses a feature is tested against (the spine's logs)
-# the primary family's claims: feature -> the paper's table (analysis.inference.primary)
-PRIMARY_CLAIMS = {"h0_total": "2", "np_mean": "3", "h1_total": "4"}
 ALPHA = 0.05  # the level of every test a verdict rests on
 CONFIDENCE = 0.95  # the level of every two-sided interval (1 − ALPHA)
 # the fewest seeds of one size whose exact one-sided seed-permutation p (smallest 1/k!) can fall

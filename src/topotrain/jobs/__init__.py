@@ -1,7 +1,8 @@
 """One entry point per workflow rule: plain dicts and paths in, files out.
 
 Every rule runs ``workflow/scripts/job.py``, which calls ``run_rule``: the rule's adapter
-``<rule>_rule(sm)`` unpacks the ``snakemake`` object and calls exactly one job, ``<rule>_job``. The
+``<rule>_rule(sm)`` unpacks the ``snakemake`` object and calls exactly one job, ``<rule>_job``,
+defined beside it (import a job from its module: ``topotrain.jobs.<stage>.<rule>_job``). The
 rules of ``workflow/rules/<stage>.smk`` have their jobs and adapters in ``jobs/<stage>.py`` (data,
 train, topology, aggregate, analysis, figures, confirm, control, pythia, runs; ``common`` holds
 their helpers).
@@ -9,137 +10,7 @@ Imports inside the jobs are local so that a job loads only what it needs (the to
 never import torch).
 """
 
-from topotrain.jobs.aggregate import (
-    aggregate_features_job,
-)
-from topotrain.jobs.analysis import (
-    associations_job,
-    calibration_job,
-    correlations_job,
-    layer_types_job,
-    models_table_job,
-    phase_transitions_job,
-    power_job,
-    predict_final_loss_job,
-    question_power_job,
-    replication_job,
-    scaling_fits_job,
-    stopping_rules_job,
-    velocity_job,
-)
-from topotrain.jobs.confirm import (
-    confirm_features_job,
-    confirmation_job,
-    control_confirm_features_job,
-    hypotheses_job,
-)
-from topotrain.jobs.control import (
-    control_analysis_job,
-    control_features_job,
-    control_llc_job,
-    control_weightwatcher_job,
-    train_control_job,
-)
-from topotrain.jobs.data import (
-    prepare_corpus_job,
-)
-from topotrain.jobs.figures import (
-    analysis_figures_job,
-    answer_figures_job,
-    report_markdown_job,
-    training_figures_job,
-)
-from topotrain.jobs.pythia import (
-    fetch_pythia_job,
-    pythia_embedding_tables_job,
-    pythia_embedding_topology_job,
-    pythia_figures_job,
-    pythia_texts_job,
-    pythia_weight_figure_job,
-    pythia_weight_tables_job,
-    pythia_weight_topology_job,
-    release_pythia_weights_job,
-)
-from topotrain.jobs.runs import (
-    fetch_run_revision_job,
-    release_run_weights_job,
-    run_analysis_job,
-    run_diagram_series_job,
-    run_features_job,
-    run_group_job,
-    run_layers_job,
-    run_released_job,
-    run_revisions_job,
-    run_weight_topology_job,
-)
-from topotrain.jobs.topology import (
-    diagram_series_job,
-    gradient_topology_job,
-    llc_job,
-    training_topology_job,
-    weight_topology_job,
-    weightwatcher_job,
-)
-from topotrain.jobs.train import (
-    train_model_job,
-)
-
-__all__ = [
-    "run_group_job",
-    "run_diagram_series_job",
-    "train_control_job",
-    "control_features_job",
-    "control_analysis_job",
-    "control_weightwatcher_job",
-    "control_llc_job",
-    "confirm_features_job",
-    "control_confirm_features_job",
-    "hypotheses_job",
-    "confirmation_job",
-    "prepare_corpus_job",
-    "train_model_job",
-    "weight_topology_job",
-    "training_topology_job",
-    "weightwatcher_job",
-    "llc_job",
-    "aggregate_features_job",
-    "diagram_series_job",
-    "gradient_topology_job",
-    "correlations_job",
-    "associations_job",
-    "calibration_job",
-    "scaling_fits_job",
-    "predict_final_loss_job",
-    "power_job",
-    "question_power_job",
-    "phase_transitions_job",
-    "stopping_rules_job",
-    "velocity_job",
-    "layer_types_job",
-    "replication_job",
-    "models_table_job",
-    "training_figures_job",
-    "analysis_figures_job",
-    "answer_figures_job",
-    "report_markdown_job",
-    "pythia_texts_job",
-    "fetch_pythia_job",
-    "pythia_weight_topology_job",
-    "release_pythia_weights_job",
-    "release_run_weights_job",
-    "run_released_job",
-    "pythia_embedding_topology_job",
-    "pythia_weight_tables_job",
-    "pythia_embedding_tables_job",
-    "pythia_weight_figure_job",
-    "pythia_figures_job",
-    "run_revisions_job",
-    "fetch_run_revision_job",
-    "run_layers_job",
-    "run_weight_topology_job",
-    "run_features_job",
-    "run_analysis_job",
-]
+__all__ = ["rule_adapter", "run_rule"]
 
 
 def rule_adapter(rule: str):

@@ -6,21 +6,17 @@ from pathlib import Path
 
 from topotrain.jobs.common import log
 
+INPUTS = ("series", "gradients", "weightwatcher", "llc")  # the optional inputs, in this order
+
 
 def aggregate_features_job(
-    records: list[str],
-    logs: list[str],
-    params: dict,
-    out: dict[str, str],
-    series: list[str] | None = None,
-    gradients: list[str] | None = None,
-    weightwatcher: list[str] | None = None,
-    llc: list[str] | None = None,
+    records: list[str], logs: list[str], params: dict, out: dict[str, str], *optional: list[str]
 ) -> None:
     """Join every checkpoint's features (each training's diagram series, the gradient records
     when given: one per record, same order; each training's WeightWatcher and LLC tables, when
     given) with the training logs (metrics.csv, evals.csv of
-    each of ``params["trainings"]``, in its order) into the feature tables."""
+    each of ``params["trainings"]``, in its order) into the feature tables. ``optional``: the
+    lists of INPUTS, in its order, as many as the caller has (confirm: series and gradients)."""
     for path in out.values():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     pairs = zip(params["trainings"], logs[::2], logs[1::2], strict=True)
@@ -32,7 +28,7 @@ def aggregate_features_job(
         params["total_steps"],
         params["interval"],
         out,
-        {"series": series, "gradients": gradients, "weightwatcher": weightwatcher, "llc": llc},
+        dict(zip(INPUTS, optional, strict=False)),
     )
 
 
@@ -48,10 +44,13 @@ def aggregate_weights(
     """Per-checkpoint records + run logs → the weights and weights_layers tables
     (``analysis.tables.aggregate.weights_tables``), written all or none; returns the weights table.
 
-    ``records`` are read with ``sources.records``; ``out`` maps table, table_csv, layers,
+    ``records`` are read with ``sources.records``, each run's metrics.csv and evals.csv (the
+    paths in ``runs``) here; ``out`` maps table, table_csv, layers,
     layers_csv to paths. ``inputs`` may name ``gradients`` (one record per record, same order)
     and ``series``, ``weightwatcher`` and ``llc`` (one table per run, in the order of ``runs``).
     """
+    import pandas as pd
+
     from topotrain.analysis.tables.aggregate import layer_table, table_writers, weights_tables
     from topotrain.io import atomic_write_all
     from topotrain.sources import records as rec
@@ -67,7 +66,8 @@ def aggregate_weights(
         ww = rec.read_run_tables(weightwatcher, runs, "WeightWatcher table", "weightwatcher")
     if llc:
         llc_table = rec.read_run_tables(llc, runs, "LLC table", "llc")
-    table, layers = weights_tables(layers, runs, total_steps, interval, extra, grads, ww, llc_table)
+    logs = [r | {name: pd.read_csv(r[name]) for name in ("metrics", "evals")} for r in runs]
+    table, layers = weights_tables(layers, logs, total_steps, interval, extra, grads, ww, llc_table)
     writers = table_writers(layers, out["layers"], out["layers_csv"])
     atomic_write_all({**writers, **table_writers(table, out["table"], out["table_csv"])})
     log.info(
@@ -80,18 +80,12 @@ def aggregate_weights(
     return table
 
 
-# Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake
-# object (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls it).
-
-
+# The rule's adapter (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls
+# it): its records and logs, params and outputs, and one list per optional input (INPUTS).
 def aggregate_features_rule(sm) -> None:
+    records, logs = list(sm.input.records), list(sm.input.logs)
+    optional = (sm.input.series, sm.input.gradients, sm.input.weightwatcher, sm.input.llc)  # INPUTS
+    optional = [list(paths) for paths in optional]
     aggregate_features_job(
-        list(sm.input.records),
-        list(sm.input.logs),
-        dict(sm.params.items()),
-        dict(sm.output.items()),
-        list(sm.input.series),
-        list(sm.input.gradients),
-        list(sm.input.weightwatcher),
-        list(sm.input.llc),
+        records, logs, dict(sm.params.items()), dict(sm.output.items()), *optional
     )

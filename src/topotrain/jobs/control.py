@@ -45,20 +45,19 @@ def control_features(
     from topotrain.analysis.inference.numerics import numerics_label
     from topotrain.sources.checkpoint import read_checkpoint
     from topotrain.sources.records import read_control_run
-    from topotrain.topology.record import Options
+    from topotrain.topology.settings import TopologySettings
 
     k, read = FOURIER_K if k is None else k, read or read_checkpoint
     metrics, files = read_control_run(run_dir)
-    topology = dict(topology or {})
-    topology["engine"] = Options.of(topology).engine  # resolved: the tables name the engine
+    settings = TopologySettings.from_config(topology)  # the tables name the engine that ran
     rows, layers = [], []
     for step in sorted(files):
         log.info("control features: %s step %d", run_dir, step)
         tensors, trained = read(files[step])
-        row, records = checkpoint_row(tensors, files[step], p, k, topology)
+        row, records = checkpoint_row(tensors, files[step], p, k, settings)
         rows.append({"step": step, "numerics": numerics_label(trained), **row})
         keys = {"model": MODEL, "seed": seed, "step": step}
-        layers += [{**keys, **r, "engine": topology["engine"]} for r in records]
+        layers += [{**keys, **r, "engine": settings.engine} for r in records]
     layers = pd.DataFrame(layers)
     return control_table(metrics, rows, layers, seed), layers
 
@@ -122,29 +121,24 @@ def control_ww_features(paths: list[str], seeds: list[int]):
     return ww_features(ww_layer_table(tables))
 
 
-def control_llc_job(
-    checkpoints: list[str], params: dict, control: dict, seed: int, out: dict[str, str]
-) -> None:
-    """The LLC (``baselines.llc``) of one control seed's checkpoints (every ``every``-th and the
-    last) over its training pairs → a parquet table and the traces (``topology.write_llc``)."""
+def control_llc_job(checkpoints: list[str], params: dict, seed: int, out: dict[str, str]) -> None:
+    """The LLC (``baselines.llc``, its settings ``params["llc"]``) of one control seed's
+    checkpoints (every ``every``-th and the last) over its training pairs (``params["control"]``)
+    → a parquet table and the traces (``topology.write_llc``)."""
     from topotrain.jobs.common import log
     from topotrain.jobs.topology import write_llc
     from topotrain.training.llc import control_llc
 
-    write_llc(*control_llc(checkpoints, control, seed, params, log.info), out)
+    llc = control_llc(checkpoints, params["control"], seed, params["llc"], log.info)
+    write_llc(*llc, out)
 
 
-def control_analysis_job(
-    tables: list[str],
-    out: dict[str, str],
-    params: dict,
-    ww: list[str] | None = None,
-    llc: list[str] | None = None,
-) -> None:
-    """Every seed's features (and WeightWatcher's metrics, ``ww``: one table per seed of
-    ``params["seeds"]``) → the features table, the per-feature, per-seed, verdict (at Δ =
-    ``params["sesoi"]``, ``analysis.sesoi``; the schema's default when None) and diagnostics tables
-    and the per-seed curves figure; the co-movement view at the params' H (``comove_design``)."""
+def control_analysis_job(inputs: dict[str, list[str]], params: dict, out: dict[str, str]) -> None:
+    """Every seed's features (``inputs["tables"]``; with WeightWatcher's metrics ``inputs["ww"]``
+    and the LLC ``inputs["llc"]``, one table per seed of ``params["seeds"]``, when given) → the
+    features table, the per-feature, per-seed, verdict (at Δ = ``params["sesoi"]``,
+    ``analysis.sesoi``; the schema's default when None) and diagnostics tables and the per-seed
+    curves figure; the co-movement view at the params' H (``comove_design``)."""
     from topotrain.analysis.control.diagnostics import WW, control_diagnostics
     from topotrain.analysis.control.grokking import (
         FEATURES,
@@ -158,6 +152,7 @@ def control_analysis_job(
     from topotrain.report.control import control_curves
 
     comove_design(params)
+    tables, ww, llc = inputs["tables"], inputs.get("ww"), inputs.get("llc")
     seeds = params["seeds"]
     sesoi = SESOI if params["sesoi"] is None else params["sesoi"]
     df = control_frame(tables)
@@ -216,13 +211,7 @@ def control_between_seeds(df, sesoi: float, out: dict[str, str]) -> None:
 
 
 def control_analysis_rule(sm) -> None:
-    control_analysis_job(
-        list(sm.input.tables),
-        dict(sm.output.items()),
-        dict(sm.params.items()),
-        list(sm.input.ww),
-        list(sm.input.llc),
-    )
+    control_analysis_job(dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()))
 
 
 def control_features_rule(sm) -> None:
@@ -238,13 +227,8 @@ def control_features_rule(sm) -> None:
 
 
 def control_llc_rule(sm) -> None:
-    control_llc_job(
-        list(sm.input),
-        sm.params.llc,
-        sm.params.control,
-        int(sm.wildcards.seed),
-        dict(sm.output.items()),
-    )
+    seed = int(sm.wildcards.seed)
+    control_llc_job(list(sm.input), dict(sm.params.items()), seed, dict(sm.output.items()))
 
 
 def control_weightwatcher_rule(sm) -> None:

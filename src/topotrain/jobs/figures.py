@@ -55,11 +55,14 @@ def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]
         figure_effects_forest,
         forest_rows,
     )
+    from topotrain.report.page import read_table
     from topotrain.report.plots import model_order
 
     comove_design(params)
     df = pd.read_parquet(inputs["table"])
-    primary, diagnostics, power = (_csv(inputs, k) for k in ("primary", "diagnostics", "power"))
+    primary, diagnostics, power = (
+        read_table(inputs, k) for k in ("primary", "diagnostics", "power")
+    )
     seeds = int(df.groupby("model")["seed"].nunique().min()) if len(df) else 0
     design = {"seeds": seeds, "sesoi": params["sesoi"], "sesoi_co": params["sesoi_co"]}
     design["models"] = model_order(df)
@@ -88,71 +91,29 @@ def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]
         )
 
 
-def _csv(tables: dict[str, str], key: str):
-    """The table ``tables[key]`` as a DataFrame, None where the report has none."""
-    import pandas as pd
-
-    return pd.read_csv(tables[key]) if tables.get(key) else None
-
-
 def report_markdown_job(
-    tables: dict[str, str],
+    tables: dict,
     out: str,
     bottom_html: str | None = None,
     provenance: dict[str, str] | None = None,
     front_html: str | None = None,
     demo: bool = False,
 ) -> None:
-    """Assemble REPORT.md: its header (the demo's banner when ``demo``; ``provenance``: version,
-    config_sha256, engine), the bottom line, the replication verdicts (a rule id per row, the
-    rules listed once), findings from the CSV tables, then every other Markdown table explained,
-    then each run's section (``tables["runs"]``). ``tables["calibration_csv"]``, when given,
-    supplies the false-positive rates the bottom line quotes (else the ones docs/calibration.md
-    reports); ``power_csv`` each primary claim's power at Δ. ``bottom_html``: the bottom line as
-    an HTML page; ``front_html``: the HTML report's first screen (``front.front_page``)."""
-    import pandas as pd
-
+    """Write REPORT.md (``report.page.report_page`` of the report's inputs ``tables``: its header,
+    with the demo's banner when ``demo`` and ``provenance``'s version, config_sha256 and engine,
+    the bottom line, the sections, then each run's and branch's), ``bottom_html`` (the bottom line
+    as an HTML page) and ``front_html`` (the HTML report's first screen) when given."""
     from topotrain.analysis.inference.stats import ALPHA
     from topotrain.analysis.replication.claims import RULES
     from topotrain.io import atomic_write_text
-    from topotrain.report import prose
-    from topotrain.report.answer import answer_links
-    from topotrain.report.bottom_line import bottom_line, replication_section, to_html
-    from topotrain.report.confirm import confirm_sections
-    from topotrain.report.control import control_section
-    from topotrain.report.markdown import Body, assemble_report, compose, findings
+    from topotrain.report.page import bottom_page, front_screen, report_page
 
-    runs = list(tables.get("runs", []))  # each run's own section, after the study's
-    preface, top = "", ""
-    if "best_feature_csv" in tables:  # the spine's findings (spine.enabled)
-        preface = findings(tables["best_feature_csv"], tables["prediction_csv"])
-    # every Markdown table is a section (compose orders them and names one it does not know)
-    sections = {k: p for k, p in tables.items() if k != "runs" and not k.endswith(("_csv", "_png"))}
-    if "replication_csv" in tables:
-        rep = pd.read_csv(tables["replication_csv"])
-        primary, summary = _csv(tables, "primary_csv"), _csv(tables, "associations_summary_csv")
-        calibration = _csv(tables, "calibration_csv")  # only when make calibrate has written it
-        power = _csv(tables, "power_csv")
-        links = answer_links(tables)  # the answer's figures, under the bottom line's table
-        top = bottom_line(rep, RULES, ALPHA, primary, summary, calibration, power, links)
-        if "replication" in sections:
-            sections["replication"] = Body(replication_section(rep, RULES))
-    if "control_csv" in tables:  # the positive control: built from its CSVs (FROM_CSVS)
-        wvar = _csv(tables, "np_variance_csv")
-        sections["control"] = Body(control_section(tables, _csv(tables, "primary_csv"), wvar))
-    confirmed = confirm_sections(tables)  # "Confirmed on fresh seeds" (when confirm: is on)
-    ordered, lead = compose(sections, confirmed)
-    assemble_report(ordered, out, preface, lead, runs, top, provenance, demo)
-    if bottom_html:  # the HTML report's first page; a placeholder when the spine is off
-        text = top or f"## Bottom line\n\n{prose.render('front/spine_off')}"
-        pictures = {k: v for k, v in tables.items() if k.endswith("_png")}
-        atomic_write_text(bottom_html, to_html(text, "topotrain — bottom line", pictures))
-    if front_html:  # the HTML report's first screen: the bottom line's table and the forest
-        from topotrain.report.front import front_page
-
-        rep = pd.read_csv(tables["replication_csv"]) if "replication_csv" in tables else None
-        forest = tables.get("effects_forest_png")
-        atomic_write_text(front_html, front_page(rep, RULES, forest, demo))
+    text, top = report_page(tables, out, RULES, ALPHA, provenance, demo)
+    atomic_write_text(out, text)
+    if bottom_html:
+        atomic_write_text(bottom_html, bottom_page(top, tables))
+    if front_html:
+        atomic_write_text(front_html, front_screen(tables, RULES, demo))
 
 
 # Each rule's adapter, <rule>_rule(sm): what the rule hands its job, unpacked from the snakemake

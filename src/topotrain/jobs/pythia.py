@@ -5,55 +5,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from topotrain.config import ENGINE, GPT_NEOX_LAYERS
+from topotrain.config import GPT_NEOX_LAYERS
 from topotrain.jobs.common import _hub_corpus, _read_json, _release, _write_json, log
 
 
-def revision_topology(
-    snapshot: str | Path,
-    patterns: Sequence[str] = GPT_NEOX_LAYERS,
-    max_points: int | None = None,
-    seed: int | None = None,
-    maxdim: int | None = None,
-    n_threads: int = 1,
-    engine: str = ENGINE,
-    weightwatcher: bool = False,
-) -> list[dict]:
-    """Per-layer records (layers.RECORD_KEYS) of one revision's matrices matching patterns, through
-    ``topology.record`` (None: the setting's default; NaN/inf refused), with WeightWatcher's
-    ``ww_*`` fields when ``weightwatcher``; errors name the revision and the layer."""
+def revision_topology(snapshot: str | Path, patterns=GPT_NEOX_LAYERS, settings=None, **overrides):
+    """The Record of one revision's matrices matching patterns, through ``jobs.topology.measure``
+    with ``TopologySettings.from_config(settings, **overrides)`` (NaN/inf refused), its layers
+    with WeightWatcher's ``ww_*`` fields when the settings' ``weightwatcher``; errors name the
+    revision and the layer."""
+    from topotrain.jobs.topology import measure, with_ww_columns
     from topotrain.sources.pythia import revision_weight_matrices, snapshot_label
-    from topotrain.topology.record import Options, record
+    from topotrain.topology.settings import TopologySettings
 
-    settings = {"max_points": max_points, "seed": seed, "maxdim": maxdim, "engine": engine}
-    options = Options.of({k: v for k, v in settings.items() if v is not None})
-    tensors = revision_weight_matrices(snapshot)
-    source = snapshot_label(snapshot)
-    records, _ = record(tensors, patterns, options, n_threads=n_threads, source=source)
-    if weightwatcher:
-        from topotrain.baselines.weightwatcher import with_ww
-
-        records = with_ww(records, {r["layer"]: tensors[r["layer"]] for r in records})
-    return records
+    settings = TopologySettings.from_config(settings, **overrides)
+    matrices, source = revision_weight_matrices(snapshot), snapshot_label(snapshot)
+    return with_ww_columns(*measure(matrices, patterns, settings, source))
 
 
 def weight_record(revision: dict, params: dict) -> dict:
     """The weight-topology record of one fetched revision: per-layer records under "layers", the
-    Rips engine that computed them under "engine"."""
+    Record's "params" (as every branch's) and the Rips engine that computed them under "engine"."""
     from topotrain.sources.pythia import revision_doc, weights_present
-    from topotrain.topology.record import Options
 
     weights_present(revision)
-    engine = Options.of(params).engine
-    layers = revision_topology(
-        revision["snapshot"],
-        params["layers"],
-        params["max_points"],
-        params["seed"],
-        engine=engine,
-        weightwatcher=bool(params.get("weightwatcher")),
-    )
-    return revision_doc(revision, engine=engine, layers=layers)
+    rec = revision_topology(revision["snapshot"], params["layers"], params)
+    return revision_doc(revision, engine=rec.params["engine"], params=rec.params, layers=rec.layers)
 
 
 def embedding_record(revision: dict, texts: Sequence[str], params: dict) -> tuple[dict, list]:
@@ -70,7 +47,7 @@ def embedding_record(revision: dict, texts: Sequence[str], params: dict) -> tupl
         weights_present,
     )
     from topotrain.topology.embedding import embedding_features
-    from topotrain.topology.record import Options
+    from topotrain.topology.settings import TopologySettings
 
     weights_present(revision)
     start = time.perf_counter()
@@ -80,7 +57,7 @@ def embedding_record(revision: dict, texts: Sequence[str], params: dict) -> tupl
     E, nll, n_tokens = embed_texts(
         model, tokenizer, texts, params["max_length"], params["batch_size"]
     )
-    engine = Options.of({"engine": params.get("engine", ENGINE)}).engine
+    engine = TopologySettings.from_config({"engine": params.get("engine")}).engine
     features, diagrams = embedding_features(E, params["pca_dims"], params["maxdim"], engine=engine)
     features = {**features, "perplexity": perplexity(nll, n_tokens), "n_tokens": n_tokens}
     seconds = time.perf_counter() - start

@@ -87,22 +87,17 @@ def run_layers_job(
 
 
 def run_checkpoint_topology(
-    files: Sequence[str], layers: Mapping, label: str, params: Mapping, n_threads: int = 1
-) -> tuple[list[dict], dict]:
-    """Per-layer records and diagrams of one checkpoint of a run: its layer-map matrices
-    (``sources.runs.run_matrices``) through the spine's per-layer loop (``layer_records``), with
-    WeightWatcher's ``ww_*`` fields when ``params["weightwatcher"]``."""
+    files: Sequence[str], layers: Mapping, label: str, settings, n_threads: int | None = None
+):
+    """The Record of one checkpoint of a run: its layer-map matrices (``sources.runs.run_matrices``)
+    through the spine's ``jobs.topology.measure`` (``TopologySettings.from_config(settings)``),
+    its layers with WeightWatcher's ``ww_*`` fields when the settings' ``weightwatcher``."""
+    from topotrain.jobs.topology import measure, with_ww_columns
     from topotrain.sources.runs import run_matrices
-    from topotrain.topology.record import Options, record
+    from topotrain.topology.settings import TopologySettings
 
-    matrices = run_matrices(files, layers, label)
-    options = Options.of(params)
-    records, diagrams = record(matrices, ["*"], options, n_threads=n_threads, source=label)
-    if params.get("weightwatcher"):
-        from topotrain.baselines.weightwatcher import with_ww
-
-        records = with_ww(records, matrices)
-    return records, diagrams
+    settings = TopologySettings.from_config(settings, n_threads=n_threads)
+    return with_ww_columns(*measure(run_matrices(files, layers, label), ["*"], settings, label))
 
 
 def run_weight_topology_job(
@@ -111,7 +106,6 @@ def run_weight_topology_job(
     """Weight topology of one checkpoint of a run → JSON record (with its files' sha256) + npz."""
     from topotrain.io import write_record
     from topotrain.sources.hub_files import weight_hashes
-    from topotrain.topology.record import Options
 
     if not checkpoint:
         from topotrain.sources.runs import RunError
@@ -122,22 +116,12 @@ def run_weight_topology_job(
             f"{out['record']} (and its .npz) to drop the step from the run"
         )
     files, hashes, label = checkpoint_files(checkpoint)
-    layer_map = _read_json(layers)
-    topo = dict(params["topology"])
-    topo["engine"] = Options.of(topo).engine  # resolved: the record names the engine that ran
-    records, diagrams = run_checkpoint_topology(files, layer_map, label, topo, threads)
-    if hashes is None:
-        hashes = weight_hashes(files)
-    doc = {
-        "checkpoint": label,
-        "step": params["step"],
-        "files": files,
-        "sha256": hashes,
-        "params": topo,
-        "layers": records,
-    }
-    write_record(out["record"], out["diagrams"], doc, diagrams)
-    log.info("%s: %d layers", label, len(records))
+    rec = run_checkpoint_topology(files, _read_json(layers), label, params["topology"], threads)
+    hashes = weight_hashes(files) if hashes is None else hashes
+    doc = {"checkpoint": label, "step": params["step"], "files": files, "sha256": hashes}
+    doc |= {"params": rec.params, "layers": rec.layers}
+    write_record(out["record"], out["diagrams"], doc, rec.diagrams)
+    log.info("%s: %d layers", label, len(rec.layers))
 
 
 def run_diagram_series_job(diagrams: list[str], params: dict, out: dict[str, str]) -> None:

@@ -6,104 +6,98 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from topotrain.config import DEFAULTS, GPT_LAYERS
-
-_TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
+from topotrain.config import GPT_LAYERS
 
 
-def checkpoint_topology(
-    path: str | Path,
-    patterns: Sequence[str] = GPT_LAYERS,
-    max_points: int = _TOPOLOGY["max_points"],
-    seed: int = _TOPOLOGY["seed"],
-    maxdim: int = _TOPOLOGY["maxdim"],
-    n_threads: int = 1,
-    engine: str = _TOPOLOGY["engine"],
-):
-    """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint: its tensors
-    read one at a time (``sources.checkpoint.open_checkpoint``) through ``topology.record``;
-    errors name the checkpoint and the layer."""
-    from topotrain.sources.checkpoint import open_checkpoint
-    from topotrain.topology.record import Options, record
+def measure(matrices, patterns: Sequence[str], settings, source: str) -> tuple:
+    """(``topology.record``'s Record, WeightWatcher's rows) of one checkpoint's matrices: with
+    ``settings.weightwatcher`` the matching layers are read into memory once and
+    ``baselines.weightwatcher.ww_layers`` measures the same matrices (rows [] without it). The
+    Record's ``params["weightwatcher"]`` says whether its layers carry ``ww_*`` fields: False
+    here, True once ``with_ww_columns`` adds them (the spine writes its rows as a table)."""
+    from dataclasses import replace
 
-    tensors = open_checkpoint(path)  # source → topology
-    options = Options(max_points, seed, maxdim, engine)
-    return record(tensors, patterns, options, n_threads=n_threads, source=f"checkpoint {path}")
-
-
-def write_checkpoint_topology(
-    ckpt_path: str | Path,
-    out_json: str | Path,
-    out_npz: str | Path,
-    patterns: Sequence[str] = GPT_LAYERS,
-    max_points: int = _TOPOLOGY["max_points"],
-    seed: int = _TOPOLOGY["seed"],
-    maxdim: int = _TOPOLOGY["maxdim"],
-    n_threads: int = 1,
-    engine: str = _TOPOLOGY["engine"],
-) -> list[dict]:
-    """A checkpoint's records as JSON and its diagrams as npz, both or neither
-    (``io.write_record``), through ``checkpoint_pass``; its records.
-
-    JSON: {"checkpoint", "params" (those the result depends on, the engine resolved: not
-    n_threads), "numerics" (the checkpoint's training numerics, ``trained_numerics``; null when
-    unrecorded), "layers"}.
-    """
-    from topotrain.topology.record import Options
-
-    options = Options(max_points, seed, maxdim, engine)
-    return checkpoint_pass(ckpt_path, out_json, out_npz, patterns, options, n_threads)[0]
-
-
-def checkpoint_pass(
-    ckpt_path: str | Path,
-    out_json: str | Path,
-    out_npz: str | Path,
-    patterns: Sequence[str],
-    options,
-    n_threads: int = 1,
-    weightwatcher: bool = False,
-) -> tuple[list[dict], list[dict]]:
-    """One checkpoint, one way: read (its training numerics, its tensors), compute (its records
-    by ``topology.record``), write (``io.write_record``: JSON and npz, both or neither). With
-    ``weightwatcher`` the matching layers are read into memory once and WeightWatcher's rows of
-    the same matrices come back too ((records, rows); rows [] without it)."""
-    from topotrain.io import write_record
-    from topotrain.sources.checkpoint import open_checkpoint, trained_numerics
     from topotrain.topology.layers import select_layers
     from topotrain.topology.record import record
 
+    if settings.weightwatcher:
+        matrices = select_layers(matrices, patterns)  # each matching layer read once, for both
+    rec = record(matrices, patterns, replace(settings, weightwatcher=False), source=source)
+    if not settings.weightwatcher:
+        return rec, []
+    from topotrain.baselines.weightwatcher import ww_layers
+
+    return rec, ww_layers(matrices, source)
+
+
+def with_ww_columns(rec, rows: list[dict]):
+    """The Record with WeightWatcher's ``ww_*`` fields of ``rows`` in its layers (``ww_fields``:
+    the columns of ``aggregate.ww_layer_table``), as a run's and a Pythia revision's records hold
+    them; the Record itself when there are no rows."""
+    from dataclasses import replace
+
+    from topotrain.baselines.weightwatcher import ww_fields
+
+    if not rows:
+        return rec
+    ww = {r["layer"]: ww_fields(r) for r in rows}
+    layers = [{**r, **ww[r["layer"]]} for r in rec.layers]
+    return replace(rec, layers=layers, params={**rec.params, "weightwatcher": True})
+
+
+def checkpoint_topology(path: str | Path, patterns=GPT_LAYERS, settings=None, **overrides):
+    """(per-layer records, float64 diagrams ``{layer}/h{k}``) of one spine checkpoint: its tensors
+    read one at a time (``sources.checkpoint.open_checkpoint``) through ``topology.record``
+    with ``TopologySettings.from_config(settings, **overrides)``; errors name the checkpoint and
+    the layer."""
+    from topotrain.sources.checkpoint import open_checkpoint
+    from topotrain.topology.record import record
+    from topotrain.topology.settings import TopologySettings
+
+    tensors = open_checkpoint(path)  # source → topology
+    settings = TopologySettings.from_config(settings, **overrides)
+    rec = record(tensors, patterns, settings, source=f"checkpoint {path}")
+    return rec.layers, rec.diagrams
+
+
+def write_checkpoint_topology(
+    ckpt_path, out_json, out_npz, patterns=GPT_LAYERS, settings=None, **overrides
+) -> list[dict]:
+    """A checkpoint's records as JSON and its diagrams as npz, both or neither
+    (``io.write_record``), through ``checkpoint_pass`` with
+    ``TopologySettings.from_config(settings, **overrides)``; its records.
+
+    JSON: {"checkpoint", "params" (the Record's: patterns and ``TopologySettings.params``),
+    "numerics" (the checkpoint's training numerics, ``trained_numerics``; null when
+    unrecorded), "layers"}.
+    """
+    from topotrain.topology.settings import TopologySettings
+
+    settings = TopologySettings.from_config(settings, **overrides)
+    return checkpoint_pass(ckpt_path, out_json, out_npz, patterns, settings)[0]
+
+
+def checkpoint_pass(ckpt_path, out_json, out_npz, patterns: Sequence[str], settings) -> tuple:
+    """One checkpoint, one way: read (its training numerics, its tensors), compute (``measure``:
+    its Record and, with ``settings.weightwatcher``, WeightWatcher's rows of the same matrices),
+    write (``io.write_record``: JSON and npz, both or neither); (records, rows)."""
+    from topotrain.io import write_record
+    from topotrain.sources.checkpoint import open_checkpoint, trained_numerics
+
     source = f"checkpoint {ckpt_path}"
     numerics, tensors = trained_numerics(ckpt_path), open_checkpoint(ckpt_path)  # source
-    if weightwatcher:
-        tensors = select_layers(tensors, patterns)  # each matching layer read once, for both
-    records, diagrams = record(tensors, patterns, options, n_threads=n_threads, source=source)
-    rows = []
-    if weightwatcher:
-        from topotrain.baselines.weightwatcher import ww_layers
-
-        rows = ww_layers(tensors, source)
-    params = {"patterns": list(patterns), **options.params()}
-    doc = {"checkpoint": str(ckpt_path), "params": params, "numerics": numerics, "layers": records}
-    write_record(out_json, out_npz, doc, diagrams)  # write
-    return records, rows
+    rec, rows = measure(tensors, patterns, settings, source)
+    doc = {"checkpoint": str(ckpt_path), "params": rec.params, "numerics": numerics}
+    write_record(out_json, out_npz, {**doc, "layers": rec.layers}, rec.diagrams)  # write
+    return rec.layers, rows
 
 
 def weight_topology_job(
     checkpoint: str, params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
     """Weight topology of one checkpoint → JSON record + npz diagrams (``out``)."""
-    write_checkpoint_topology(
-        checkpoint,
-        out["record"],
-        out["diagrams"],
-        patterns=params["patterns"],
-        max_points=params["max_points"],
-        seed=params["seed"],
-        maxdim=params["maxdim"],
-        n_threads=threads,
-        engine=params["engine"],
-    )
+    outs = (out["record"], out["diagrams"])
+    write_checkpoint_topology(checkpoint, *outs, params["patterns"], params, n_threads=threads)
 
 
 def training_topology_job(
@@ -119,6 +113,7 @@ def training_topology_job(
     from functools import partial
 
     from topotrain.jobs.common import log
+    from topotrain.topology.settings import TopologySettings
 
     pairs = list(zip(out["records"], out["diagrams"], strict=True))
     if len(pairs) != len(checkpoints):
@@ -128,7 +123,9 @@ def training_topology_job(
     steps = ww["steps"] if ww else [None] * len(checkpoints)
     if len(steps) != len(checkpoints):
         raise ValueError(f"training_topology: {len(checkpoints)} checkpoints, {len(steps)} steps")
-    one = partial(_one_record, params=params["topology"], ww=ww is not None)
+    topo = params["topology"]
+    settings = TopologySettings.from_config(topo, weightwatcher=ww is not None)
+    one = partial(_one_record, patterns=topo["patterns"], settings=settings)
     tasks = list(zip(checkpoints, pairs, steps, strict=True))
     if threads > 1:
         with ProcessPoolExecutor(threads) as pool:
@@ -140,14 +137,11 @@ def training_topology_job(
         _write_ww_table([r for part in rows for r in part], len(checkpoints), out["weightwatcher"])
 
 
-def _one_record(task: tuple[str, tuple[str, str], int | None], params: dict, ww: bool) -> list:
+def _one_record(task: tuple[str, tuple[str, str], int | None], patterns, settings) -> list:
     """One checkpoint's record and diagrams, as ``weight_topology_job`` writes them, and with
-    ``ww`` WeightWatcher's rows of the same matrices (read once), each with its step."""
-    from topotrain.topology.record import Options
-
+    ``settings.weightwatcher`` WeightWatcher's rows of the same matrices, each with its step."""
     checkpoint, (record, diagrams), step = task
-    options = Options.of(params)
-    _, rows = checkpoint_pass(checkpoint, record, diagrams, params["patterns"], options, 1, ww)
+    _, rows = checkpoint_pass(checkpoint, record, diagrams, patterns, settings)
     return [{"step": int(step), **r} for r in rows]
 
 
@@ -181,19 +175,10 @@ def gradient_topology_job(
 ) -> None:
     """Topology of the probe-batch gradients of each checkpoint of one training → a JSON record
     and npz diagrams per checkpoint (one process for the training's checkpoints)."""
-    from topotrain.topology.record import Options
-
     topo = params["topology"]
-    write_training_gradients(
-        list(zip(out["records"], out["diagrams"], strict=True)),
-        checkpoints,
-        tokens,
-        topo["patterns"],
-        params["batch_size"],
-        params["seed"],
-        Options.of(topo),
-        n_threads=threads,
-    )
+    outs = list(zip(out["records"], out["diagrams"], strict=True))
+    probe = (topo["patterns"], params["batch_size"], params["seed"], topo)
+    write_training_gradients(outs, checkpoints, tokens, *probe, n_threads=threads)
 
 
 def write_gradient_topology(out_json: str, out_npz: str, *args, **kwargs) -> dict:

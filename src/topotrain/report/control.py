@@ -13,7 +13,14 @@ from topotrain.config.constants import SEEDS_FOR_INTERVAL
 from topotrain.report import prose
 from topotrain.report.markdown import interval_text, to_markdown
 from topotrain.report.plots import plt, save_figure
+from topotrain.topology import registry
 
+TP0 = registry.of_short("TP0")  # the GPT study's claim the control's power is set beside
+# the checkpoint features the control's monitors name: WeightWatcher's α, the LLC
+WW_ALPHA, LLC = (
+    next(f.name for f in registry.entries("checkpoint") if f.kind == kind)
+    for kind in ("weightwatcher", "llc")
+)
 CURVES = {  # column -> legend label, each scaled to [0, 1] per seed
     "test_acc": "test accuracy",
     "emb_h1_total": "embedding H1 total persistence",
@@ -123,8 +130,8 @@ def power_sentence(
         contrast = _contrast(known["contrast_rho"], known["contrast_p"])
         finds = "finds" if works else "does not find"
         parts.append(prose.render("control/power_known", finds=finds, contrast=contrast))
-    if primary is not None and "h0_total" in set(primary.get("feature", [])):
-        tp0 = primary.set_index("feature").loc["h0_total"]
+    if primary is not None and TP0 in set(primary.get("feature", [])):
+        tp0 = primary.set_index("feature").loc[TP0]
         parts.append(
             prose.render(
                 "control/power_gpt",
@@ -169,9 +176,9 @@ def monitor_sentence(table: pd.DataFrame, alpha: float = ALPHA) -> str:
         return prose.render("control/monitor_no_fourier")
     known = rows.loc[KNOWN]
     text = prose.render("control/monitor_known", said=_said(known, alpha))
-    if "ww_alpha_mean" not in rows.index:
+    if WW_ALPHA not in rows.index:
         return prose.render("control/monitor_no_alpha", known=text)
-    a = rows.loc["ww_alpha_mean"]
+    a = rows.loc[WW_ALPHA]
     if not _found(known, alpha):
         judged = prose.render("control/judged_cannot")
     elif _found(a, alpha):
@@ -195,9 +202,9 @@ def llc_sentences(table: pd.DataFrame, primary: str | None, alpha: float = ALPHA
     and whether the control's ``primary`` embedding-topology feature (its own claim's) goes
     beyond it; '' without the LLC."""
     rows = table.set_index("feature")
-    if "llc" not in rows.index:
+    if LLC not in rows.index:
         return ""
-    r = rows.loc["llc"]
+    r = rows.loc[LLC]
     both = _found(r, alpha) and all(bool(r.get(f"beats_{n}", False)) for n in ("norm", "fourier"))
     text = prose.render(
         "control/llc",

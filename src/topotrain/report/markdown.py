@@ -222,6 +222,13 @@ def summarised(body: str, link: str, rows: int = SUMMARY_ROWS) -> str:
 
 
 def assemble_report(
+    sections: list[tuple[str, str, str | Path]], out: str | Path, *args, **kwargs
+) -> None:
+    """Write REPORT.md at ``out``: ``report_text`` of the same arguments."""
+    atomic_write_text(out, report_text(sections, out, *args, **kwargs))
+
+
+def report_text(
     sections: list[tuple[str, str, str | Path]],
     out: str | Path,
     preface: str = "",
@@ -230,14 +237,14 @@ def assemble_report(
     top: str = "",
     provenance: Mapping[str, str] | None = None,
     demo: bool = False,
-) -> None:
-    """REPORT.md: the header (``header.report_header``: the demo's banner when ``demo``, the
-    title, ``provenance`` — version, config hash, engine — and the results folder in use, the one
-    REPORT.md is written to), ``top`` (the bottom line), the first ``lead`` sections, an optional
-    preface (findings), then the other sections; each section is (heading, text, Markdown table
-    file or a Body); then the ``appendix`` files as they are (each run's section). After the
-    ``lead`` sections, a section read from a table file shows its tables' first rows
-    (``summarised``), the file linked."""
+) -> str:
+    """REPORT.md's text (REPORT.md at ``out``): the header (``header.report_header``: the demo's
+    banner when ``demo``, the title, ``provenance`` — version, config hash, engine — and the
+    results folder in use, REPORT.md's), ``top`` (the bottom line), the first ``lead`` sections,
+    an optional preface (findings), then the other sections; each section is (heading, text,
+    Markdown table file or a Body); then the ``appendix`` files as they are (each run's and
+    branch's section). After the ``lead`` sections, a section read from a table file shows its
+    tables' first rows (``summarised``), the file linked."""
     parts = report_header(Path(out).parent.as_posix(), provenance, demo)
     if top:
         parts.append(top)
@@ -253,7 +260,7 @@ def assemble_report(
     if preface and lead >= len(sections):
         parts.append(preface)
     parts += [Path(section).read_text() for section in appendix]
-    atomic_write_text(out, "\n".join(parts))
+    return "\n".join(parts)
 
 
 def _relative(path: str | Path, out: str | Path) -> str:

@@ -38,6 +38,7 @@ from topotrain.report.pythia_plots import (  # noqa: F401
     figure_pythia_wasserstein,
     figure_pythia_weights,
 )
+from topotrain.topology import registry
 
 
 def plot_over_steps(ax: plt.Axes, df: pd.DataFrame, feature: str, palette: dict) -> None:
@@ -88,11 +89,12 @@ def figure_overview(df: pd.DataFrame, png: str | None, pdf: str | None) -> plt.F
     plot_over_steps(axes[0, 0], df, "val_loss", palette)
     axes[0, 0].set_title("a  validation loss")
     axes[0, 0].legend(fontsize=7, title="model (parameters)", title_fontsize=7)
-    plot_over_steps(axes[0, 1], df, "np_mean", palette)
+    np_mean, tp0 = registry.of_short("NP"), registry.of_short("TP0")
+    plot_over_steps(axes[0, 1], df, np_mean, palette)
     axes[0, 1].set_title("b  neural persistence over training")
-    plot_feature_vs_loss(axes[1, 0], df, "h0_total", palette)
+    plot_feature_vs_loss(axes[1, 0], df, tp0, palette)
     axes[1, 0].set_title("c  H0 total persistence vs loss")
-    plot_scaling(axes[1, 1], df, ["val_loss", "h0_total", "np_mean"], palette)
+    plot_scaling(axes[1, 1], df, ["val_loss", tp0, np_mean], palette)
     axes[1, 1].set_title("d  scaling of final values with size")
     return save_figure(fig, png, pdf)
 

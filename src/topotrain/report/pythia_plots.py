@@ -11,7 +11,12 @@ from topotrain.report.figure_kit import _label, plt, save_figure, say_why, spars
 from topotrain.topology import registry
 from topotrain.topology.spectral import SPECTRAL
 
-PYTHIA_TOPOLOGICAL = ["h0_total", "h1_total", "h1_count", "h1_entropy"]
+# the embedding features drawn: both totals, then H1's count and entropy (topology.registry's)
+PYTHIA_TOPOLOGICAL = registry.columns("h{k}_total", "embedding") + [
+    registry.columns(name, "embedding")[1] for name in ("h{k}_count", "h{k}_entropy")
+]
+NP_MEAN, NP_STD = registry.columns("np_total")  # the weights' NP, mean and SD over layers
+TP0 = registry.of_short("TP0")
 PYTHIA_SPECTRAL = list(SPECTRAL)
 EMBEDDING_LABELS = {  # features of the embedding cloud (topology.registry's), the spectrum's
     **registry.embedding_labels(),
@@ -44,12 +49,12 @@ def figure_pythia_weights(df: pd.DataFrame, png: str | None, pdf: str | None) ->
     """Mean NP (± std over layers) and H0 total of the weights over Pythia's training steps."""
     palette = pythia_palette(df)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    _over_log_steps(axes[0], df, "np_mean", palette)
+    _over_log_steps(axes[0], df, NP_MEAN, palette)
     for model, colour in palette.items():
         rows = df[df["model"] == model].sort_values("step")
-        mean, std = rows["np_mean"], rows["np_std"]
+        mean, std = rows[NP_MEAN], rows[NP_STD]
         axes[0].fill_between(rows["step"] + 1, mean - std, mean + std, color=colour, alpha=0.2)
-    _over_log_steps(axes[1], df, "h0_total", palette)
+    _over_log_steps(axes[1], df, TP0, palette)
     axes[0].legend(fontsize=7)
     return save_figure(fig, png, pdf)
 

@@ -14,11 +14,11 @@ import re
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
 
-from topotrain.config import DEFAULTS, ENGINE
 from topotrain.topology import registry
 from topotrain.topology.neural_persistence import (
     normalised_variance,
@@ -26,10 +26,10 @@ from topotrain.topology.neural_persistence import (
     rieck_persistence,
     spanning_pairs,
 )
+from topotrain.topology.settings import TopologySettings
 from topotrain.topology.spanning import row_blocks
 from topotrain.topology.vietoris_rips import subsample_rows, vr_diagrams
 
-_TOPOLOGY = DEFAULTS["topology"]  # the schema's topology defaults
 SPREAD_ENTRIES = 1 << 24  # Σ rows·cols above which a checkpoint's layers go over threads
 
 RECORD_KEYS = registry.record_keys()  # one record per layer, in this order (topology.registry)
@@ -130,24 +130,18 @@ class LayerParts(NamedTuple):
     top: float
 
 
-def layer_parts(
-    W: np.ndarray,
-    layer: str,
-    max_points: int,
-    seed: int,
-    maxdim: int,
-    n_threads: int,
-    engine: str = ENGINE,
-) -> LayerParts:
+def layer_parts(W: np.ndarray, layer: str, settings: TopologySettings) -> LayerParts:
     """The topology of one matrix (float32 or float64, read as it is: no float64 copy of W is
-    made); NaN/inf weights → ValueError before anything is computed."""
+    made) under ``settings`` (its threads go to the Rips kernel); NaN/inf weights → ValueError
+    before anything is computed."""
     if W.ndim != 2 or W.size == 0:
         raise ValueError(f"need a non-empty 2-D matrix, got shape {W.shape}")
     l2_norm, scale, bad = norms(W)
     if bad:
         raise ValueError(f"{bad} NaN/inf weights")
-    cloud = subsample_rows(W, max_points, layer_rng(seed, layer))
-    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=n_threads, engine=engine)
+    maxdim = settings.maxdim
+    cloud = subsample_rows(W, settings.max_points, layer_rng(settings.seed, layer))
+    dgms = vr_diagrams(cloud, maxdim=maxdim, n_threads=settings.threads, engine=settings.engine)
     pairs, top = spanning_pairs(W)
     record = {
         "layer": layer,
@@ -167,20 +161,13 @@ def layer_parts(
 
 
 def layer_topology(
-    W: np.ndarray,
-    layer: str,
-    max_points: int,
-    seed: int,
-    maxdim: int,
-    n_threads: int,
-    global_max: float | None = None,
-    engine: str = ENGINE,
+    W: np.ndarray, layer: str, settings: TopologySettings, global_max: float | None = None
 ) -> tuple[dict, list[np.ndarray]]:
     """Record (RECORD_KEYS) and Rips diagrams [H0, H1 if maxdim = 1] of one finite matrix;
     the diagrams are those of W itself (unscaled), the *_scalefree summaries those of W / RMS(W).
     ``global_max``: the largest |w| over all matrices analysed with W
-    (np_rieck; default W's own); ``engine``: the Rips engine (``vietoris_rips.resolve_engine``)."""
-    parts = layer_parts(W, layer, max_points, seed, maxdim, n_threads, engine)
+    (np_rieck; default W's own)."""
+    parts = layer_parts(W, layer, settings)
     return with_global_max(parts, parts.top if global_max is None else global_max), parts.diagrams
 
 
@@ -192,37 +179,37 @@ def with_global_max(parts: LayerParts, global_max: float) -> dict:
 def layer_records(
     matrices: Mapping[str, np.ndarray],
     patterns: Sequence[str],
-    max_points: int = _TOPOLOGY["max_points"],
-    seed: int = _TOPOLOGY["seed"],
-    maxdim: int = _TOPOLOGY["maxdim"],
-    n_threads: int = 1,
+    settings: TopologySettings | None = None,
     source: str = "weights",
-    engine: str = ENGINE,
+    **overrides,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Per-layer records (RECORD_KEYS) and float64 diagrams ``{layer}/h{k}`` of the matrices that
     match ``patterns``, in natural name order.
 
     Matrices are looked up one at a time (a LazyTensors reads each when its layer's turn comes),
     so the loop holds one matrix and the small records. Where the matrices are big
-    (``spread_layers``) the layers are spread over ``n_threads`` threads, one matrix each;
-    otherwise ``n_threads`` goes to the Rips kernel. The records are the same either way.
-    ``engine``: the Rips engine of every layer (``vietoris_rips.resolve_engine``).
-    maxdim is 0 or 1; with 0 the h1_* fields are None and no ``/h1`` diagram is returned. Errors
-    (no match, NaN/inf weights, degenerate layer) are ValueErrors naming ``source`` and the layer.
+    (``spread_layers``) the layers are spread over the settings' threads, one matrix each;
+    otherwise the threads go to the Rips kernel. The records are the same either way.
+    ``settings``: ``TopologySettings.from_config(settings, **overrides)`` (keywords such as
+    ``max_points=20, n_threads=4``). maxdim is 0 or 1; with 0 the h1_* fields are None and no
+    ``/h1`` diagram is returned. Errors (no match, NaN/inf weights, degenerate layer) are
+    ValueErrors naming ``source`` and the layer.
     """
-    if maxdim not in (0, 1):
-        raise ValueError(f"maxdim must be 0 or 1, got {maxdim}")
+    settings = TopologySettings.from_config(settings, **overrides)
+    if settings.maxdim not in (0, 1):
+        raise ValueError(f"maxdim must be 0 or 1, got {settings.maxdim}")
     try:
         names = select_names(matrices, patterns)
     except ValueError as err:
         raise ValueError(f"{source}: {err}") from err
     shapes = shapes_of(matrices)
-    workers = spread_layers([shapes[n] for n in names], n_threads)
+    workers = spread_layers([shapes[n] for n in names], settings.threads)
+    per_layer = replace(settings, threads=settings.threads // workers)
 
     def one(layer: str) -> LayerParts:
         try:
             W = np.asarray(matrices[layer])  # read now (a LazyTensors), dropped after
-            return layer_parts(W, layer, max_points, seed, maxdim, n_threads // workers, engine)
+            return layer_parts(W, layer, per_layer)
         except ValueError as err:
             raise ValueError(f"{source}, layer {layer}: {err}") from err
 

@@ -20,6 +20,7 @@ table, ``associations.csv`` and a figure's label.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -116,24 +117,25 @@ FEATURES: list[Feature | str] = [
         name="grad_norm", kind="baseline", label="gradient norm (baseline)", unit="1",
         level="checkpoint",
     ),
-    # the embedding cloud's (sources.pythia): one diagram's summaries, not summed over layers
-    Feature(
-        name="h{k}_total", kind="topological", label="H{k} total persistence (embeddings)",
-        unit="weight units", level="embedding", short="H{k} total",
-    ),
-    Feature(
-        name="h{k}_count", kind="topological", label="number of H{k} bars (embeddings)",
-        unit="bars", level="embedding", short="H{k} count",
-    ),
-    Feature(
-        name="h{k}_max", kind="topological", label="longest H{k} bar (embeddings)",
-        unit="weight units", level="embedding", short="H{k} max",
-    ),
-    Feature(
-        name="h{k}_entropy", kind="topological", label="H{k} persistence entropy (embeddings)",
-        unit="nats", level="embedding", short="H{k} entropy",
-    ),
 ]  # fmt: skip
+
+
+def _of_embeddings(feature: Feature) -> Feature:
+    """A diagram feature's entry for the embedding cloud (sources.pythia): one diagram's summary,
+    not reduced over layers; its short name "H{k} <statistic>"."""
+    label = re.sub(r" \((sum|mean) over layers\)", "", feature.label) + " (embeddings)"
+    short = "H{k} " + feature.name.removeprefix("h{k}_")
+    fields = {"name": feature.name, "kind": feature.kind, "unit": feature.unit}
+    return Feature(**fields, label=label, level="embedding", short=short)
+
+
+EMBEDDING_STATS = ("total", "count", "max", "entropy")  # the embedding table's order
+FEATURES += [
+    _of_embeddings(f)
+    for stat in EMBEDDING_STATS
+    for f in FEATURES
+    if isinstance(f, Feature) and f.on == "diagram" and f.name == f"h{{k}}_{stat}"
+]
 # the tested family (``inference.stats.FEATURES``): checkpoint-table columns, in the tests' order
 TESTED = [
     "h0_total", "h1_total", "np_mean", "h0_count", "h1_count", "h0_entropy_mean",
@@ -282,6 +284,11 @@ def short_names(level: str = "layer") -> dict[str, str]:
         for key in names(feature):
             out[key if level != "layer" else column(key)] = _at_dim(feature.short, key, feature)
     return out
+
+
+def of_short(short: str, level: str = "layer") -> str:
+    """The column whose short name (``short_names``) is ``short``: of_short("TP0") == "h0_total"."""
+    return {name: col for col, name in short_names(level).items()}[short]
 
 
 def claims() -> dict[str, str]:

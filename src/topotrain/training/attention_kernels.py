@@ -204,37 +204,21 @@ def backward(qkv, probs, dy, n_head, D, dqkv):
                 dqkv[b, t, v0 + d] = dvT[d, t]
 
 
-# One wrapper per head dim: it calls the kernel with D as a literal, so numba compiles (and caches
-# on disk) a kernel specialised to it. Head dims outside HEAD_DIMS use SDPA (attention.py).
-@njit(cache=True)
-def forward_8(qkv, n_head, y, probs, save):
-    forward(qkv, n_head, 8, y, probs, save)
+def specialised(D: int):
+    """``forward`` and ``backward`` for heads of ``D`` dims, with D as a literal: numba compiles a
+    kernel specialised to it and caches it on disk (one cache entry per D, keyed by the closure's
+    D). Head dims outside HEAD_DIMS use SDPA (attention.py)."""
+
+    @njit(cache=True)
+    def forward_d(qkv, n_head, y, probs, save):
+        forward(qkv, n_head, D, y, probs, save)
+
+    @njit(cache=True)
+    def backward_d(qkv, probs, dy, n_head, dqkv):
+        backward(qkv, probs, dy, n_head, D, dqkv)
+
+    return forward_d, backward_d
 
 
-@njit(cache=True)
-def backward_8(qkv, probs, dy, n_head, dqkv):
-    backward(qkv, probs, dy, n_head, 8, dqkv)
-
-
-@njit(cache=True)
-def forward_12(qkv, n_head, y, probs, save):
-    forward(qkv, n_head, 12, y, probs, save)
-
-
-@njit(cache=True)
-def backward_12(qkv, probs, dy, n_head, dqkv):
-    backward(qkv, probs, dy, n_head, 12, dqkv)
-
-
-@njit(cache=True)
-def forward_16(qkv, n_head, y, probs, save):
-    forward(qkv, n_head, 16, y, probs, save)
-
-
-@njit(cache=True)
-def backward_16(qkv, probs, dy, n_head, dqkv):
-    backward(qkv, probs, dy, n_head, 16, dqkv)
-
-
-KERNELS = {8: (forward_8, backward_8), 12: (forward_12, backward_12), 16: (forward_16, backward_16)}
+KERNELS = {D: specialised(D) for D in (8, 12, 16)}
 HEAD_DIMS = tuple(KERNELS)

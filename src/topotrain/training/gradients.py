@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from topotrain.topology.record import Options, record
+from topotrain.topology.record import record
+from topotrain.topology.settings import TopologySettings
 from topotrain.training.model import GPT
 from topotrain.training.run_state import load_checkpoint
 from topotrain.training.train import get_batch, load_tokens, sample_offsets
@@ -57,12 +58,13 @@ def gradient_topology(
     patterns,
     batch_size: int,
     seed: int,
-    topology: Options | dict,
-    n_threads: int = 1,
+    topology: TopologySettings | dict,
+    n_threads: int | None = None,
 ) -> tuple[dict, dict[str, np.ndarray]]:
     """The record {"checkpoint", "params", "probe_loss", "layers"} and the diagrams of one
-    checkpoint's probe-batch gradients; ``topology``: the record's ``Options`` (or a mapping of
-    max_points, seed, maxdim and engine; the record's params name the engine that ran).
+    checkpoint's probe-batch gradients; ``topology``: the record's settings
+    (``TopologySettings.from_config``: settings or a mapping; ``n_threads``, when given, its
+    threads); the record's params are the Record's with the probe batch's.
     ``train_tokens``: the training split's file, or its tokens already loaded (``probe_tokens``)."""
     model, step = load_checkpoint(checkpoint)
     tokens = (
@@ -72,19 +74,11 @@ def gradient_topology(
     grads, loss = probe_gradients(model, tokens, offsets)
     if not np.isfinite(loss):
         raise ValueError(f"{checkpoint}: probe loss is {loss}: the checkpoint's weights diverged")
-    options = topology if isinstance(topology, Options) else Options.of(topology)
-    source = f"gradients of checkpoint {checkpoint}"
-    records, diagrams = record(grads, patterns, options, n_threads=n_threads, source=source)
-    params = {"patterns": list(patterns), "batch_size": batch_size, "probe_seed": seed}
-    params |= options.params()
-    doc = {
-        "checkpoint": str(checkpoint),
-        "step": step,
-        "params": params,
-        "probe_loss": loss,
-        "layers": records,
-    }
-    return doc, diagrams
+    settings = TopologySettings.from_config(topology, n_threads=n_threads)
+    rec = record(grads, patterns, settings, source=f"gradients of checkpoint {checkpoint}")
+    params = {**rec.params, "batch_size": batch_size, "probe_seed": seed}
+    doc = {"checkpoint": str(checkpoint), "step": step, "params": params, "probe_loss": loss}
+    return {**doc, "layers": rec.layers}, rec.diagrams
 
 
 def probe_tokens(train_tokens: str | Path, model: GPT) -> torch.Tensor:

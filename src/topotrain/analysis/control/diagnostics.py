@@ -28,6 +28,7 @@ from scipy import stats
 
 from topotrain.analysis.control.grokking import FOURIER, NORM, TARGET, TOPOLOGY, WVAR
 from topotrain.analysis.inference.diagnostics import (
+    MONITOR_COLUMNS,
     SPLITS,
     halves_agree,
     rejects_in_sign,
@@ -57,14 +58,7 @@ CONTROL_DIAGNOSTICS_COLUMNS = [
     "effect_ci_low",
     "effect_ci_high",
     *[f"{c}_{name}" for name in BEYOND for c in ("rho", "p", "beats")],
-    "rho_alpha",
-    "p_alpha",
-    "beats_alpha",
-    "split_r",
-    "rho_llc",
-    "p_llc",
-    "beats_llc",
-    "split_r_llc",
+    *MONITOR_COLUMNS,
 ]
 
 

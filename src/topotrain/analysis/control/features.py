@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from topotrain.analysis.tables.aggregate import checkpoint_features
-from topotrain.config import DEFAULTS, ENGINE
+from topotrain.config import DEFAULTS
 from topotrain.topology.embedding import embedding_topology, fourier_share
-from topotrain.topology.record import Options, record
+from topotrain.topology.record import record
+from topotrain.topology.settings import TopologySettings
 from topotrain.topology.spectral import spectral_summary
 
 MODEL = "control"  # the model name of the control's rows (seed_contrast groups by model)
@@ -65,25 +66,22 @@ def checkpoint_row(
     """(row, records) of one checkpoint's ``tensors`` (read from ``path``): the weights' L2 norm
     √(Σ w²) over every tensor and the residues' embedding features; records: the workflow's
     weight topology of every 2-D matrix (``topology.record`` with ``topology``'s max_points,
-    seed, maxdim, engine and n_threads)."""
+    seed, maxdim, engine and threads: ``TopologySettings.from_config(topology)``)."""
     if EMBEDDING not in tensors:
         raise ValueError(f"{path}: no {EMBEDDING} tensor (a grokking-control checkpoint has one)")
     emb = tensors[EMBEDDING][:p].astype(np.float64)
     weight_l2 = float(
         np.sqrt(sum(float((t.astype(np.float64) ** 2).sum()) for t in tensors.values()))
     )
-    engine = (topology or {}).get("engine", ENGINE)
-    topo = {f"emb_{key}": v for key, v in embedding_topology(emb, engine=engine).items()}
+    settings = TopologySettings.from_config(topology)
+    topo = {f"emb_{key}": v for key, v in embedding_topology(emb, engine=settings.engine).items()}
     row = {
         "weight_l2": weight_l2,
         **topo,
         **spectral_summary(emb),
         f"fourier_top{k}": fourier_share(emb, k),
     }
-    topology = topology or {}
-    options, threads = Options.of(topology), topology.get("n_threads", 1)
-    records, _ = record(tensors, ["*"], options, n_threads=threads, source=f"checkpoint {path}")
-    return row, records
+    return row, record(tensors, ["*"], settings, source=f"checkpoint {path}").layers
 
 
 def control_table(

@@ -17,22 +17,12 @@ import pandas as pd
 from scipy import stats
 
 from topotrain.analysis.inference.associations import shift_pvalue
+from topotrain.analysis.inference.stats import ROW_START
 from topotrain.config import ALPHA
 
 DISTANCES = ["h0_w1_step", "h1_w1_step", "h0_bottleneck_step", "h1_bottleneck_step"]
 BASELINES = ["step", "l2_norm_step"]
-VELOCITY_COLUMNS = [
-    "model",
-    "seed",
-    "n_params",
-    "feature",
-    "kind",
-    "rho",
-    "p",
-    "n",
-    "clock_rho",
-    "beats_clock",
-]
+VELOCITY_COLUMNS = [*ROW_START, "n", "clock_rho", "beats_clock"]
 MIN_POINTS = 4
 
 

@@ -59,6 +59,9 @@ WORDS = {  # decide_claim's verdicts as words for one exploratory feature
 }
 VIEWS = {"clock": "seed_contrast", "scale": "seed_contrast_l2"}
 BEYOND = {"wvar": "np_wvar_mean", "grad": "grad_norm"}  # partial contrasts: name -> column
+# beyond WeightWatcher's α and the LLC (each with its halves' agreement): control.diagnostics' too
+MONITOR_COLUMNS = [f"{c}_alpha" for c in ("rho", "p", "beats")] + ["split_r"]
+MONITOR_COLUMNS += [f"{c}_llc" for c in ("rho", "p", "beats", "split_r")]
 HALVES = ("ww_alpha_half1_mean", "ww_alpha_half2_mean")  # α over alternate layers
 LLC_HALVES = ("llc_half1", "llc_half2")  # the LLC of disjoint halves of its chains
 SPLITS = {"alpha": HALVES, "llc": LLC_HALVES}  # split-half partials: name -> two measurements
@@ -75,14 +78,7 @@ DIAGNOSTICS_COLUMNS = [
     "beats_clock",
     "beats_scale",
     *[f"{c}_{name}" for name in BEYOND for c in ("rho", "p", "beats")],
-    "rho_alpha",
-    "p_alpha",
-    "beats_alpha",
-    "split_r",
-    "rho_llc",
-    "p_llc",
-    "beats_llc",
-    "split_r_llc",
+    *MONITOR_COLUMNS,
     "verdict",
 ]
 

@@ -62,6 +62,7 @@ from topotrain.analysis.inference.permutations import (  # noqa: F401 (re-export
 from topotrain.config import ALPHA
 
 SCALE = "l2_norm_mean"
+Matrices = dict[str, np.ndarray]  # one model's raw matrices, by column (model_matrices)
 # view -> conditioning column: where each seed is (levels), and how it moves (co-movement)
 CONTRAST_VIEWS = {
     "seed_contrast": None,
@@ -79,7 +80,7 @@ COMOVE = frozenset({"seed_comove", "seed_comove_l2", PARTIAL_CO})  # views on co
 
 def model_matrices(
     rows: pd.DataFrame, columns: list[str], horizon: float | None = None, start=None
-) -> dict[str, np.ndarray]:
+) -> Matrices:
     """column → (k, n) values of one model's rows (seeds in sorted order, steps ascending), NaN
     where a (seed, step) has no value; ``cell_deviations`` keeps each cell's shared checkpoints.
     Beside them ``STEPS`` (the n steps), ``HORIZON`` (the co-movement's H in steps; default

@@ -40,6 +40,7 @@ from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     EXACT_LIMIT,
     POOLED,
+    Matrices,
     mc_draws,
     model_inputs,
     permutation_p,
@@ -72,7 +73,7 @@ class EffectCell:
 
 
 def effect_cell(
-    mats: dict[str, np.ndarray],
+    mats: Matrices,
     feature: str,
     target: str,
     view: str,

@@ -1,4 +1,6 @@
-"""Correlations of features with loss: Spearman ρ, bootstrap CIs, multiple-comparison corrections.
+"""How closely does a feature follow the loss within a run, and how do the seeds agree? Spearman
+ρ with its bootstrap CI per run, corrected over the grid; ρ across seeds; each model's best feature.
+(The exact tests and the corrections are ``exact_tests``', importable here too.)
 
 Every correlation is over one run's checkpoints (one model, one seed). Degenerate inputs (a constant
 feature, too few finite points) give NaN with a ``note`` saying why;
@@ -7,60 +9,33 @@ they are never dropped or raised.
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from topotrain.analysis.inference.exact_tests import (  # noqa: F401 (re-exported: callers import them here)
+    MAX_EXACT_SIGNS,
+    benjamini_hochberg,
+    bonferroni,
+    sign_flip_p,
+    spearman_exact,
+    spearman_rows,
+)
 from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
 from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS
 from topotrain.topology import registry
-
-EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
-MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
-
-
-@lru_cache(maxsize=EXACT_MAX_N)
-def _all_orderings(n: int) -> np.ndarray:
-    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
-
-
-def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
-    """Spearman ρ and its two-sided permutation p = P(|ρ_π| ≥ |ρ|) over orderings π of y.
-
-    Exact (all n! orderings, ties as average ranks) for n ≤ EXACT_MAX_N; above, MC_PERMUTATIONS
-    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or
-    constant x or y.
-    """
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan"), float("nan")
-    rx, ry = stats.rankdata(x), stats.rankdata(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    scale = np.sqrt((rx @ rx) * (ry @ ry))
-    rho = float(rx @ ry / scale)
-    if x.size <= EXACT_MAX_N:
-        orderings, extra = _all_orderings(x.size), 0
-    else:
-        rng = np.random.default_rng(seed)
-        orderings = rng.permuted(np.tile(np.arange(x.size), (MC_PERMUTATIONS, 1)), axis=1)
-        extra = 1
-    null = ry[orderings] @ rx / scale
-    hits = int(np.count_nonzero(np.abs(null) >= abs(rho) * (1 - 1e-9)))
-    return rho, (hits + extra) / (len(orderings) + extra)
-
 
 _ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
 
 FEATURES = registry.tested()  # the features the tests contrast, in order (topology.registry)
 BASELINES = ["step", "lr", "l2_norm_mean", "grad_norm"]  # the clock, the schedule, the scale
-# WeightWatcher's metrics, mean over layers (aggregate.ww_features of topology.weightwatcher's)
+# WeightWatcher's metrics, mean over layers (aggregate.ww_features; α's entry: topology.registry)
 WW_FEATURES = [f"ww_{m}_mean" for m in WW_METRICS]
-LLC_FEATURES = ["llc"]  # the local learning coefficient (baselines.llc), at the checkpoints it ran
+# the registry's checkpoint features of kind llc (baselines.llc), at the checkpoints it ran
+LLC_FEATURES = [f.name for f in registry.entries("checkpoint") if f.kind == "llc"]
 
 
 def gradient_features(df: pd.DataFrame) -> list[str]:
@@ -69,14 +44,10 @@ def gradient_features(df: pd.DataFrame) -> list[str]:
 
 
 CLOCK_AND_SCALE = ("step", "l2_norm_mean")  # baselines every topological ρ stands beside
+# a run's row begins: whose run, which feature, its ρ with the loss (dynamics.velocity's too)
+ROW_START = ["model", "seed", "n_params", "feature", "kind", "rho", "p"]
 CORRELATION_COLUMNS = [
-    "model",
-    "seed",
-    "n_params",
-    "feature",
-    "kind",
-    "rho",
-    "p",
+    *ROW_START,
     "ci_low",
     "ci_high",
     "n",
@@ -106,39 +77,8 @@ def feature_kinds(df: pd.DataFrame) -> list[tuple[str, str]]:
     return [(f, kind(f)) for f in [*registry.tested(), *extra, *BASELINES]]
 
 
-def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Spearman ρ along ``axis``: Pearson r of average ranks (scipy),
-    NaN where a row is constant."""
-    ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
-    with warnings.catch_warnings():  # constant rows are expected in resamples; they give NaN
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return stats.pearsonr(ra, rb, axis=axis).statistic
-
-
 MIN_RUN = 8  # checkpoints: fewer, and a run's ρ gets an exact permutation p and no interval
 TOO_SHORT = "{n} checkpoints (fewer than 8): too short for a claim"
-
-
-MAX_EXACT_SIGNS = 16  # sign_flip_p enumerates 2^M sign patterns; NaN beyond this many values
-
-
-def sign_flip_p(d: np.ndarray, alternative: str = "greater") -> float:
-    """Exact sign-flip p of paired differences d_1 … d_M over all 2^M sign patterns (identity
-    included, ties within 1e-12·Σ|d_m| count), so p ≥ 1/2^M; zero differences count as they are.
-
-    ``greater``: that mean(d) > 0, #{s : Σ s_m·d_m ≥ Σ d_m} / 2^M; ``two-sided``: that it is not
-    0, #{s : |Σ s_m·d_m| ≥ |Σ d_m|} / 2^M. NaN for M < 2, M > MAX_EXACT_SIGNS or a non-finite d_m.
-    """
-    d = np.asarray(d, dtype=float)
-    m = d.size
-    if m < 2 or m > MAX_EXACT_SIGNS or not np.isfinite(d).all():
-        return float("nan")
-    signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
-    sums, observed, tol = signs @ d, d.sum(), 1e-12 * np.abs(d).sum()
-    if alternative == "two-sided":
-        sums, observed = np.abs(sums), abs(observed)
-    return float(np.count_nonzero(sums >= observed - tol)) / 2**m
 
 
 def _nan_result(n: int, note: str) -> dict[str, float | int | str]:
@@ -217,31 +157,16 @@ def spearman_ci(
     }
 
 
-def bonferroni(p: np.ndarray) -> np.ndarray:
-    """min(1, p·m) over the m finite p-values; NaN stays NaN and is not counted in m."""
-    p = np.asarray(p, float)
-    return np.where(np.isfinite(p), np.minimum(1.0, p * np.isfinite(p).sum()), np.nan)
-
-
-def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
-    """BH-adjusted p (scipy.stats.false_discovery_control) over the finite entries;
-    NaN stays NaN."""
-    p = np.asarray(p, float)
-    out = np.full_like(p, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = stats.false_discovery_control(p[ok], method="bh")
-    return out
-
-
 def kind(feature: str) -> str:
-    """'baseline' for the clock, schedule and scale, 'weightwatcher' for WeightWatcher's metrics,
-    'llc' for the local learning coefficient, else 'topological'."""
+    """'baseline' for the clock, schedule and scale (BASELINES), 'weightwatcher' for
+    WeightWatcher's metrics, a checkpoint feature's registered kind (topology.registry: 'llc' for
+    the LLC), else 'topological'."""
+    if feature in BASELINES:
+        return "baseline"
     if feature in WW_FEATURES:
         return "weightwatcher"
-    if feature in LLC_FEATURES:
-        return "llc"
-    return "baseline" if feature in BASELINES else "topological"
+    kinds = {f.name: f.kind for f in registry.entries("checkpoint")}
+    return kinds.get(feature, "topological")
 
 
 def correlation_table(

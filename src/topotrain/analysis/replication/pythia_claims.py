@@ -9,26 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference import verdicts  # its words: verdicts.REPRODUCED, …
 from topotrain.analysis.inference.stats import ALPHA, spearman_exact
-from topotrain.analysis.inference.verdicts import (
-    ARTEFACT,
-    INCONCLUSIVE,
-    MIN_MODELS,
-    NOT_EVALUATED,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    make_row,
-    paper_series,
-)
+from topotrain.analysis.inference.verdicts import MIN_MODELS, make_row, paper_series
 from topotrain.analysis.replication.perplexity import SPECTRAL
+from topotrain.topology import registry
 
 PYTHIA_MODEL = "pythia-14m"  # Table 8's model (hub id suffix)
-H1_FEATURES = {
-    "h1_entropy": "H1 entropy",
-    "h1_count": "H1 count",
-    "h1_max": "H1 max",
-    "h1_total": "H1 total",
-}
+STUDY_B = ("h1_entropy", "h1_count", "h1_max", "h1_total")  # the paper's H1 features, its order
+H1_FEATURES = {key: registry.short_names("embedding")[key] for key in STUDY_B}  # → "H1 entropy"
+NP, TP0 = registry.of_short("NP"), registry.of_short("TP0")  # Table 8's: np_mean, h0_total
 PYTHIA_RULES = {
     "t8_np": "Pythia-14m NP mean, relative change first → last revision; reproduced if it rises at "
     "every revision (as the paper's), else not reproduced; not evaluated without "
@@ -71,18 +61,18 @@ def pythia_rows(paper: pd.DataFrame, weights: pd.DataFrame | None) -> list[dict]
     if weights is not None:
         run = weights[weights["model"].astype(str).str.endswith(PYTHIA_MODEL)].sort_values("step")
     for quantity, key, claim in (
-        ("np_mean", "t8_np", "Pythia-14m NP mean rises"),
-        ("h0_total", "t8_tp0", "Pythia-14m TP0 falls"),
+        (NP, "t8_np", "Pythia-14m NP mean rises"),
+        (TP0, "t8_tp0", "Pythia-14m TP0 falls"),
     ):
         ref = paper_series(paper, "8", quantity)
         paper_change = ref.iloc[-1] / ref.iloc[0] - 1
         if len(run) < 2:
             note = "Pythia weights table absent" if weights is None else f"{PYTHIA_MODEL} absent"
-            rows.append(_row(claim, "8", key, paper_change, NOT_EVALUATED, note=note))
+            rows.append(_row(claim, "8", key, paper_change, verdicts.NOT_EVALUATED, note=note))
             continue
         values = run[quantity].to_numpy(float)
         change = values[-1] / values[0] - 1
-        holds = np.all(np.diff(values) > 0) if quantity == "np_mean" else change < 0
+        holds = np.all(np.diff(values) > 0) if quantity == NP else change < 0
         note = "steps " + ", ".join(str(s) for s in run["step"])
         rows.append(
             _row(
@@ -90,7 +80,7 @@ def pythia_rows(paper: pd.DataFrame, weights: pd.DataFrame | None) -> list[dict]
                 "8",
                 key,
                 paper_change,
-                REPRODUCED if holds else NOT_REPRODUCED,
+                verdicts.REPRODUCED if holds else verdicts.NOT_REPRODUCED,
                 ours=change,
                 note=note,
             )
@@ -125,8 +115,8 @@ def h1_verdict(pearson_p: np.ndarray, mean_abs_rho: float, clock: float) -> str:
     """Study B rule for one feature: significant in every model, and stronger than the clock."""
     sig = np.isfinite(pearson_p) & (pearson_p < ALPHA)
     if sig.all():
-        return REPRODUCED if mean_abs_rho > clock else ARTEFACT
-    return NOT_REPRODUCED if not sig.any() else INCONCLUSIVE
+        return verdicts.REPRODUCED if mean_abs_rho > clock else verdicts.ARTEFACT
+    return verdicts.NOT_REPRODUCED if not sig.any() else verdicts.INCONCLUSIVE
 
 
 def study_b_rows(
@@ -139,10 +129,12 @@ def study_b_rows(
     if len(models) < MIN_MODELS:
         note = "pythia_correlations.csv absent" if corr is None else f"{len(models)} of its models"
         rows = [
-            _h1_row(label, claimed.get(f, np.nan), NOT_EVALUATED, note=note)
+            _h1_row(label, claimed.get(f, np.nan), verdicts.NOT_EVALUATED, note=note)
             for f, label in H1_FEATURES.items()
         ]
-        return rows + [_spectral_row(claimed.max() - spectral_top, NOT_EVALUATED, note=note)]
+        return rows + [
+            _spectral_row(claimed.max() - spectral_top, verdicts.NOT_EVALUATED, note=note)
+        ]
     sel = corr[_name(corr["model"]).isin(models)]
     abs_r = sel.assign(abs_r=sel["pearson_r"].abs()).groupby("feature")["abs_r"].mean()
     clock = clock_rho(embeddings, models)
@@ -151,7 +143,7 @@ def study_b_rows(
         cells = sel[sel["feature"] == feature]
         paper_r = claimed.get(feature, np.nan)
         if len(cells) < len(models):
-            rows.append(_h1_row(label, paper_r, NOT_EVALUATED, note="feature absent"))
+            rows.append(_h1_row(label, paper_r, verdicts.NOT_EVALUATED, note="feature absent"))
             continue
         r, p = cells["pearson_r"].abs().to_numpy(float), cells["pearson_p"].to_numpy(float)
         rho = float(np.nanmean(cells["rho"].abs()))
@@ -169,7 +161,13 @@ def study_b_rows(
     h1 = abs_r.reindex(list(H1_FEATURES)).max()
     spectral = abs_r[[f for f in abs_r.index if f in SPECTRAL]].max()
     gap = float(h1 - spectral)
-    verdict = NOT_EVALUATED if not np.isfinite(gap) else REPRODUCED if gap > 0 else NOT_REPRODUCED
+    verdict = (
+        verdicts.NOT_EVALUATED
+        if not np.isfinite(gap)
+        else verdicts.REPRODUCED
+        if gap > 0
+        else verdicts.NOT_REPRODUCED
+    )
     note = f"best H1 {h1:.3f}, best spectral {spectral:.3f}"
     rows.append(_spectral_row(claimed.max() - spectral_top, verdict, ours=gap, note=note))
     return rows

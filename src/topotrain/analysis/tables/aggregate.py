@@ -41,8 +41,10 @@ SERIES_AGG = {
 }  # over layers, per checkpoint
 
 
-# an LLC table's columns the weights table takes (the halves: two measurements from disjoint chains)
-LLC_COLUMNS = ["llc", "llc_half1", "llc_half2", "llc_std", "llc_drift"]
+# an LLC table's columns the weights table takes: the registry's LLC features (kind llc) and their
+# halves (two measurements from disjoint chains), SD over chains and drift
+LLC = [f.name for f in registry.entries("checkpoint") if f.kind == "llc"]
+LLC_COLUMNS = LLC + [f"{c}_{part}" for c in LLC for part in ("half1", "half2", "std", "drift")]
 
 
 def ww_layer_table(ww: pd.DataFrame) -> pd.DataFrame:
@@ -185,7 +187,8 @@ def build_tables(
     """Join topology features (the diagram series and the gradients' features, ``grad_*``, when
     given) with each run's metrics/evals and model metadata.
 
-    ``runs`` maps (model, seed) to {"metrics": path, "evals": path, "n_params": int, "d_model": …}.
+    ``runs`` maps (model, seed) to {"metrics": its metrics.csv, "evals": its evals.csv (both
+    DataFrames, ``jobs.aggregate`` reads them), "n_params": int, "d_model": …}.
     ``val_loss_full`` (FULL_LOSS) follows ``lr``: NaN where the run did not evaluate the whole
     validation split, everywhere for an evals.csv written before it existed.
     """
@@ -199,8 +202,7 @@ def build_tables(
         feats = feats.merge(grad, on=keys, how="left")
     pieces = []
     for (model, seed), info in runs.items():
-        metrics = pd.read_csv(info["metrics"])
-        evals = pd.read_csv(info["evals"])
+        metrics, evals = info["metrics"], info["evals"]
         sub = feats[(feats["model"] == model) & (feats["seed"] == seed)]
         steps = sorted(sub["step"].tolist())
         train = interval_means(metrics, steps, interval)
@@ -209,7 +211,9 @@ def build_tables(
             merged[FULL_LOSS] = np.nan
         if merged["val_loss"].isna().any():
             missing = merged.loc[merged["val_loss"].isna(), "step"].tolist()
-            raise ValueError(f"{info['evals']}: no validation loss for steps {missing}")
+            raise ValueError(
+                f"{model} seed {seed}: evals.csv has no validation loss for steps {missing}"
+            )
         meta = {c: info[c] for c in ("n_params", "d_model", "n_layer", "n_head")}
         pieces.append(merged.assign(**meta, frac=merged["step"] / total_steps))
     table = pd.concat(pieces, ignore_index=True)
@@ -240,9 +244,10 @@ def weights_tables(
     """(weights table, weights_layers table) of the aggregate rule, from the per-layer table of
     the records (``layer_table``) and the runs' logs.
 
-    ``runs`` holds one dict per (model, seed) with keys model, seed, metrics, evals, n_params,
-    d_model, n_layer, n_head; ``series``: the runs' diagram-series tables; ``gradients``: the
-    gradient records' per-layer table (their features become ``grad_*`` columns of both tables);
+    ``runs`` holds one dict per (model, seed) with keys model, seed, metrics, evals (its logs as
+    DataFrames), n_params, d_model, n_layer, n_head; ``series``: the runs' diagram-series
+    tables; ``gradients``: the gradient records' per-layer table (their features become
+    ``grad_*`` columns of both tables);
     ``weightwatcher``: the runs' WeightWatcher tables (``ww_*`` columns: ``ww_features``);
     ``llc``: the runs' LLC tables (LLC_COLUMNS of the weights table, NaN at the checkpoints it
     skips). All tables carry model and seed (``sources.records.read_run_tables``).

@@ -1,0 +1,93 @@
+"""Exact tests and their corrections, the pieces every inference module shares: Spearman ρ's
+exact permutation p, the sign-flip p of paired differences, ρ along an axis (the bootstraps'
+statistic), and the Bonferroni and Benjamini–Hochberg corrections over a family of p-values."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+EXACT_MAX_N = 8  # up to 8! = 40,320 orderings the permutation p is exact
+MC_PERMUTATIONS = 40_320  # random orderings (seeded) above EXACT_MAX_N
+
+
+@lru_cache(maxsize=EXACT_MAX_N)
+def _all_orderings(n: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+
+
+def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
+    """Spearman ρ and its two-sided permutation p = P(|ρ_π| ≥ |ρ|) over orderings π of y.
+
+    Exact (all n! orderings, ties as average ranks) for n ≤ EXACT_MAX_N; above, MC_PERMUTATIONS
+    random orderings seeded by ``seed``, p = (hits + 1)/(draws + 1). NaN for n < 3 or
+    constant x or y.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = np.sqrt((rx @ rx) * (ry @ ry))
+    rho = float(rx @ ry / scale)
+    if x.size <= EXACT_MAX_N:
+        orderings, extra = _all_orderings(x.size), 0
+    else:
+        rng = np.random.default_rng(seed)
+        orderings = rng.permuted(np.tile(np.arange(x.size), (MC_PERMUTATIONS, 1)), axis=1)
+        extra = 1
+    null = ry[orderings] @ rx / scale
+    hits = int(np.count_nonzero(np.abs(null) >= abs(rho) * (1 - 1e-9)))
+    return rho, (hits + extra) / (len(orderings) + extra)
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman ρ along ``axis``: Pearson r of average ranks (scipy),
+    NaN where a row is constant."""
+    ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
+    with warnings.catch_warnings():  # constant rows are expected in resamples; they give NaN
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return stats.pearsonr(ra, rb, axis=axis).statistic
+
+
+MAX_EXACT_SIGNS = 16  # sign_flip_p enumerates 2^M sign patterns; NaN beyond this many values
+
+
+def sign_flip_p(d: np.ndarray, alternative: str = "greater") -> float:
+    """Exact sign-flip p of paired differences d_1 … d_M over all 2^M sign patterns (identity
+    included, ties within 1e-12·Σ|d_m| count), so p ≥ 1/2^M; zero differences count as they are.
+
+    ``greater``: that mean(d) > 0, #{s : Σ s_m·d_m ≥ Σ d_m} / 2^M; ``two-sided``: that it is not
+    0, #{s : |Σ s_m·d_m| ≥ |Σ d_m|} / 2^M. NaN for M < 2, M > MAX_EXACT_SIGNS or a non-finite d_m.
+    """
+    d = np.asarray(d, dtype=float)
+    m = d.size
+    if m < 2 or m > MAX_EXACT_SIGNS or not np.isfinite(d).all():
+        return float("nan")
+    signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
+    sums, observed, tol = signs @ d, d.sum(), 1e-12 * np.abs(d).sum()
+    if alternative == "two-sided":
+        sums, observed = np.abs(sums), abs(observed)
+    return float(np.count_nonzero(sums >= observed - tol)) / 2**m
+
+
+def bonferroni(p: np.ndarray) -> np.ndarray:
+    """min(1, p·m) over the m finite p-values; NaN stays NaN and is not counted in m."""
+    p = np.asarray(p, float)
+    return np.where(np.isfinite(p), np.minimum(1.0, p * np.isfinite(p).sum()), np.nan)
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """BH-adjusted p (scipy.stats.false_discovery_control) over the finite entries;
+    NaN stays NaN."""
+    p = np.asarray(p, float)
+    out = np.full_like(p, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = stats.false_discovery_control(p[ok], method="bh")
+    return out
