@@ -18,6 +18,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 TEST_STUDY = ROOT / ".test" / "config" / "config.yaml"  # the tiny study, as CI runs it
+PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
+MODELS = {  # the paper's five models → their parameter counts
+    "tiny-3k": 3_000,
+    "small-7k": 7_000,
+    "med-21k": 21_000,
+    "large-46k": 46_000,
+    "xl-97k": 97_000,
+}
 SENTENCES = [
     "the cat sat on the mat . ",
     "a dog ran in the park and the cat ran after it . ",
@@ -63,6 +71,32 @@ def write_random_tokens(directory: Path) -> tuple[Path, Path]:
     return directory / "train.bin", directory / "val.bin"
 
 
+def paper_study(columns, seeds: int, n: int, models: dict = MODELS):
+    """A hand-built feature table: models × seeds runs (model by model, then seed by seed) of
+    ``n`` checkpoints at steps 0, 100, …; each run's rows hold model, seed, n_params, step, then
+    the columns ``columns(model, seed, step)`` returns, in their order."""
+    import pandas as pd
+
+    step = np.arange(n) * 100
+    runs = [(model, size, seed) for model, size in models.items() for seed in range(seeds)]
+    frames = [
+        pd.DataFrame({"model": m, "seed": s, "n_params": size, "step": step, **columns(m, s, step)})
+        for m, size, s in runs
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def train_config(steps: int, every: int, batch: int, warmup: int, evals: int, seed: int, **kw):
+    """A test run's TrainConfig: a checkpoint every ``every`` steps, ``evals`` validation batches
+    of the training batch size ``batch``; ``kw``: the other fields."""
+    from topotrain.training.train import TrainConfig
+
+    sizes = dict(batch_size=batch, eval_batches=evals, eval_batch_size=batch)
+    return TrainConfig(
+        steps=steps, checkpoint_interval=every, warmup_steps=warmup, seed=seed, **sizes, **kw
+    )
+
+
 def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1500):
     """Run the repository's Snakefile in ``workdir``; returns the CompletedProcess (a run past
     ``timeout`` seconds fails: CI's 2 cores run the long workflow tests one after another)."""
@@ -106,6 +140,14 @@ def _unit_comovement_design():
 
 
 _unit_comovement_design()  # before any fixture, a module-scoped one included
+
+
+def unit_comove_params() -> dict:
+    """The unit baseline as the co-movement params a rule hands its job (COMOVE_PARAMS in
+    workflow/rules/common.smk): H at its default, moves from step 0."""
+    from topotrain.analysis.inference import seed_contrast as sc
+
+    return {"horizon": sc.HORIZON_STEPS, "comove_from": 0, "warmup_steps": 0}
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import unit_comove_params
 from scipy import stats
 
 from topotrain.analysis.calibration import seed_draws, suite
@@ -303,6 +304,7 @@ def test_make_calibrate_with_few_view_draws_warns_naming_the_key_and_notes_each_
     def run(draws: int) -> dict[str, str]:
         knobs = {"simulations": defaults["simulations"], "seeds": [3], "view_draws": draws}
         params = {"calibration": knobs, "n_resamples": 20, "seed": 0, "sesoi": 0.1}
+        params |= unit_comove_params()
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="topotrain.jobs"):
             calibration_job(params, out)

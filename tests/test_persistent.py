@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import unit_comove_params
 
 from topotrain.analysis.calibration import persistent as pe
 from topotrain.analysis.calibration.pass_rule import pass_max
@@ -266,7 +267,7 @@ def test_make_calibrate_writes_the_views_and_the_sign_rule_tables(tmp_path):
         "n_resamples": 20,
         "seed": 0,
         "sesoi": 0.1,
-    }
+    } | unit_comove_params()
     calibration_job(params, out)
     views = pd.read_csv(out["views_csv"])
     assert len(views) == 2 * len(NULLS) * (len(VIEWS) + len(PAIRS) + 1)  # + joint
