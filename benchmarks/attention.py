@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from benchmarks.study import rows_at_threads
 from topotrain.training.attention import TinyHeadAttention, numba_error
 
 TOLERANCE = 1e-5  # relative norm error of outputs and gradients
@@ -84,16 +85,7 @@ def run(head_dims: tuple[int, ...] = (8, 12, 16), progress=print) -> list[dict]:
     if numba_error():
         progress(f"attention: skipped, {numba_error()}")
         return []
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        rows = []
-        for d in head_dims:
-            rows.append(measure(d))
-            progress(line(rows[-1]))
-        return rows
-    finally:
-        torch.set_num_threads(old)
+    return rows_at_threads(1, [(d,) for d in head_dims], measure, line, progress)
 
 
 def line(r: dict) -> str:

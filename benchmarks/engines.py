@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.study import study_models
-from benchmarks.topology import PATTERNS, make_checkpoint, time_median
+from benchmarks.topology import PATTERNS, study_checkpoints, time_median
 
 CLOUDS = [(n, d) for n in (128, 256, 512, 1024) for d in (32, 256)]
 RTOL = 1e-5
@@ -46,10 +45,7 @@ def checkpoint_rows(repeats: int) -> list[dict]:
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, config in study_models().items():
-            print(f"engines: {name} ...", file=sys.stderr, flush=True)
-            path = Path(tmp) / f"{name}.safetensors"
-            make_checkpoint(path, config)
+        for name, path in study_checkpoints(tmp, "engines"):
             seconds, records, cold = {}, {}, {}
             for engine in ("ripser", "giotto-ph"):
                 records[engine], _ = checkpoint_topology(path, PATTERNS, engine=engine)

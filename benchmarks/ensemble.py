@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from benchmarks.study import rows_at_threads
 from topotrain.training import ensemble as ens
 from topotrain.training import train as tr
 from topotrain.training.model import GPTConfig
@@ -81,16 +82,7 @@ def measure(name: str, model_cfg: GPTConfig) -> dict:
 
 def run(progress=print) -> list[dict]:
     """One row per model in MODELS."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(THREADS)
-    try:
-        rows = []
-        for name, model_cfg in MODELS.items():
-            rows.append(measure(name, model_cfg))
-            progress(line(rows[-1]))
-        return rows
-    finally:
-        torch.set_num_threads(old)
+    return rows_at_threads(THREADS, MODELS.items(), measure, line, progress)
 
 
 def line(r: dict) -> str:

@@ -41,3 +41,20 @@ def study_models(path: Path = CONFIG) -> dict:
         name: GPTConfig.from_study(arch, config["context"], VOCAB_SIZE)
         for name, arch in config["models"].items()
     }
+
+
+def rows_at_threads(threads: int, cases, measure, line, progress=print) -> list[dict]:
+    """``measure(*case)`` for each of ``cases`` at ``threads`` torch threads (restored after),
+    each row reported as ``progress(line(row))``."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        rows = []
+        for case in cases:
+            rows.append(measure(*case))
+            progress(line(rows[-1]))
+        return rows
+    finally:
+        torch.set_num_threads(old)

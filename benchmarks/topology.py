@@ -135,6 +135,16 @@ def series_seconds(diagrams: dict[str, np.ndarray], checkpoints: int = CHECKPOIN
     return time.perf_counter() - start
 
 
+def study_checkpoints(tmp: str, label: str):
+    """Each study model's random checkpoint, written in ``tmp``: (name, path), announced on
+    stderr as ``label: name ...``."""
+    for name, config in study_models().items():
+        print(f"{label}: {name} ...", file=sys.stderr, flush=True)
+        path = Path(tmp) / f"{name}.safetensors"
+        make_checkpoint(path, config)
+        yield name, path
+
+
 def time_median(fn, repeats: int) -> float:
     """Median seconds of ``repeats`` calls of ``fn``."""
     times = []
@@ -151,10 +161,7 @@ def run(repeats: int = 5, threads: int = 2, max_points: int = 200) -> list[dict]
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, config in study_models().items():
-            print(f"topology: {name} ...", file=sys.stderr, flush=True)
-            path = Path(tmp) / f"{name}.safetensors"
-            make_checkpoint(path, config)
+        for name, path in study_checkpoints(tmp, "topology"):
             records, diagrams = checkpoint_topology(
                 path, PATTERNS, max_points=max_points, n_threads=threads
             )

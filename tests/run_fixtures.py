@@ -11,37 +11,19 @@ import numpy as np
 from safetensors.numpy import save_file
 
 TEXT = "the cat sat on the mat . a dog ran in the park and the cat ran after it . " * 60
+NEOX_LIKE = dict(  # GPT-NeoX's and OLMo's tiny config; Llama's adds grouped-query attention
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=32,
+    max_position_embeddings=32,
+)
 TINY = {  # model_type → the tiny config of that architecture
     "gpt2": dict(n_embd=16, n_layer=2, n_head=2, n_positions=32),
-    "gpt_neox": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-    ),
-    "llama": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=32,
-        max_position_embeddings=32,
-    ),
-    "olmo": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-    ),
-    "olmo2": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-    ),
+    "gpt_neox": NEOX_LIKE,
+    "llama": NEOX_LIKE | dict(num_key_value_heads=1),
+    "olmo": NEOX_LIKE,
+    "olmo2": NEOX_LIKE,
 }
 CONFIGS = {
     "gpt2": "GPT2Config",

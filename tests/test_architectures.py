@@ -29,6 +29,15 @@ from topotrain.sources.weights import (
 )
 from topotrain.topology.layers import layer_records, shapes_of
 
+LLAMA_LIKE = [  # Llama's and OLMo's block 0: q, k, v, o, then the gated MLP
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+]
 # per architecture: the linear maps of block 0, in the module order, as transformers names them
 BLOCK0 = {
     "gpt2": ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"],
@@ -38,33 +47,9 @@ BLOCK0 = {
         "mlp.dense_h_to_4h",
         "mlp.dense_4h_to_h",
     ],
-    "llama": [
-        "self_attn.q_proj",
-        "self_attn.k_proj",
-        "self_attn.v_proj",
-        "self_attn.o_proj",
-        "mlp.gate_proj",
-        "mlp.up_proj",
-        "mlp.down_proj",
-    ],
-    "olmo": [
-        "self_attn.q_proj",
-        "self_attn.k_proj",
-        "self_attn.v_proj",
-        "self_attn.o_proj",
-        "mlp.gate_proj",
-        "mlp.up_proj",
-        "mlp.down_proj",
-    ],
-    "olmo2": [
-        "self_attn.q_proj",
-        "self_attn.k_proj",
-        "self_attn.v_proj",
-        "self_attn.o_proj",
-        "mlp.gate_proj",
-        "mlp.up_proj",
-        "mlp.down_proj",
-    ],
+    "llama": LLAMA_LIKE,
+    "olmo": LLAMA_LIKE,
+    "olmo2": LLAMA_LIKE,
 }
 PREFIX = {
     "gpt2": "transformer.h",

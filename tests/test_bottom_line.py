@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from conftest import ROOT
+from conftest import MODELS, PAPER
 from primary_rows import primary_row
 
 from topotrain.analysis.inference.stats import ALPHA
@@ -14,15 +14,6 @@ from topotrain.report.bottom_line import (
     bottom_line,
     replication_section,
 )
-
-PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
-MODELS = {
-    "tiny-3k": 3_000,
-    "small-7k": 7_000,
-    "med-21k": 21_000,
-    "large-46k": 46_000,
-    "xl-97k": 97_000,
-}
 
 
 def verdicts() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -255,22 +246,22 @@ def test_the_bottom_line_quotes_the_views_power_at_this_design_from_power_csv(tm
             planted="…", this_design=here, seeds=3 if here else 8, checkpoints=51
         )
 
-    views = pd.DataFrame(
-        [
-            view_row("h0_total", "innovation", "co-movement pair", 0.634, True),
-            view_row("h0_total", "level", "joint", 0.121, True),
-            view_row("h0_total", "innovation", "co-movement pair", 0.99, False),
-            view_row("np_mean", "innovation", "co-movement pair", 0.51, True),
-            view_row("np_mean", "level", "joint", 0.08, True),
-            view_row("np_mean", "level", "level pair", 0.3, True),
-            view_row("h0_total", "level", "reproduced", 0.094, True),
-            view_row("np_mean", "level", "reproduced", 0.02, True),
-            view_row("h0_total", "innovation", "joint", 0.712, True),
-            view_row("np_mean", "innovation", "joint", 0.55, True),
-            view_row("h0_total", "innovation", "reproduced", 0.404, True),
-            view_row("np_mean", "innovation", "reproduced", 0.31, True),
-        ]
-    )
+    table = """
+        h0_total | innovation | co-movement pair | 0.634 | True
+        h0_total | level      | joint            | 0.121 | True
+        h0_total | innovation | co-movement pair | 0.99  | False
+        np_mean  | innovation | co-movement pair | 0.51  | True
+        np_mean  | level      | joint            | 0.08  | True
+        np_mean  | level      | level pair       | 0.3   | True
+        h0_total | level      | reproduced       | 0.094 | True
+        np_mean  | level      | reproduced       | 0.02  | True
+        h0_total | innovation | joint            | 0.712 | True
+        np_mean  | innovation | joint            | 0.55  | True
+        h0_total | innovation | reproduced       | 0.404 | True
+        np_mean  | innovation | reproduced       | 0.31  | True
+    """  # feature | coupling | view | power at Δ_co | this design
+    cells = [[c.strip() for c in line.split("|")] for line in table.strip().splitlines()]
+    views = pd.DataFrame([view_row(f, c, v, float(pw), h == "True") for f, c, v, pw, h in cells])
     pd.concat([power_table(), views]).to_csv(tmp_path / "power.csv", index=False)
     line = power_sentence(pd.read_csv(tmp_path / "power.csv"))
     assert line.startswith("TP0: power at Δ = 0.1 is 0.53 [MC 0.50, 0.57]")

@@ -35,16 +35,8 @@ TRANSPOSED = [f"*.{name}.weight" for name in CONV1D]
 
 def tiny_gpt2(seed: int = 0) -> GPT2LMHeadModel:
     torch.manual_seed(seed)
-    config = GPT2Config(
-        n_embd=32,
-        n_layer=2,
-        n_head=2,
-        vocab_size=128,
-        n_positions=32,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return GPT2LMHeadModel(config)
+    sizes = dict(n_embd=32, n_layer=2, n_head=2, n_positions=32)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=128, bos_token_id=0, eos_token_id=0, **sizes))
 
 
 class Tokens(torch.utils.data.Dataset):

@@ -8,13 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topotrain.analysis.control.grokking import (
-    NORM,
-    TARGET,
-    feature_table,
-    seed_table,
-    verdicts,
-)
+from topotrain.analysis.control.claims import verdicts
+from topotrain.analysis.control.grokking import NORM, TARGET, feature_table, seed_table
 from topotrain.analysis.inference.seed_contrast import (
     PARTIAL_CO,
     contrast_cell,

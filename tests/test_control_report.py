@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from test_grokking_stats import planted
 
-from topotrain.analysis.control import grokking
+from topotrain.analysis.control import claims, grokking
 from topotrain.report.control import control_section, power_sentence, scaled
 
 
@@ -71,7 +71,7 @@ def test_the_section_names_the_seeds_that_never_grok_and_lists_the_others_steps(
     for name, frame in (
         ("control", table),
         ("control_seeds", seeds),
-        ("control_verdicts", grokking.verdicts(table, primary="tied")),
+        ("control_verdicts", claims.verdicts(table, primary="tied")),
     ):
         frame.to_csv(tmp_path / f"{name}.csv", index=False)
         tables[f"{name}_csv"] = str(tmp_path / f"{name}.csv")

@@ -17,17 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import run_snakemake, tiny_config, write_corpus
+from conftest import MODELS, run_snakemake, tiny_config, write_corpus
 
 from topotrain.analysis.inference.stats import BASELINES, FEATURES
 
-MODELS = {
-    "tiny-3k": 3_000,
-    "small-7k": 7_000,
-    "med-21k": 21_000,
-    "large-46k": 46_000,
-    "xl-97k": 97_000,
-}
 RULES = [
     "associations",
     "models_table",

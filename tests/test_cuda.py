@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import write_random_tokens
+from conftest import train_config, write_random_tokens
 
 from topotrain.training.model import GPTConfig
 from topotrain.training.train import TrainConfig
@@ -30,17 +30,7 @@ from topotrain.training.train import TrainConfig
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 MODEL = GPTConfig(n_layer=2, n_head=2, n_embd=16, block_size=32)  # head dim 8
-CFG = TrainConfig(
-    steps=200,
-    checkpoint_interval=50,
-    batch_size=16,
-    warmup_steps=20,
-    eval_batches=2,
-    eval_batch_size=16,
-    seed=3,
-    device="cuda",
-    compile="false",
-)
+CFG = train_config(200, 50, 16, 20, 2, seed=3, device="cuda", compile="false")
 # CUDA trains with TF32 matrix products (10-bit mantissa) against float32 on the CPU: per-step
 # losses agree to this relative tolerance over 200 updates (measured: docs/gpu.md).
 LOSS_RTOL = 1e-2

@@ -9,13 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from topotrain.analysis.control.grokking import (
-    NEVER,
-    feature_table,
-    seed_table,
-    sign_flip,
-    verdicts,
-)
+from topotrain.analysis.control.claims import verdicts
+from topotrain.analysis.control.grokking import NEVER, feature_table, seed_table, sign_flip
 from topotrain.analysis.inference.stats import spearman_exact
 
 

@@ -78,6 +78,16 @@ def test_groups_split_by_type_and_depth():
     assert set(layers[masks[("depth", "block 1")]]["layer"]) == set(NAMES[4:])
 
 
+def cell(table, group: str, feature: str, view: str, target: str = "val_loss"):
+    """The rows of ``table`` of one group, feature, target and view."""
+    return table[
+        (table["group"] == group)
+        & (table["feature"] == feature)
+        & (table["target"] == target)
+        & (table["view"] == view)
+    ]
+
+
 def test_layer_type_table_against_a_direct_computation():
     layers, features = synthetic()
     table = layer_type_table(layers, features, n_resamples=100, seed=0)
@@ -86,22 +96,12 @@ def test_layer_type_table_against_a_direct_computation():
     attn = layers[layers["layer"].str.contains(".attn.", regex=False)]
     np_attn = attn.groupby("step")["np_total"].mean()
     expected = stats.spearmanr(np_attn.to_numpy(), features["val_loss"].to_numpy())[0]
-    row = table[
-        (table["group"] == "attention")
-        & (table["feature"] == "np_mean")
-        & (table["target"] == "val_loss")
-        & (table["view"] == "raw")
-    ]
+    row = cell(table, "attention", "np_mean", "raw")
     assert row["rho"].item() == pytest.approx(expected, abs=1e-12)
     # H0 total of block 1 is the sum over its four matrices
     block = layers[layers["layer"].isin(NAMES[4:])].groupby("step")["h0_total"].sum()
     det = stats.spearmanr(np.diff(block.to_numpy()), np.diff(features["val_loss"].to_numpy()))[0]
-    row = table[
-        (table["group"] == "block 1")
-        & (table["feature"] == "h0_total")
-        & (table["target"] == "val_loss")
-        & (table["view"] == "detrended")
-    ]
+    row = cell(table, "block 1", "h0_total", "detrended")
     assert row["rho"].item() == pytest.approx(det, abs=1e-12)
     assert set(table.loc[table["model"] != "pooled", "n_layers"]) == {4}
     summary = layer_type_summary(table, view="detrended")

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
-from conftest import write_random_tokens
+from conftest import train_config, write_random_tokens
 from safetensors import safe_open
 
 from topotrain.analysis.inference.numerics import (
@@ -22,21 +22,10 @@ from topotrain.jobs.aggregate import aggregate_weights
 from topotrain.jobs.topology import write_checkpoint_topology
 from topotrain.training.model import GPTConfig
 from topotrain.training.numerics import run_numerics
-from topotrain.training.train import TrainConfig, train_model
+from topotrain.training.train import train_model
 
 MODEL = GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=16)
-CFG = TrainConfig(
-    steps=4,
-    checkpoint_interval=2,
-    batch_size=2,
-    warmup_steps=1,
-    eval_batches=1,
-    eval_batch_size=2,
-    seed=3,
-    device="cpu",
-    threads=1,
-    attention="sdpa",
-)
+CFG = train_config(4, 2, 2, 1, 1, seed=3, device="cpu", threads=1, attention="sdpa")
 CPU = {  # a CPU run of CFG in a fresh process
     "device": "cpu",
     "dtype": "float32",

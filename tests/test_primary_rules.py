@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import MODELS, PAPER, paper_study
 
 from topotrain.analysis.inference.primary import (
     CONDITIONS,
@@ -29,14 +29,6 @@ from topotrain.report.bottom_line import effect_phrase, primary_sentence
 
 RANKS = "ranks"  # these rules are the level view's question's; both questions: test_primary_views
 
-PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
-MODELS = {
-    "tiny-3k": 3_000,
-    "small-7k": 7_000,
-    "med-21k": 21_000,
-    "large-46k": 46_000,
-    "xl-97k": 97_000,
-}
 STRONG = {"tiny-3k": 0.0, "small-7k": 0.0, "med-21k": 4.0, "large-46k": 4.0, "xl-97k": 4.0}
 T3 = "ρ(NP, train loss) sign reversal with size"
 
@@ -51,30 +43,21 @@ def study(np_share: dict[str, float], seeds: int = 3, n: int = 26, rng_seed: int
     (TP0's claimed sign, strong), np_mean carries np_share[model]·u, h1_total and the norm are
     noise; every feature has its own noise of u's size on a trend."""
     rng = np.random.default_rng(rng_seed)
-    step = np.arange(n) * 100
-    rows = []
-    for model, size in MODELS.items():
-        for seed in range(seeds):
-            u = rng.normal(0, 0.05, n)
-            rows.append(
-                pd.DataFrame(
-                    {
-                        "model": model,
-                        "seed": seed,
-                        "n_params": size,
-                        "step": step,
-                        "train_loss": 2 + 3 * np.exp(-step / 800) + u,
-                        "h0_total": 50 + 5 * np.log1p(step / 100) - 4 * u + rng.normal(0, 0.05, n),
-                        "np_mean": 0.3
-                        + 0.05 * np.log1p(step / 100)
-                        + np_share[model] * u
-                        + rng.normal(0, 0.05, n),
-                        "h1_total": rng.normal(1, 0.1, n),
-                        "l2_norm_mean": 1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
-                    }
-                )
-            )
-    return pd.concat(rows, ignore_index=True)
+
+    def columns(model, seed, step):
+        u = rng.normal(0, 0.05, n)
+        return dict(
+            train_loss=2 + 3 * np.exp(-step / 800) + u,
+            h0_total=50 + 5 * np.log1p(step / 100) - 4 * u + rng.normal(0, 0.05, n),
+            np_mean=0.3
+            + 0.05 * np.log1p(step / 100)
+            + np_share[model] * u
+            + rng.normal(0, 0.05, n),
+            h1_total=rng.normal(1, 0.1, n),
+            l2_norm_mean=1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
+        )
+
+    return paper_study(columns, seeds, n)
 
 
 def view_cells(df: pd.DataFrame, paper: pd.DataFrame, feature: str, view: str):

@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import ROOT, paper_study
 
 from topotrain.analysis.inference.primary import (
     QUESTIONS,
@@ -189,27 +189,19 @@ def _study(seeds: int = 3, n: int = 12, rng_seed: int = 5) -> pd.DataFrame:
     """5 models × seeds × n checkpoints: TP0 moves with the validation loss step to step, each
     seed with a large offset of the other sign in TP0 (so the level view sees the offsets)."""
     rng = np.random.default_rng(rng_seed)
-    step = np.arange(n) * 100
-    rows = []
-    for (model, size), seed in itertools.product(MODELS.items(), range(seeds)):
+
+    def columns(model, seed, step):
         u = rng.normal(0, 0.05, n).cumsum()
-        rows.append(
-            pd.DataFrame(
-                {
-                    "model": model,
-                    "seed": seed,
-                    "n_params": size,
-                    "step": step,
-                    "train_loss": 2 + 3 * np.exp(-step / 800) + u + rng.normal(0, 0.01, n),
-                    "val_loss": 2.1 + 3 * np.exp(-step / 800) + u,
-                    "h0_total": 50 - 4 * u + rng.normal(0, 0.01, n) + 3 * (seed - 1),
-                    "np_mean": rng.normal(0.3, 0.01, n),
-                    "h1_total": rng.normal(1, 0.1, n),
-                    "l2_norm_mean": 1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
-                }
-            )
+        return dict(
+            train_loss=2 + 3 * np.exp(-step / 800) + u + rng.normal(0, 0.01, n),
+            val_loss=2.1 + 3 * np.exp(-step / 800) + u,
+            h0_total=50 - 4 * u + rng.normal(0, 0.01, n) + 3 * (seed - 1),
+            np_mean=rng.normal(0.3, 0.01, n),
+            h1_total=rng.normal(1, 0.1, n),
+            l2_norm_mean=1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
         )
-    return pd.concat(rows, ignore_index=True)
+
+    return paper_study(columns, seeds, n, MODELS)
 
 
 def test_the_bottom_line_question_comes_from_the_config_and_no_loss_data_changes_it():

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import PAPER, paper_study
 from scipy import stats
 
 from topotrain.analysis.inference.primary import primary_family
@@ -21,15 +21,7 @@ from topotrain.analysis.inference.seed_contrast import (
 )
 from topotrain.analysis.replication.claims import read_paper_values, replication_table
 
-PAPER = ROOT / "workflow" / "data" / "paper_values.csv"
 RANKS = "ranks"  # the level view's question (both questions: test_primary_views)
-MODELS = {
-    "tiny-3k": 3_000,
-    "small-7k": 7_000,
-    "med-21k": 21_000,
-    "large-46k": 46_000,
-    "xl-97k": 97_000,
-}
 
 
 def brute_rhos(x: np.ndarray, y: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
@@ -133,28 +125,19 @@ def study(seeds: int = 3, n: int = 26) -> pd.DataFrame:
     """5 paper models × seeds: h0_total carries −(the run's own loss fluctuation) (the paper's
     sign), np_mean is a fixed function of step plus noise, h1_total is independent noise."""
     rng = np.random.default_rng(11)
-    step = np.arange(n) * 100
-    rows = []
-    for model, size in MODELS.items():
-        for seed in range(seeds):
-            u = rng.normal(0, 0.05, n)
-            loss = 2 + 3 * np.exp(-step / 800) + u
-            rows.append(
-                pd.DataFrame(
-                    {
-                        "model": model,
-                        "seed": seed,
-                        "n_params": size,
-                        "step": step,
-                        "train_loss": loss,
-                        "h0_total": 50 + 5 * np.log1p(step / 100) - 4 * u + rng.normal(0, 0.05, n),
-                        "np_mean": 0.3 + 0.05 * np.log1p(step / 100) + rng.normal(0, 0.01, n),
-                        "h1_total": rng.normal(1, 0.1, n),
-                        "l2_norm_mean": 1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
-                    }
-                )
-            )
-    return pd.concat(rows, ignore_index=True)
+
+    def columns(model, seed, step):
+        u = rng.normal(0, 0.05, n)
+        loss = 2 + 3 * np.exp(-step / 800) + u
+        return dict(
+            train_loss=loss,
+            h0_total=50 + 5 * np.log1p(step / 100) - 4 * u + rng.normal(0, 0.05, n),
+            np_mean=0.3 + 0.05 * np.log1p(step / 100) + rng.normal(0, 0.01, n),
+            h1_total=rng.normal(1, 0.1, n),
+            l2_norm_mean=1 + 0.1 * np.log1p(step / 500) + rng.normal(0, 0.01, n),
+        )
+
+    return paper_study(columns, seeds, n)
 
 
 def test_primary_family_rejects_the_planted_claim_and_not_the_clock():

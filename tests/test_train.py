@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import write_random_tokens
+from conftest import train_config, write_random_tokens
 from safetensors import safe_open
 from torch.nn import functional as F
 
@@ -29,18 +29,7 @@ from topotrain.training.run_state import load_checkpoint
 from topotrain.training.train import TrainConfig, lr_at, train_model
 
 MODEL = GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=16)
-CFG = TrainConfig(
-    steps=40,
-    checkpoint_interval=10,
-    batch_size=4,
-    warmup_steps=5,
-    eval_batches=3,
-    eval_batch_size=4,
-    grad_clip=0.1,
-    seed=7,
-    device="cpu",
-    threads=1,
-)
+CFG = train_config(40, 10, 4, 5, 3, seed=7, grad_clip=0.1, device="cpu", threads=1)
 STEPS = range(0, CFG.steps + 1, CFG.checkpoint_interval)
 
 

@@ -139,14 +139,9 @@ def control_analysis_job(inputs: dict[str, list[str]], params: dict, out: dict[s
     features table, the per-feature, per-seed, verdict (at Δ = ``params["sesoi"]``,
     ``analysis.sesoi``; the schema's default when None) and diagnostics tables and the per-seed
     curves figure; the co-movement view at the params' H (``comove_design``)."""
+    from topotrain.analysis.control.claims import verdicts
     from topotrain.analysis.control.diagnostics import WW, control_diagnostics
-    from topotrain.analysis.control.grokking import (
-        FEATURES,
-        SESOI,
-        feature_table,
-        seed_table,
-        verdicts,
-    )
+    from topotrain.analysis.control.grokking import FEATURES, SESOI, feature_table, seed_table
     from topotrain.analysis.inference.stats import LLC_FEATURES
     from topotrain.io import atomic_write_all
     from topotrain.report.control import control_curves

@@ -50,26 +50,12 @@ class LogHandler(LogHandlerBase):
             self.ticker = threading.Thread(target=self._tick, daemon=True)
             self.ticker.start()
 
-    # the interface's declarations
-    @property
-    def writes_to_stream(self) -> bool:
-        return True
-
-    @property
-    def writes_to_file(self) -> bool:
-        return False
-
-    @property
-    def has_filter(self) -> bool:
-        return True
-
-    @property
-    def has_formatter(self) -> bool:
-        return True
-
-    @property
-    def needs_rulegraph(self) -> bool:
-        return False
+    # the interface's declarations: class attributes answer its abstract properties
+    writes_to_stream = True
+    writes_to_file = False
+    has_filter = True
+    has_formatter = True
+    needs_rulegraph = False
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

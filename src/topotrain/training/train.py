@@ -24,11 +24,8 @@ refuse a model whose seeds differ.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import math
-import os
 import random
 import sys
 from collections.abc import Callable
@@ -41,7 +38,7 @@ from torch.optim import Optimizer
 from tqdm import tqdm
 
 from topotrain.config import DEFAULTS, check_settings, llc_steps
-from topotrain.devices import resolve_device
+from topotrain.training import windows
 from topotrain.training.attention import resolve_attention
 from topotrain.training.model import GPT, GPTConfig, compile_error, compile_model
 from topotrain.training.numerics import run_numerics
@@ -53,20 +50,18 @@ from topotrain.training.run_state import (
     save_checkpoint,
     save_resume,
 )
-from topotrain.training.windows import (
-    device_tokens,
-    eval_offsets,
-    evaluate,
-    get_batch,
-    sample_offsets,
+from topotrain.training.runtime import (  # noqa: F401 (imported from here)
+    cuda_determinism,
+    keep_freed_memory,
+    setup_device,
 )
+from topotrain.training.windows import eval_offsets, evaluate
 
 log = logging.getLogger(__name__)
 
 BETAS = (0.9, 0.95)  # AdamW betas, as nanoGPT / GPT-3
 AUTO_COMPILE_DEVICES = ("cuda",)  # on CPU compiling did not pay (benchmarks/training.py)
 AUTO_COMPILE_MIN_STEPS = 1000  # shorter runs do not earn back the compile time
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 
 
 _TRAIN = DEFAULTS["train"]  # the schema's defaults (train:)
@@ -213,7 +208,7 @@ def build_training(
     log.info("attention kernel: %s; GELU: %s", attention, cfg.gelu)
     model, optimizer, gen = build_member(model_cfg, cfg, device, attention)
     forward = compile_model(model, device) if compiled else model
-    return Training(model, attention, forward, optimizer, gen, device_tokens(data, device))
+    return Training(model, attention, forward, optimizer, gen, windows.device_tokens(data, device))
 
 
 def finite_weights(model: GPT) -> bool:
@@ -264,9 +259,9 @@ def train_steps(training: Training, cfg: TrainConfig, start: int, stop: int) -> 
     T, lrs = training.model.config.block_size, [lr_at(t, cfg) for t in range(start, stop)]
     stats = []
     for lr in lrs:
-        offsets = sample_offsets(len(training.tokens), T, (cfg.batch_size,), training.gen)
+        offsets = windows.sample_offsets(len(training.tokens), T, (cfg.batch_size,), training.gen)
         stats.append(
-            train_step(training, *get_batch(training.tokens, offsets, T), lr, cfg.grad_clip)
+            train_step(training, *windows.get_batch(training.tokens, offsets, T), lr, cfg.grad_clip)
         )
     values = torch.stack(stats).tolist()
     return [(t, *v, lr) for t, v, lr in zip(range(start, stop), values, lrs, strict=True)]
@@ -278,41 +273,6 @@ def progress_bar(start: int, total: int, enabled: bool) -> tqdm:
     return tqdm(
         initial=start, total=total, file=sys.stderr, mininterval=interval, disable=not enabled
     )
-
-
-def keep_freed_memory() -> bool:
-    """glibc: serve allocations up to 32 MiB from the heap and keep freed pages, so each CPU step
-    reuses memory instead of page-faulting in ~10⁴ fresh zeroed pages. Whether it applied."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        mmap_ok = libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
-        return bool(mmap_ok and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30))
-    except (OSError, AttributeError):  # not glibc
-        return False
-
-
-def cuda_determinism(warn_only: bool = False) -> None:
-    """Make CUDA training repeatable: deterministic algorithms for the process (strict: with
-    ``warn_only`` an op lacking a deterministic kernel only warns, and the memory-efficient
-    attention backward keeps its nondeterministic default) and a fixed cuBLAS workspace (read when
-    cuBLAS starts: call before the first matrix product). Measured on a GPU: docs/gpu.md."""
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=warn_only)
-    torch.backends.cudnn.benchmark = False
-
-
-def setup_device(cfg: TrainConfig) -> torch.device:
-    """Resolve the device and set the thread count; on CPU keep freed memory; on CUDA use TF32 and,
-    with ``deterministic``, ``cuda_determinism``."""
-    torch.set_num_threads(cfg.threads)
-    device = torch.device(resolve_device(cfg.device))
-    if device.type == "cuda":
-        torch.set_float32_matmul_precision("high")  # TF32 (inductor reads this setting)
-        if cfg.deterministic:
-            cuda_determinism()
-    else:
-        keep_freed_memory()
-    return device
 
 
 def _check_finite(rows: list[tuple], evals: list[tuple], state_dir: Path) -> None:
@@ -336,7 +296,10 @@ def train_model(
     finished, the checkpoints, metrics.csv and evals.csv are published to ``out_dir``."""
     device, T = setup_device(cfg), model_cfg.block_size
     train_data, val_data = load_tokens(train_bin, model_cfg), load_tokens(val_bin, model_cfg)
-    val_tokens, val_offsets = device_tokens(val_data, device), eval_offsets(len(val_data), T, cfg)
+    val_tokens, val_offsets = (
+        windows.device_tokens(val_data, device),
+        eval_offsets(len(val_data), T, cfg),
+    )
     state_dir, out_dir = Path(state_dir), Path(out_dir)
     compiled = use_compile(cfg, device)
     training = build_training(model_cfg, cfg, device, train_data, compiled)

@@ -76,12 +76,11 @@ from topotrain.analysis.inference.parallel import design_initializer
 from topotrain.analysis.inference.stats import ALPHA
 from topotrain.config import DEFAULTS
 
-_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
-
 log = logging.getLogger(__name__)
 
-SIMULATIONS = DEFAULTS["analysis"]["calibration"]["simulations"]  # draws per scenario
-SEEDS = tuple(DEFAULTS["analysis"]["calibration"]["seeds"])  # seeds per simulated model
+_ANALYSIS = DEFAULTS["analysis"]  # the schema's analysis: defaults
+SIMULATIONS = _ANALYSIS["calibration"]["simulations"]  # draws per scenario
+SEEDS = tuple(_ANALYSIS["calibration"]["seeds"])  # seeds per simulated model
 CALIBRATION_COLUMNS = [  # first_*: a re-drawn row's first draws (the others: all pooled)
     *("test", "scenario", "measures", "seeds", "n_sim", "rate", "mc_low", "mc_high", "nominal"),
     *("pass_max", "passes", "used_in_verdicts", "first_n_sim", "first_rate"),
