@@ -21,7 +21,8 @@ from topotrain.topology.record import record
 from topotrain.topology.settings import TopologySettings
 from topotrain.training.model import GPT
 from topotrain.training.run_state import load_checkpoint
-from topotrain.training.train import get_batch, load_tokens, sample_offsets
+from topotrain.training.train import load_tokens
+from topotrain.training.windows import get_batch, sample_offsets
 
 log = logging.getLogger(__name__)
 
