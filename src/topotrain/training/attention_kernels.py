@@ -80,6 +80,17 @@ def keys_values(qkv, b, k0, v0, D):
 
 
 @njit(fastmath=True, cache=True, inline="always")
+def head_of(qkv, bh, n_head, D):
+    """Flat (batch row, head) index bh → (b, h, the head's first q, k and v columns, its keys and
+    values transposed to (D, T): ``keys_values``) in fused (B, T, 3C) q/k/v."""
+    b, h = bh // n_head, bh % n_head
+    C = qkv.shape[2] // 3
+    q0, k0, v0 = h * D, C + h * D, 2 * C + h * D
+    kT, vT = keys_values(qkv, b, k0, v0, D)
+    return b, h, q0, k0, v0, kT, vT
+
+
+@njit(fastmath=True, cache=True, inline="always")
 def row_pair(qkv, b, i, c0, D, scale, a, z):
     """a, z ← columns c0 … c0+D of rows i and i+1 of batch row b, times ``scale``; z is zero when
     row i is the last (odd T). Returns (i + 1 < T, the pair's key count)."""
@@ -108,13 +119,10 @@ def forward(qkv, n_head, D, y, probs, save):
     """y ← causal softmax(q·kᵀ/√D)·v per (batch, head), for fused (B, T, 3C) q/k/v with heads of
     D dims; probs[b, h, i, :i+1] ← row i's probabilities when ``save``."""
     literally(D)
-    B, T, C3 = qkv.shape
-    C = C3 // 3
+    B, T = qkv.shape[0], qkv.shape[1]
     scale = np.float32(1.0 / math.sqrt(D))
     for bh in prange(B * n_head):
-        b, h = bh // n_head, bh % n_head
-        q0, k0, v0 = h * D, C + h * D, 2 * C + h * D
-        kT, vT = keys_values(qkv, b, k0, v0, D)
+        b, h, q0, _, _, kT, vT = head_of(qkv, bh, n_head, D)
         qa = np.empty(D, np.float32)
         qz = np.empty(D, np.float32)
         sa = np.empty(T, np.float32)
@@ -151,13 +159,10 @@ def forward(qkv, n_head, D, y, probs, save):
 def backward(qkv, probs, dy, n_head, D, dqkv):
     """dqkv ← the gradient of ``forward``'s y with respect to qkv, given dy and the saved probs."""
     literally(D)
-    B, T, C3 = qkv.shape
-    C = C3 // 3
+    B, T = qkv.shape[0], qkv.shape[1]
     scale = np.float32(1.0 / math.sqrt(D))
     for bh in prange(B * n_head):
-        b, h = bh // n_head, bh % n_head
-        q0, k0, v0 = h * D, C + h * D, 2 * C + h * D
-        kT, vT = keys_values(qkv, b, k0, v0, D)
+        b, h, q0, k0, v0, kT, vT = head_of(qkv, bh, n_head, D)
         dkT = np.zeros((D, T), np.float32)
         dvT = np.zeros((D, T), np.float32)
         pa = np.empty(T, np.float32)

@@ -34,7 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from topotrain.io import atomic_write_text
-from topotrain.training.ensemble import Setup, ensemble_setup, member_key, train_ensemble
+from topotrain.training.ensemble import train_ensemble
+from topotrain.training.ensemble_members import Setup, ensemble_setup, member_key
 from topotrain.training.model import GPTConfig
 from topotrain.training.run_state import published_files
 from topotrain.training.train import TrainConfig
