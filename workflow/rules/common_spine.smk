@@ -37,12 +37,6 @@ def get_train_params(wildcards):
     return dict(params, seed=int(wildcards.seed))
 
 
-def get_ensemble_seeds(wildcards):
-    """The seeds a model's ensemble trains together (training.cohort); none when seeds train one
-    job each, so that adding a seed then reruns no finished run."""
-    return SEEDS if trains_ensemble() else []
-
-
 def get_train_priority(wildcards):
     """Rank of the model by parameter count (largest first): the longest training starts at once
     instead of ending the study alone on one core. In an ensemble, every model's first seed comes

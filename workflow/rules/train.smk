@@ -26,6 +26,5 @@ rule train_model:
         arch=get_model_arch,
         train=get_train_params,
         state_dir=lambda wc: f"{RESULTS}/state/train/{wc.model}/seed{wc.seed}",
-        seeds=get_ensemble_seeds,
     script:
         "../scripts/job.py"

@@ -55,5 +55,8 @@ def train_model_rule(sm) -> None:
         out=dict(sm.output.items()),
         state_dir=sm.params.state_dir,
         threads=sm.threads,
-        seeds=sm.params.seeds,
+        # Not a param, on purpose: which seeds an ensemble trains together is scheduling, not
+        # what a seed's run computes (each member's result is its single run's), and as a param
+        # adding a seed would rerun every finished training (tests/test_cohort.py).
+        seeds=sm.config["seeds"],
     )
