@@ -172,6 +172,28 @@ def test_the_html_page_embeds_the_answers_figure_and_keeps_link_texts(tmp_path):
     uri = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
     assert f"<img src='{uri}' alt='the forest'" in page
     assert "<p>see TP0</p>" in page and "figures/x.png" not in page
+    named = to_html("![TP0's seeds](figures/between_seeds_h0_total.png)", "t", {})
+    assert "<img" not in named  # not embedded: named, with where the report shows it
+    assert "<code>between_seeds_h0_total.png</code>" in named and "&quot;Answer&quot;" in named
+
+
+def test_the_bottom_line_page_embeds_the_forest_only(tmp_path):
+    from topotrain.report.page import bottom_page
+
+    pngs = {}
+    for name in ("effects_forest", "between_seeds_h0_total"):
+        pngs[f"{name}_png"] = tmp_path / f"{name}.png"
+        pngs[f"{name}_png"].write_bytes(name.encode())
+    text = "## Bottom line\n\n" + "\n\n".join(f"![{k}](figures/{p.name})" for k, p in pngs.items())
+    page = bottom_page(text, {k: str(p) for k, p in pngs.items()})
+    assert page.count("<img") == 1 and base64_of(b"effects_forest") in page
+    assert base64_of(b"between_seeds_h0_total") not in page
+
+
+def base64_of(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()
 
 
 def test_the_report_job_quotes_calibration_csv_when_it_has_it_else_the_docs(tmp_path):

@@ -63,6 +63,6 @@ def test_the_demo_html_report_opens_on_the_bottom_line_and_the_forest(demo_run, 
 
 
 def test_the_demo_report_zip_is_at_most_2_mb(demo_run):
-    """The zip form's size (its PNGs in 256 colours: figure_kit.palette_png); the single-file
+    """The zip form's size (its PNGs in 128 colours: figure_kit.palette_png); the single-file
     report.html carries ~3 MB of Snakemake's own scripts whatever the results."""
     assert (demo_run / "report.zip").stat().st_size <= 2_000_000

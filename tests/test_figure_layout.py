@@ -237,7 +237,10 @@ def test_the_between_seed_figure_draws_every_seed_or_says_none_has_two(study: St
     cells = points.groupby(["view", "condition"]).ngroups
     assert cells == 4
     scatters = [c for ax in fig.axes for c in ax.collections]
-    assert len(scatters) == len(study.models) * cells * len(study.seeds)
+    assert len(scatters) == len(study.models) * cells  # one per panel, a colour per seed
+    assert sum(len(dots.get_offsets()) for dots in scatters) == len(points)  # every point
+    for dots in scatters:
+        assert len({tuple(c) for c in dots.get_facecolors()}) == len(study.seeds)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == [f"seed {s}" for s in study.seeds]
 

@@ -55,8 +55,10 @@ def test_each_horizon_is_the_claim_views_of_the_report_at_that_h(tmp_path):
             assert got.loc[c, "p"] == direct[f"p_{c}"]
     assert prof.loc[prof["horizon"] == 100, "effect"].gt(0.1).all()  # the planted coupling
     png = tmp_path / "h.png"
-    figure_horizon_profile(prof, 0.1, 100, str(png), None)
-    assert png.stat().st_size > 10_000
+    fig = figure_horizon_profile(prof, 0.1, 100, str(png), None)
+    assert plt_image_shape(png)[1] > 300  # written: one claim's panel
+    (ax,) = fig.axes  # one claim: the planted one's β_co per H drawn, no "why" in its place
+    assert ax.get_title() and ax.get_legend_handles_labels()[1] and not ax.texts
     links = answer_links({"effects_forest_png": "f.png", "horizon_profile_png": str(png)})
     assert "[figure](figures/h.png)" in links
 
@@ -67,3 +69,9 @@ def test_the_claimed_signs_come_from_primary_csv():
     )
     assert signs_from_primary(primary) == {"h0_total": {"a": -1.0, "b": 1.0}}
     assert signs_from_primary(None) == {}
+
+
+def plt_image_shape(png) -> tuple[int, ...]:
+    import matplotlib.image as mpimg
+
+    return mpimg.imread(png).shape

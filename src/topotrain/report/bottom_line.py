@@ -257,7 +257,7 @@ def replication_section(replication: pd.DataFrame, rules: dict[str, str]) -> str
 
 
 IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")
-PAGE_WIDTH = 1000  # pixels of an embedded figure: the bottom line's page and the first screen
+PAGE_WIDTH = 1000  # pixels an embedded figure is shown at, at most (CSS): the first screen
 
 
 def to_html(markdown: str, title: str, images: dict[str, str] | None = None) -> str:
@@ -276,8 +276,8 @@ def to_html(markdown: str, title: str, images: dict[str, str] | None = None) -> 
 def html_body(markdown: str, images: dict[str, str] | None = None) -> str:
     """The HTML of the bottom line's Markdown (headings, bold, code, list items, pipe tables,
     paragraphs; an image line ``![alt](figures/NAME)`` embedded from ``images``: NAME → PNG path,
-    as a data URI, so that the page shows it inside Snakemake's report; a link's text kept, its
-    target dropped)."""
+    as a data URI, so that the page shows it inside Snakemake's report, else named with where the
+    report shows it; a link's text kept, its target dropped)."""
     images = {Path(p).name: p for p in (images or {}).values()}
 
     def inline(text: str) -> str:
@@ -309,6 +309,11 @@ def html_body(markdown: str, images: dict[str, str] | None = None) -> str:
             uri = data_uri(images[Path(image.group(2)).name])
             alt = html.escape(image.group(1), quote=True)
             body.append(f"<p><img src='{uri}' alt='{alt}' style='max-width:100%'></p>")
+        elif image:  # not embedded: where the report shows it
+            said = prose.render(
+                "bottom_line/picture_elsewhere", alt=image.group(1), file=Path(image.group(2)).name
+            )
+            body.append(f"<p>{inline(said)}</p>")
         elif line.startswith("## "):
             body.append(f"<h2>{inline(line[3:])}</h2>")
         elif line.strip():
@@ -316,23 +321,10 @@ def html_body(markdown: str, images: dict[str, str] | None = None) -> str:
     return "".join(body)
 
 
-def data_uri(path: str | Path, width: int = PAGE_WIDTH) -> str:
-    """A PNG as a data URI, at most ``width`` pixels wide and in 128 colours (Pillow: a figure's
-    flat colours survive, its bytes shrink threefold); a file Pillow cannot read, as it is."""
+def data_uri(path: str | Path) -> str:
+    """A PNG as a data URI, its bytes as they are: the figures are palette PNGs already
+    (``figure_kit.palette_png``), and the page scales them (max-width); resampling one here
+    blurred its text into more colours and made it half as large again."""
     import base64
-    import io
 
-    from PIL import Image, UnidentifiedImageError
-
-    data = Path(path).read_bytes()
-    try:
-        image = Image.open(io.BytesIO(data)).convert("RGB")
-    except (UnidentifiedImageError, OSError):
-        image = None
-    if image is not None:
-        if image.width > width:
-            image = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
-        out = io.BytesIO()
-        image.quantize(colors=128).save(out, "PNG", optimize=True)
-        data = out.getvalue()
-    return "data:image/png;base64," + base64.b64encode(data).decode()
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()

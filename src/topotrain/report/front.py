@@ -49,7 +49,8 @@ def front_page(
     """The first screen's HTML fragment: the banner when ``demo``, the bottom line's heading and
     its table of questions (``bottom_line.question_table`` of ``replication``, the rule ids from
     ``rules``; None: the spine is off), where each claim's verdict and numbers are, the checkbox
-    that shows the rule graph, and the forest (``forest_png``, shrunk: ``bottom_line.data_uri``)."""
+    that shows the rule graph, and the forest (``forest_png``, embedded: ``bottom_line.data_uri``;
+    shown at most PAGE_WIDTH wide)."""
     parts = [f"<p class='banner'><b>{html.escape(DEMO_BANNER)}</b></p>"] if demo else []
     lines = [prose.render("bottom_line/heading")]
     if replication is None:  # no spine: no claim of the paper asked

@@ -69,13 +69,17 @@ def report_page(
     return text, top
 
 
+EMBEDDED = ("effects_forest_png",)  # the bottom line's page embeds the answer's figure only
+
+
 def bottom_page(top: str, tables: Mapping) -> str:
-    """The bottom line ``top`` as an HTML page with the report's PNGs; a placeholder when the
-    spine is off (no bottom line)."""
+    """The bottom line ``top`` as an HTML page with the forest embedded (the other pictures
+    named: each embedded copy is the report's bytes again, and the default study's report stays
+    within 2 MB); a placeholder when the spine is off (no bottom line)."""
     from topotrain.report.bottom_line import to_html
 
     text = top or f"## Bottom line\n\n{prose.render('front/spine_off')}"
-    pictures = {k: v for k, v in tables.items() if k.endswith("_png")}
+    pictures = {k: v for k, v in tables.items() if k in EMBEDDED}
     return to_html(text, "topotrain — bottom line", pictures)
 
 
