@@ -28,8 +28,10 @@ from topotrain.callbacks import (  # noqa: E402
 )
 from topotrain.live import model_maps, module_topology, warm_up, weight_topology  # noqa: E402
 from topotrain.topology.layers import layer_records  # noqa: E402
+from topotrain.topology.settings import TopologySettings  # noqa: E402
 
 OPTIONS = {"max_points": 200, "seed": 0, "maxdim": 1, "n_threads": 1, "engine": "auto"}
+SETTINGS = TopologySettings.from_config(OPTIONS)
 
 
 def mlp(seed: int = 1) -> torch.nn.Module:
@@ -69,6 +71,14 @@ def test_check_every_refuses_non_positive_steps():
         TopologyCallback(every=0)
 
 
+def test_the_callbacks_topology_keywords_are_weight_topologys_and_a_typo_is_named():
+    callback = TopologyCallback(max_points=50, seed=3, maxdim=0, n_threads=2, engine="ripser")
+    assert callback.meter.settings == TopologySettings(50, 3, 0, "ripser", threads=2)
+    assert TopologyCallback().meter.settings == TopologySettings()  # the schema's defaults
+    with pytest.raises(TypeError, match=r"\['max_pionts'\].*'max_points'"):
+        TopologyCallback(max_pionts=50)
+
+
 def test_columns_prefix_the_summary_then_the_fired_steps():
     summary = {"np_mean": 1.5, "n_layers": 8}
     assert columns(summary, {"h0_total": 400}) == {
@@ -91,7 +101,7 @@ def test_meter_computes_weight_topology_walking_the_module_once(monkeypatch):
     walks = []
     monkeypatch.setattr(callbacks, "model_maps", lambda *a: walks.append(a) or model_maps(*a))
     model = mlp()
-    meter = Meter(None, False, False, **OPTIONS)
+    meter = Meter(None, False, False, SETTINGS)
     assert meter.setup_seconds > 0 and meter.seconds == []
     first = meter(model)
     assert first == weight_topology(model, **OPTIONS)
@@ -107,10 +117,10 @@ def test_meter_computes_weight_topology_walking_the_module_once(monkeypatch):
 
 def test_module_topology_is_weight_topologys_computation_of_a_module():
     model = mlp(seed=4)
-    summary, records = module_topology(model, model_maps(model), **OPTIONS)
+    summary, records = module_topology(model, model_maps(model), SETTINGS)
     assert {**summary, "layers": records} == weight_topology(model, per_layer=True, **OPTIONS)
     assert [r["layer"] for r in records] == ["0.weight", "2.weight"]
-    assert warm_up(**OPTIONS) > 0
+    assert warm_up(SETTINGS) > 0
 
 
 def test_writer_unbound_appends_to_log_history_and_warns_once(caplog):

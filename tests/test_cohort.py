@@ -35,7 +35,7 @@ def job(root: Path, corpus, seed: int, seeds=SEEDS) -> list[int]:
     """The train rule's job of ``seed``: outputs root/out/seed<N>, state root/state/seed<N>."""
     cfg = replace(ENSEMBLE, seed=seed)
     out, state = root / "out" / f"seed{seed}", root / "state" / f"seed{seed}"
-    return train_member(MODEL, cfg, *corpus, out, state, seeds, progress=False)
+    return train_member(MODEL, cfg, (*corpus, out, state), seeds, progress=False)
 
 
 @pytest.fixture(scope="module")

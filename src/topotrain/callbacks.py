@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from transformers import TrainerCallback, TrainerControl, TrainerState
 
 from topotrain.analysis.prediction.stopping import DEFAULTS, topology_stop
-from topotrain.config import DEFAULTS as CONFIG_DEFAULTS
-from topotrain.config import ENGINE
 from topotrain.live import model_maps, module_topology, warm_up
+from topotrain.topology.settings import TopologySettings
 
-_TOPOLOGY = CONFIG_DEFAULTS["topology"]  # the schema's topology defaults
+# the callback's topology keywords, spelled as weight_topology's
+TOPOLOGY_KEYWORDS = ("max_points", "seed", "maxdim", "n_threads", "engine")
 
 log = logging.getLogger(__name__)
 
@@ -103,26 +103,18 @@ class Writer:
 class Meter:
     """``live.module_topology``'s columns of a module at each call, its maps found once (the
     module walk) and each call timed (``seconds``); the kernels load when it is built
-    (``setup_seconds``). Arguments as for ``live.weight_topology``."""
+    (``setup_seconds``). ``layers``, ``include_embeddings``, ``include_head``: as for
+    ``live.weight_topology``; ``settings``: the record's (``TopologySettings``)."""
 
     layers: Sequence[str] | None
     include_embeddings: bool
     include_head: bool
-    max_points: int
-    seed: int
-    maxdim: int
-    n_threads: int
-    engine: str
+    settings: TopologySettings = field(default_factory=TopologySettings)
     maps: list | None = None
     seconds: list[float] = field(default_factory=list)  # wall time of each computation
 
     def __post_init__(self):
-        self.setup_seconds = warm_up(**self.options())
-
-    def options(self) -> dict:
-        """The keyword arguments of ``live.matrix_topology``."""
-        keys = ("max_points", "seed", "maxdim", "n_threads", "engine")
-        return {k: getattr(self, k) for k in keys}
+        self.setup_seconds = warm_up(self.settings)
 
     def find_maps(self, model) -> list:
         """The module's maps to analyse (``live.model_maps``), found at the first call."""
@@ -132,9 +124,22 @@ class Meter:
 
     def __call__(self, model) -> dict[str, float]:
         start = time.perf_counter()
-        summary, _ = module_topology(model, self.find_maps(model), **self.options())
+        summary, _ = module_topology(model, self.find_maps(model), self.settings)
         self.seconds.append(time.perf_counter() - start)
         return summary
+
+
+def settings_of(topology: dict) -> TopologySettings:
+    """The callback's ``TopologySettings`` from its keywords (``max_points``, ``seed``,
+    ``maxdim``, ``n_threads``, ``engine``: as for ``live.weight_topology``); another keyword is
+    an error that names it."""
+    unknown = sorted(set(topology) - set(TOPOLOGY_KEYWORDS))
+    if unknown:
+        raise TypeError(
+            f"TopologyCallback got unexpected keyword(s) {unknown}; its topology keywords are "
+            f"{list(TOPOLOGY_KEYWORDS)} (as for weight_topology)"
+        )
+    return TopologySettings.from_config(topology)
 
 
 class DiminishingReturns:
@@ -197,9 +202,10 @@ class TopologyCallback(TrainerCallback, DiminishingReturns):
     """Logs ``topology/<column>`` (``live.weight_topology``'s columns) at each save, or every
     ``every`` steps, and ``topology/diminishing_returns/<feature>`` once the causal rule fires.
 
-    ``layers``, ``include_embeddings``, ``include_head``, ``max_points``, ``seed``, ``maxdim``,
-    ``n_threads``, ``engine``: as for ``weight_topology``. ``watch``, ``threshold``, ``patience``,
-    ``stop_training``: as for ``DiminishingReturns`` (defaults: ``analysis.stopping.DEFAULTS``)."""
+    ``layers``, ``include_embeddings``, ``include_head`` and the keywords ``max_points``,
+    ``seed``, ``maxdim``, ``n_threads``, ``engine`` (``**topology``): as for ``weight_topology``.
+    ``watch``, ``threshold``, ``patience``, ``stop_training``: as for ``DiminishingReturns``
+    (defaults: ``analysis.stopping.DEFAULTS``)."""
 
     def __init__(
         self,
@@ -208,22 +214,17 @@ class TopologyCallback(TrainerCallback, DiminishingReturns):
         layers: Sequence[str] | None = None,
         include_embeddings: bool = False,
         include_head: bool = False,
-        max_points: int = _TOPOLOGY["max_points"],
-        seed: int = _TOPOLOGY["seed"],
-        maxdim: int = _TOPOLOGY["maxdim"],
-        n_threads: int = 1,
-        engine: str = ENGINE,
         watch: Sequence[str] = tuple(DEFAULTS["topology_features"]),
         threshold: float = DEFAULTS["topology_threshold"],
         patience: int = DEFAULTS["topology_patience"],
         stop_training: bool = False,
+        **topology,
     ):
         check_every(every)
+        settings = settings_of(topology)
         DiminishingReturns.__init__(self, watch, threshold, patience, stop_training)
         self.every, self.writer = every, Writer(trainer)
-        self.meter = Meter(
-            layers, include_embeddings, include_head, max_points, seed, maxdim, n_threads, engine
-        )
+        self.meter = Meter(layers, include_embeddings, include_head, settings)
         self.seconds = self.meter.seconds  # wall time of each computation (the meter's list)
 
     def bind(self, trainer) -> TopologyCallback:

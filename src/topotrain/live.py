@@ -118,45 +118,34 @@ def summary_columns(
 
 
 def matrix_topology(
-    mats: Mapping[str, np.ndarray],
-    max_points: int = _TOPOLOGY["max_points"],
-    seed: int = _TOPOLOGY["seed"],
-    maxdim: int = _TOPOLOGY["maxdim"],
-    n_threads: int = 1,
-    engine: str = ENGINE,
+    mats: Mapping[str, np.ndarray], settings: TopologySettings | None = None
 ) -> tuple[dict[str, float | int], list[dict]]:
     """(summary columns, per-layer records) of oriented matrices: ``topology.record`` over all of
-    them (rows subsampled to ``max_points``), then ``summary_columns``.
+    them with ``settings`` (rows subsampled to its ``max_points``; default: the schema's), then
+    ``summary_columns``.
 
     NumPy's BLAS runs at one thread meanwhile: its idle threads spin for a while after each call
     and, on a small CPU, slow the training step that follows by about as much as this call takes.
     """
-    settings = TopologySettings(max_points, seed, maxdim, engine, threads=n_threads)
+    settings = settings or TopologySettings()
     with threadpool_limits(limits=1, user_api="blas"):
         records = record(mats, ["*"], settings, source=SOURCE).layers
-    return summary_columns(records, maxdim), records
+    return summary_columns(records, settings.maxdim), records
 
 
 def module_topology(
-    model,
-    maps: Sequence[WeightMap],
-    max_points: int,
-    seed: int,
-    maxdim: int,
-    n_threads: int,
-    engine: str,
+    model, maps: Sequence[WeightMap], settings: TopologySettings | None = None
 ) -> tuple[dict[str, float | int], list[dict]]:
     """``matrix_topology`` of a module's current weights along ``maps`` (``model_maps``'s):
     ``weight_topology(model)``'s computation, for a caller that walks the module once."""
-    mats = module_matrices(model, maps)
-    return matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
+    return matrix_topology(module_matrices(model, maps), settings)
 
 
-def warm_up(**options) -> float:
+def warm_up(settings: TopologySettings | None = None) -> float:
     """Seconds taken to load the Vietoris–Rips kernels (imports, first calls) on a 3×2 matrix,
-    so that the first measured ``matrix_topology(…, **options)`` does not pay for them."""
+    so that the first measured ``matrix_topology(…, settings)`` does not pay for them."""
     start = time.perf_counter()
-    matrix_topology({"warm-up": np.arange(6.0).reshape(3, 2)}, **options)
+    matrix_topology({"warm-up": np.arange(6.0).reshape(3, 2)}, settings)
     return time.perf_counter() - start
 
 
@@ -226,17 +215,18 @@ def weight_topology(
     (giotto-ph when installed), as the workflow's ``topology.engine``; the bars agree (tested).
     """
     obj = model_or_state_dict
+    settings = TopologySettings(max_points, seed, maxdim, engine, threads=n_threads)
     if is_module(obj):
         if transposed or config is not None:
             raise ValueError(
                 "transposed and config are for state dicts: a module's layout comes from its types"
             )
         maps = model_maps(obj, layers, include_embeddings, include_head)
-        summary, records = module_topology(obj, maps, max_points, seed, maxdim, n_threads, engine)
+        summary, records = module_topology(obj, maps, settings)
     elif isinstance(obj, Mapping):
         options = (include_embeddings, include_head)
         mats = state_matrices(obj, layers, transposed, config, *options)
-        summary, records = matrix_topology(mats, max_points, seed, maxdim, n_threads, engine)
+        summary, records = matrix_topology(mats, settings)
     else:
         raise TypeError(f"need an nn.Module or a state dict, got {type(obj).__name__}")
     return {**summary, "layers": records} if per_layer else summary

@@ -33,10 +33,11 @@ def train_model_job(
     cfg = TrainConfig(**{**train, "threads": threads})
     log.info("training %s (seed %d) → %s", model, cfg.seed, out_dir)
     try:
+        paths = (train_bin, val_bin, out_dir, state_dir)
         if cfg.ensemble:
-            train_member(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir, seeds or [])
+            train_member(model_cfg, cfg, paths, seeds or [])
         else:
-            train_model(model_cfg, cfg, train_bin, val_bin, out_dir, state_dir)
+            train_model(model_cfg, cfg, *paths)
     except (RuntimeError, ValueError) as err:
         raise type(err)(f"model {model}, seed {cfg.seed}: {err}") from err
 

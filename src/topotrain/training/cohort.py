@@ -123,16 +123,15 @@ def take(seat: Seat, key: str) -> None:
 def train_member(
     model_cfg: GPTConfig,
     cfg: TrainConfig,
-    train_bin: str | Path,
-    val_bin: str | Path,
-    out_dir: str | Path,
-    state_dir: str | Path,
+    paths: tuple[str | Path, str | Path, str | Path, str | Path],
     seeds,
     progress: bool = True,
 ) -> list[int]:
-    """Give seed ``cfg.seed`` its outputs in ``out_dir``: staged by an earlier job of the model, or
+    """Give seed ``cfg.seed`` its outputs: ``paths`` are ``train_model``'s (train_bin, val_bin,
+    out_dir, state_dir) of that seed; its files are staged by an earlier job of the model, or
     trained now in one ensemble with every other seed of ``seeds`` not yet finished or staged.
     Returns the seeds trained here ([] when the files were staged)."""
+    train_bin, val_bin, out_dir, state_dir = paths
     all_seats = seats(cfg, out_dir, state_dir, seeds)
     own = next(s for s in all_seats if s.cfg.seed == cfg.seed)
     setup = ensemble_setup(model_cfg, cfg)
