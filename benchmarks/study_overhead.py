@@ -7,7 +7,10 @@ Wall time: the first to the last timestamp of the log. Training: the sum of the 
 durations (their start and "Finished" lines), divided by the cores. Overhead = 1 − training/cores
 ÷ wall: everything the run spends beyond training on every core (topology jobs, their start-up,
 Snakemake's own bookkeeping, analysis, idle cores at the end). Per rule: jobs, their total and mean
-seconds. Prints a table and writes benchmarks/results/study_overhead.json.
+seconds. The analysis chain: from the start of aggregate_features (it waits for the last topology
+job) to the log's last timestamp, everything to REPORT.md; a log of the chain alone (``snakemake
+--forcerun aggregate_features`` on a finished study) gives it without the training line. Prints a
+table and writes benchmarks/results/study_overhead.json.
 """
 
 from __future__ import annotations
@@ -29,9 +32,13 @@ JOBID = re.compile(r"^\s+jobid: (\d+)$")
 DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 
 
-def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]]]:
-    """Every timestamp of the log, and per rule the durations (s) of its finished jobs."""
-    stamps, started, rule_of, durations = [], {}, {}, defaultdict(list)
+CHAIN_START = "aggregate_features"  # the first job after the last topology job
+
+
+def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]], dict[str, datetime]]:
+    """Every timestamp of the log, per rule the durations (s) of its finished jobs, and per rule
+    the time its first job started."""
+    stamps, started, rule_of, durations, first = [], {}, {}, defaultdict(list), {}
     now, pending_rule = None, None
     for line in lines:
         line = line.rstrip("\n")
@@ -41,10 +48,19 @@ def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]]]:
         elif m := START.match(line):
             pending_rule = m.group(1)
         elif (m := JOBID.match(line)) and pending_rule:
-            started[m.group(1)], rule_of[m.group(1)], pending_rule = now, pending_rule, None
+            started[m.group(1)], rule_of[m.group(1)] = now, pending_rule
+            first.setdefault(pending_rule, now)
+            pending_rule = None
         elif (m := DONE.match(line)) and m.group(1) in started:
             durations[m.group(2)].append((now - started[m.group(1)]).total_seconds())
-    return stamps, dict(durations)
+    return stamps, dict(durations), first
+
+
+def chain(stamps: list[datetime], first: dict[str, datetime]) -> float:
+    """Seconds from the first aggregate_features job's start to the log's last timestamp."""
+    if CHAIN_START not in first:
+        raise ValueError(f"the log has no {CHAIN_START} job: no analysis chain to time")
+    return (stamps[-1] - first[CHAIN_START]).total_seconds()
 
 
 def overhead(stamps: list[datetime], durations: dict[str, list[float]], cores: int) -> dict:
@@ -53,29 +69,38 @@ def overhead(stamps: list[datetime], durations: dict[str, list[float]], cores: i
         raise ValueError("the log has no finished train_model job: is it a finished study's?")
     wall = (stamps[-1] - stamps[0]).total_seconds()
     training = sum(durations["train_model"])
-    per_rule = {
-        r: {"jobs": len(d), "total_s": sum(d), "mean_s": sum(d) / len(d)}
-        for r, d in sorted(durations.items())
-    }
     return {
         "wall_s": wall,
         "cores": cores,
         "training_s": training,
         "training_per_core_s": training / cores,
         "overhead_share": 1 - training / cores / wall,
-        "rules": per_rule,
+        "rules": per_rule(durations),
     }
 
 
 def report(r: dict) -> str:
     """The overhead line, then a line per rule: jobs, total and mean seconds."""
-    lines = [
+    line = (
         f"wall {r['wall_s'] / 60:.1f} min; training {r['training_s'] / 60:.1f} job-min = "
         f"{r['training_per_core_s'] / 60:.1f} min on {r['cores']} cores; overhead (all but "
-        f"training) {r['overhead_share']:.1%} of wall",
-        f"{'rule':<24}{'jobs':>6}{'total s':>10}{'mean s':>9}",
-    ]
-    for rule, d in r["rules"].items():
+        f"training) {r['overhead_share']:.1%} of wall"
+    )
+    return line + "\n" + rule_lines(r["rules"])
+
+
+def per_rule(durations: dict[str, list[float]]) -> dict[str, dict]:
+    """Per rule: its jobs, their total and mean seconds."""
+    return {
+        r: {"jobs": len(d), "total_s": sum(d), "mean_s": sum(d) / len(d)}
+        for r, d in sorted(durations.items())
+    }
+
+
+def rule_lines(rules: dict[str, dict]) -> str:
+    """A header, then a line per rule: jobs, total and mean seconds."""
+    lines = [f"{'rule':<24}{'jobs':>6}{'total s':>10}{'mean s':>9}"]
+    for rule, d in rules.items():
         lines.append(f"{rule:<24}{d['jobs']:>6}{d['total_s']:>10.0f}{d['mean_s']:>9.1f}")
     return "\n".join(lines)
 
@@ -91,8 +116,17 @@ def main(argv: list[str] | None = None) -> int:
     log = args.log or max((ROOT / ".snakemake" / "log").glob("*.snakemake.log"), default=None)
     if log is None or not log.is_file():
         sys.exit(f"no Snakemake log found ({log}); pass --log")
-    result = overhead(*parse(log.read_text().splitlines()), args.cores) | {"log": str(log)}
-    print(report(result))
+    stamps, durations, first = parse(log.read_text().splitlines())
+    result = {"log": str(log)}
+    if "train_model" in durations or CHAIN_START not in first:  # a study's log (else: refused)
+        result |= overhead(stamps, durations, args.cores)
+        print(report(result))
+    else:  # the analysis chain alone
+        result |= {"cores": args.cores, "rules": per_rule(durations)}
+        print(rule_lines(result["rules"]))
+    if CHAIN_START in first:
+        result["chain_s"] = chain(stamps, first)
+        print(f"analysis chain ({CHAIN_START} to the last line): {result['chain_s']:.0f} s")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     return 0

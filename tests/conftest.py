@@ -131,23 +131,24 @@ def tiny_workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _unit_comovement_design():
-    """Unit fixtures are short runs of a few checkpoints: their co-movement starts at step 0, not
-    H after the default warm-up (``analysis.comove_from``); a test of that default sets it."""
-    from topotrain.analysis.inference import seed_contrast as sc
-
-    sc.set_horizon(sc.HORIZON_STEPS, 0)
-
-
-_unit_comovement_design()  # before any fixture, a module-scoped one included
-
-
 def unit_comove_params() -> dict:
     """The unit baseline as the co-movement params a rule hands its job (COMOVE_PARAMS in
-    workflow/rules/common.smk): H at its default, moves from step 0."""
+    workflow/rules/common.smk): H at its default, moves from step 0 — unit fixtures are short
+    runs of a few checkpoints, so their co-movement starts at step 0, not H after the default
+    warm-up (``analysis.comove_from``); a test of that default sets it."""
     from topotrain.analysis.inference import seed_contrast as sc
 
     return {"horizon": sc.HORIZON_STEPS, "comove_from": 0, "warmup_steps": 0}
+
+
+def _unit_comovement_design():
+    """This process's co-movement design set to the unit baseline, as a job sets its rule's."""
+    from topotrain.jobs.common import comove_design
+
+    comove_design(unit_comove_params())
+
+
+_unit_comovement_design()  # before any fixture, a module-scoped one included
 
 
 @pytest.fixture(autouse=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from benchmarks import study_overhead
@@ -29,8 +31,9 @@ Finished jobid: 8 (Rule: train_model)
 
 
 def test_overhead_from_a_log_with_known_durations():
-    stamps, durations = study_overhead.parse(LOG.splitlines())
+    stamps, durations, first = study_overhead.parse(LOG.splitlines())
     assert durations == {"train_model": [600.0, 1200.0], "weight_topology": [2.0]}
+    assert first["weight_topology"] == datetime(2026, 11, 23, 10, 10)
     r = study_overhead.overhead(stamps, durations, cores=2)
     assert r["wall_s"] == 1500.0
     assert r["training_per_core_s"] == 900.0
@@ -39,6 +42,39 @@ def test_overhead_from_a_log_with_known_durations():
 
 
 def test_a_log_without_training_is_refused():
-    stamps, durations = study_overhead.parse(LOG.splitlines()[:2])
+    stamps, durations, first = study_overhead.parse(LOG.splitlines()[:2])
     with pytest.raises(ValueError, match="no finished train_model job"):
         study_overhead.overhead(stamps, durations, cores=2)
+    with pytest.raises(ValueError, match="no aggregate_features job"):
+        study_overhead.chain(stamps, first)
+
+
+CHAIN = """\
+[Mon Nov 23 11:00:00 2026]
+Finished jobid: 3 (Rule: training_topology)
+[Mon Nov 23 11:00:01 2026]
+localrule aggregate_features:
+    jobid: 4
+[Mon Nov 23 11:00:21 2026]
+Finished jobid: 4 (Rule: aggregate_features)
+[Mon Nov 23 11:00:21 2026]
+rule associations:
+    jobid: 5
+[Mon Nov 23 11:02:01 2026]
+Finished jobid: 5 (Rule: associations)
+[Mon Nov 23 11:02:04 2026]
+"""
+
+
+def test_the_analysis_chain_runs_from_aggregates_start_to_the_last_line(
+    tmp_path, capsys, monkeypatch
+):
+    stamps, durations, first = study_overhead.parse(CHAIN.splitlines())
+    assert study_overhead.chain(stamps, first) == 123.0  # 11:00:01 → 11:02:04
+    log = tmp_path / "chain.log"
+    log.write_text(CHAIN)
+    monkeypatch.setattr(study_overhead, "OUT", tmp_path / "out.json")
+    assert study_overhead.main(["--log", str(log)]) == 0  # a chain alone: no training line
+    said = capsys.readouterr().out
+    assert "wall" not in said and "associations" in said and "chain" in said and "123 s" in said
+    assert '"chain_s": 123.0' in (tmp_path / "out.json").read_text()
