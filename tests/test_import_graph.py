@@ -134,7 +134,4 @@ def test_no_jobs_adapter_reads_the_snakemake_config():
             if isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr":
                 if any(isinstance(a, ast.Constant) and a.value == "config" for a in node.args):
                     readers.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
-    # the one exception: an ensemble's seeds (scheduling, not a result; see jobs/train.py)
-    others = [r for r in readers if not (r.startswith("train.py:") and r.endswith(" sm.config"))]
-    assert len(readers) - len(others) == 1, readers
-    assert others == [], f"jobs reading the global config: {others}"
+    assert readers == [], f"jobs reading the global config: {readers}"

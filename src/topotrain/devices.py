@@ -11,6 +11,7 @@ And one that follows from the first: *are a model's seeds trained together?* (``
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -40,3 +41,14 @@ def wants_ensemble(setting: str | bool, device: str) -> bool:
     if setting not in ("auto", "true", "false"):
         raise ValueError(f"train.ensemble: {setting!r} is not one of auto, true, false")
     return setting == "true" or (setting == "auto" and wants_gpu(device))
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The seeds a model's ensemble may train together: the train rule's ``roster`` param.
+    Which seeds train together is scheduling, not a result (each member computes its single
+    run's numbers: tests/test_cohort.py; training.cohort trains them), so adding a seed must not
+    rerun a finished training: Snakemake's params trigger compares only params of builtin types
+    and leaves any other object out, which this class is for."""
+
+    seeds: tuple[int, ...]

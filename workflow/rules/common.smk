@@ -32,7 +32,7 @@ from topotrain.config import (
     schema_problems,
     spine_enabled,
 )
-from topotrain.devices import wants_ensemble, wants_gpu
+from topotrain.devices import Roster, wants_ensemble, wants_gpu
 from topotrain.sources.corpus import VOCAB_SIZE
 from topotrain.topology import registry
 from topotrain.topology.vietoris_rips import resolve_engine

@@ -26,5 +26,6 @@ rule train_model:
         arch=get_model_arch,
         train=get_train_params,
         state_dir=lambda wc: f"{RESULTS}/state/train/{wc.model}/seed{wc.seed}",
+        roster=Roster(tuple(SEEDS)),  # an ensemble's seeds: no rerun trigger (devices.Roster)
     script:
         "../scripts/job.py"

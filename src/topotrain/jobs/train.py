@@ -19,7 +19,7 @@ def train_model_job(
 ) -> None:
     """Train one (model, seed) into the folder of ``out`` (checkpoints, metrics, evals); errors
     are re-raised with the model's name in front. With ``train["ensemble"]``, the seed is one
-    member of its model's ensemble over ``seeds`` (the config's: training.cohort)."""
+    member of its model's ensemble over ``seeds`` (the rule's roster: devices.Roster)."""
     from topotrain.config import checkpoint_steps
     from topotrain.jobs.common import out_folder
     from topotrain.training.cohort import train_member
@@ -56,8 +56,5 @@ def train_model_rule(sm) -> None:
         out=dict(sm.output.items()),
         state_dir=sm.params.state_dir,
         threads=sm.threads,
-        # Not a param, on purpose: which seeds an ensemble trains together is scheduling, not
-        # what a seed's run computes (each member's result is its single run's), and as a param
-        # adding a seed would rerun every finished training (tests/test_cohort.py).
-        seeds=sm.config["seeds"],
+        seeds=list(sm.params.roster.seeds),  # not a rerun trigger: devices.Roster
     )
