@@ -24,7 +24,7 @@ pytestmark = pytest.mark.long
 BRANCH = "npy_weights"
 STEPS = (0, 10, 20)
 
-# the branch's added files, path in the repository → text (SCHEMA, CHECKS, the Snakefile and
+# the branch's added files, path in the repository → text (SCHEMA, the Snakefile and
 # the config are edits)
 ADDED = {
     f"src/topotrain/sources/{BRANCH}.py": '''"""Folders step_<n>/ of <layer>.npy matrices."""
@@ -160,7 +160,6 @@ rule npy_section:
 """,
 }
 SCHEMA = "workflow/schemas/config.schema.yaml"
-CHECKS = "src/topotrain/config/checks.py"
 SECTION = {
     "type": "object",
     "default": {},
@@ -187,11 +186,6 @@ def _add_branch(repo: Path, folder: Path) -> list[str]:
     schema = yaml.safe_load((repo / SCHEMA).read_text())
     schema["properties"][BRANCH] = SECTION
     (repo / SCHEMA).write_text(yaml.safe_dump(schema, sort_keys=False, allow_unicode=True))
-    checks = repo / CHECKS  # the branch may run alone: "nothing to do" knows it
-    anchor = "pythia_enabled(config))"
-    assert anchor in checks.read_text()
-    on = f'pythia_enabled(config), config["{BRANCH}"]["folder"])'
-    checks.write_text(checks.read_text().replace(anchor, on))
     snakefile = (repo / "Snakefile").read_text()
     anchor = 'include: "workflow/rules/runs.smk"\n'
     assert anchor in snakefile
@@ -201,7 +195,7 @@ def _add_branch(repo: Path, folder: Path) -> list[str]:
     config = tiny_config(train, valid) | {BRANCH: {"folder": str(folder)}}
     config["spine"] = {"enabled": False}  # the branch alone: no training
     (repo / "config.yaml").write_text(yaml.safe_dump(config))
-    return [*ADDED, SCHEMA, CHECKS, "Snakefile", "config.yaml"]
+    return [*ADDED, SCHEMA, "Snakefile", "config.yaml"]
 
 
 def _weights(folder: Path) -> dict[int, list[np.ndarray]]:
@@ -241,3 +235,17 @@ def test_a_new_branch_reaches_report_in_under_ten_files(tmp_path: Path) -> None:
         assert int(n_layers) == 2
         expected = sum(_mst_total(w) for w in step_weights)
         assert float(h0_total) == pytest.approx(expected, rel=1e-3)  # the table's 4 digits
+
+
+def test_the_layout_page_lists_exactly_the_files_the_branch_touches(tmp_path: Path) -> None:
+    """docs/layout.md's recipe quotes the count and names each file _add_branch adds or edits
+    (``<branch>`` for the branch's name)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _copy_workflow(repo)
+    touched = _add_branch(repo, tmp_path / "npy")
+    text = (ROOT / "docs" / "layout.md").read_text()
+    assert f"**A new input branch: {len(touched)} files**" in text
+    recipe = text[text.index("**A new input branch") : text.index("A branch with figures")]
+    for path in touched:
+        assert f"`{path.replace(BRANCH, '<branch>')}`" in recipe, path

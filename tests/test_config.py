@@ -120,3 +120,17 @@ def test_run_and_model_names_get_plain_words(tmp_path):
     text = str(err.value)
     assert "runs: name 'my run': use letters, digits" in text and "no spaces or slashes" in text
     assert "runs: name 'a/b'" in text and "pattern" not in text
+
+
+def test_a_config_with_every_branch_off_has_nothing_to_do_unless_a_branch_registered():
+    from topotrain.config import check_something_to_do
+
+    off = mutated("spine.enabled", False)
+    off["pythia"]["enabled"], off["runs"] = False, {}
+    off.setdefault("control", {})["enabled"] = False
+    with pytest.raises(ConfigError, match=r"no control, no npy: nothing to do$"):
+        check_something_to_do(off, {"npy": {"outputs": []}})  # registered, nothing to make
+    check_something_to_do(off, {"npy": {"outputs": ["results/npy/section.md"]}})  # it runs alone
+    check_something_to_do(DEFAULT, {})  # the spine is on
+    for key, value in (("runs", {"r": {"path": "x"}}), ("pythia", {"enabled": True})):
+        check_something_to_do({**off, key: value}, {})  # one branch on is enough

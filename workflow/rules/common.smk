@@ -20,6 +20,7 @@ os.environ.update(
 from topotrain.config import (
     ConfigError,
     check_config,
+    check_something_to_do,
     checkpoint_steps,
     llc_steps,
     coerce_config,
@@ -114,7 +115,9 @@ BRANCHES = {}
 def get_final_output():
     """Everything the study produces: feature tables, analysis tables, figures, REPORT.md (the
     spine's when spine.enabled, the Pythia branch's, each run's, each registered branch's).
+    Called once every branch has registered (rule all): a config with none on stops here.
     """
+    check_something_to_do(config, BRANCHES)
     spine = [
         f"{RESULTS}/features/weights.parquet",
         f"{RESULTS}/features/weights_layers.parquet",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
@@ -123,11 +124,6 @@ def check_config(config: dict, base_dir: str | Path = ".", schema: dict | None =
     problems += confirm_problems(config)
     problems += llc_problems(config)
     problems += removed_problems(config)
-    branches = (spine_enabled(config), config["runs"], pythia_enabled(config))
-    if not any(branches) and not control_enabled(config):
-        problems.append(
-            "spine.enabled is false and there are no runs, no pythia and no control: nothing to do"
-        )
     if problems:
         raise ConfigError(invalid_config(problems))
 
@@ -140,6 +136,24 @@ REMOVED = {  # (section, key) → why it went and what replaces it
         "pre-registration) names the bottom line's; delete the key"
     ),
 }
+
+
+def check_something_to_do(config: dict, branches: Mapping[str, Mapping]) -> None:
+    """Raise ConfigError when no input branch is on: the spine off, no runs, Pythia and the
+    control off, and no registered branch (``branches``: common.smk's BRANCHES, name → its
+    ``outputs``) with an output. A new branch registers itself and needs no line here."""
+    on = [spine_enabled(config), bool(config["runs"]), pythia_enabled(config)]
+    on += [control_enabled(config), *(bool(b.get("outputs")) for b in branches.values())]
+    if not any(on):
+        others = "".join(f", no {name}" for name in branches)
+        raise ConfigError(
+            invalid_config(
+                [
+                    "spine.enabled is false and there are no runs, no pythia and no control"
+                    f"{others}: nothing to do"
+                ]
+            )
+        )
 
 
 def removed_problems(config: dict) -> list[str]:
