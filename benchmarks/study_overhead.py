@@ -9,8 +9,9 @@ durations (their start and "Finished" lines), divided by the cores. Overhead = 1
 Snakemake's own bookkeeping, analysis, idle cores at the end). Per rule: jobs, their total and mean
 seconds. The analysis chain: from the start of aggregate_features (it waits for the last topology
 job) to the log's last timestamp, everything to REPORT.md; a log of the chain alone (``snakemake
---forcerun aggregate_features`` on a finished study) gives it without the training line. Prints a
-table and writes benchmarks/results/study_overhead.json.
+--forcerun aggregate_features`` on a finished study) gives it without the training line, and any
+other part of a study (the LLC's jobs rerun) its rules' lines. Prints a table and writes
+benchmarks/results/study_overhead.json.
 """
 
 from __future__ import annotations
@@ -118,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"no Snakemake log found ({log}); pass --log")
     stamps, durations, first = parse(log.read_text().splitlines())
     result = {"log": str(log)}
-    if "train_model" in durations or CHAIN_START not in first:  # a study's log (else: refused)
+    if "train_model" in durations:  # a study's log
         result |= overhead(stamps, durations, args.cores)
         print(report(result))
-    else:  # the analysis chain alone
+    elif durations:  # a part of one (the analysis chain, the LLC's jobs rerun): its rules
         result |= {"cores": args.cores, "rules": per_rule(durations)}
         print(rule_lines(result["rules"]))
+    else:
+        sys.exit(f"{log}: no finished job in this Snakemake log")
     if CHAIN_START in first:
         result["chain_s"] = chain(stamps, first)
         print(f"analysis chain ({CHAIN_START} to the last line): {result['chain_s']:.0f} s")
