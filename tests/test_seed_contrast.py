@@ -230,3 +230,22 @@ def test_one_missing_column_leaves_the_other_features_contrasts_alone():
     assert "0 checkpoints shared" in tiny.loc["h1_max", "note"] and np.isnan(
         tiny.loc["h1_max", "p"]
     )
+
+
+def test_the_targets_side_given_once_gives_the_same_rhos_bit_for_bit():
+    """permutation_rhos with ``ry = target_side(dy, dz)`` (what an EffectCell keeps) equals the
+    call that computes it, plain and partial, with ties in the target."""
+    from topotrain.analysis.inference.permutations import (
+        permutation_rhos,
+        seed_permutations,
+        target_side,
+    )
+
+    rng = np.random.default_rng(3)
+    dx, dz = rng.normal(size=(4, 9)), rng.normal(size=(4, 9))
+    dy = np.round(rng.normal(size=(4, 9)), 1)  # ties: average ranks
+    perms = seed_permutations(4)
+    for z in (None, dz):
+        given = permutation_rhos(dx, dy, perms, z, target_side(dy, z))
+        np.testing.assert_array_equal(given, permutation_rhos(dx, dy, perms, z))
+        assert np.isfinite(given).all()

@@ -52,8 +52,21 @@ def _residual(r: np.ndarray, rz: np.ndarray) -> np.ndarray:
     return np.zeros_like(e) if (e * e).sum() <= RESIDUAL_TOL * (r * r).sum() else e
 
 
+def target_side(dy: np.ndarray, dz: np.ndarray | None = None) -> np.ndarray:
+    """``dy``'s side of ``permutation_rhos``, which the permutations leave alone: its centred
+    ranks, or (partial on ``dz``) its centred deviations' residual on dz's; a caller that tests
+    many features against one target computes it once."""
+    if dz is None:
+        return _centred_ranks(dy)
+    return _residual(dy - dy.mean(), dz - dz.mean())
+
+
 def permutation_rhos(
-    dx: np.ndarray, dy: np.ndarray, perms: np.ndarray, dz: np.ndarray | None = None
+    dx: np.ndarray,
+    dy: np.ndarray,
+    perms: np.ndarray,
+    dz: np.ndarray | None = None,
+    ry: np.ndarray | None = None,
 ) -> np.ndarray:
     """ρ of the deviations with the feature's seed rows permuted by each row of ``perms``.
 
@@ -63,18 +76,19 @@ def permutation_rhos(
     the centred deviations, e_y = Y − (ΣYZ/ΣZ²)·Z stays; the feature's rows are permuted first and
     regressed on Z again, so with G = X·e_yᵀ and H = X·Zᵀ, ρ_π = Σ_i G[π(i), i] /
     √((Σ X² − (Σ_i H[π(i), i])² / Σ Z²) Σ e_y²) (e_y ⟂ Z). The first row of perms is the
-    identity; NaN everywhere when either side has nothing left.
+    identity; NaN everywhere when either side has nothing left. ``ry``: ``target_side(dy, dz)``
+    when the caller has it (the same numbers, not computed again).
     """
     proj = np.zeros(len(perms))
     if dz is None:
-        rx, ry = _centred_ranks(dx), _centred_ranks(dy)
+        rx = _centred_ranks(dx)
     else:
-        rx, ry, rz = (v - v.mean() for v in (dx, dy, dz))
+        rx, rz = dx - dx.mean(), dz - dz.mean()
         ss_z = float((rz * rz).sum())
         if not ss_z or not _residual(rx, rz).any():  # no scale, or the feature is linear in it
             return np.full(len(perms), np.nan)
-        ry = _residual(ry, rz)
         proj = _permuted_traces(rx @ rz.T, perms) ** 2 / ss_z
+    ry = target_side(dy, dz) if ry is None else ry
     ss_x, ss_y = float((rx * rx).sum()), float((ry * ry).sum())
     if ss_x == 0 or ss_y == 0:
         return np.full(len(perms), np.nan)

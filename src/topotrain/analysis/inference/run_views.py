@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from arch.bootstrap import StationaryBootstrap, optimal_block_length
+from arch.bootstrap import optimal_block_length
 from scipy import stats
 
 from topotrain.analysis.inference.rank_stats import (
@@ -70,10 +70,23 @@ def block_length(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def block_indices(n: int, length: float, n_resamples: int, seed: int) -> np.ndarray:
-    """(n_resamples, n) checkpoint indices drawn by arch's StationaryBootstrap (geometric blocks of
-    mean ``length``, wrapping around the end)."""
-    boot = StationaryBootstrap(length, np.arange(n), seed=np.random.default_rng(seed))
-    return np.stack([boot.update_indices() for _ in range(n_resamples)])
+    """(n_resamples, n) checkpoint indices of the stationary bootstrap (Politis and Romano:
+    geometric blocks of mean ``length``, wrapping around the end), the very indices arch's
+    ``StationaryBootstrap(length, …, seed=default_rng(seed)).update_indices()`` draws, one
+    resample after another: per resample n uniform starts, then n uniforms, and position i
+    starts a block where its uniform is ≤ 1/length (position 0 always), else continues the
+    block before it (``tests/test_block_bootstrap.py`` holds them equal). The draws stay in arch's
+    order; the blocks are laid out for every resample at once."""
+    rng = np.random.default_rng(seed)
+    starts, u = np.empty((n_resamples, n), np.int64), np.empty((n_resamples, n))
+    for r in range(n_resamples):
+        starts[r] = rng.integers(n, size=n, dtype=np.int64)
+        u[r] = rng.random(n)
+    new = u <= 1.0 / length
+    new[:, 0] = True
+    at = np.arange(n)
+    begun = np.maximum.accumulate(np.where(new, at, 0), axis=1)  # where each block began
+    return (np.take_along_axis(starts, begun, axis=1) + (at - begun)) % n
 
 
 def shift_pvalue(a: np.ndarray, b: np.ndarray) -> float:

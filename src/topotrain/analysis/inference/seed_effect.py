@@ -27,15 +27,16 @@ draws of one 5-seed size at 10 checkpoints). No bootstrap over seeds; with fewer
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from topotrain.analysis.inference.permutations import _residual
+from topotrain.analysis.inference.permutations import _residual, target_side
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
     EXACT_LIMIT,
@@ -66,10 +67,15 @@ class EffectCell:
     z: np.ndarray | None
     perms: np.ndarray
     sign: float = 1.0
+    ry: np.ndarray = field(init=False, repr=False, compare=False)  # Y's side, once
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ry", target_side(self.y, self.z))
 
     def null(self, beta0: float) -> np.ndarray:
         """ρ of X − β0·s·Y with Y under every permutation of the feature's seed rows."""
-        return permutation_rhos(self.x - beta0 * self.sign * self.y, self.y, self.perms, self.z)
+        x = self.x - beta0 * self.sign * self.y
+        return permutation_rhos(x, self.y, self.perms, self.z, self.ry)
 
 
 def effect_cell(
@@ -149,11 +155,17 @@ def slope_breaks(cells: list[EffectCell]) -> np.ndarray:
     out = [np.empty(0)]
     for c in cells:
         x, y = c.x.ravel(), c.sign * c.y.ravel()
-        i, j = np.triu_indices(x.size, 1)
+        i, j = _pairs(x.size)
         dy = y[i] - y[j]
         keep = dy != 0
         out.append((x[i] - x[j])[keep] / dy[keep])
     return np.concatenate(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair i < j of n cells (``np.triu_indices``), kept: a table's cells share a size."""
+    return np.triu_indices(n, 1)
 
 
 def _pieces(breaks: np.ndarray, at: float, direction: float, count: int) -> tuple[np.ndarray, bool]:

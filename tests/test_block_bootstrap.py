@@ -1,0 +1,29 @@
+"""run_views.block_indices against arch's StationaryBootstrap, the reference it replaces: the same
+indices, resample for resample, from the same seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from arch.bootstrap import StationaryBootstrap
+
+from topotrain.analysis.inference.run_views import block_indices
+
+
+@pytest.mark.parametrize(
+    "n, length, resamples, seed",
+    [(201, 7.3, 50, 0), (40, 1.0, 20, 3), (12, 6.0, 30, 11), (3, 1.5, 10, 5), (200, 100.0, 5, 2)],
+)
+def test_the_indices_are_arch_stationary_bootstraps(n, length, resamples, seed):
+    boot = StationaryBootstrap(length, np.arange(n), seed=np.random.default_rng(seed))
+    reference = np.stack([boot.update_indices() for _ in range(resamples)])
+    np.testing.assert_array_equal(block_indices(n, length, resamples, seed), reference)
+
+
+def test_blocks_wrap_around_and_have_the_mean_length():
+    idx = block_indices(50, 5.0, 400, 1)
+    steps = np.diff(idx, axis=1)
+    assert set(np.unique(steps[(steps != 1)])) >= {-49}  # a block runs past the end to 0
+    new_blocks = (steps != 1) & (steps != -49)  # a continuation is +1 (or 49 → 0)
+    mean = idx.size / (new_blocks.sum() + idx.shape[0])  # blocks per resample, 1 at position 0
+    assert 4.0 < mean < 6.0
