@@ -302,7 +302,7 @@ def test_a_run_of_three_checkpoints_gets_exact_p_and_no_claim():
     assert timed["p"].isna().all() and timed["note"].str.contains("too short|undefined").all()
 
 
-def test_runs_spread_over_processes_give_the_same_table(table):
+def test_runs_and_effect_intervals_spread_over_processes_give_the_same_table(table):
     features = [*FEATURES, "h0_total_scalefree", "clocklike", *BASELINES]
     df = synthetic_table(models=("a", "b"))
     spread = association_table(df, features, n_resamples=100, seed=3, threads=2)

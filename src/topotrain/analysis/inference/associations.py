@@ -118,8 +118,8 @@ def association_table(
     threads: int = 1,
 ) -> pd.DataFrame:
     """One row per (model, seed, feature, target, view) with ASSOCIATION_COLUMNS: the RUN_VIEWS
-    per run (the runs spread over ``threads`` processes: the same table), then the
-    CONTRAST_VIEWS per model (seed <NA>) and pooled over models.
+    per run, then the CONTRAST_VIEWS per model (seed <NA>) and pooled over models (the runs and
+    the contrasts' effect intervals spread over ``threads`` processes: the same table).
 
     ``features`` defaults to feature_kinds(df); ``targets`` to train and validation loss. Every
     resampling is seeded by cell_seed(seed, model, run seed, feature, target, view); p_bh is
@@ -145,7 +145,7 @@ def association_table(
         ci_low=np.nan, ci_high=np.nan, block_length=np.nan, ci_method=CI_METHOD["seed_contrast"]
     )
     log.info("associations: effects [%g %% intervals] of the seed contrasts", 100 * CONFIDENCE)
-    effects = effect_table(df, [f for f, _ in features], list(targets), seed, inputs)
+    effects = effect_table(df, [f for f, _ in features], list(targets), seed, inputs, threads)
     contrast = with_effects(contrast, effects)
     table = pd.DataFrame(rows)
     table["seed"] = table["seed"].astype("Int64")

@@ -32,10 +32,12 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.permutations import _residual, target_side
 from topotrain.analysis.inference.seed_contrast import (
     CONTRAST_VIEWS,
@@ -297,23 +299,27 @@ def effect_table(
     targets: list[str],
     seed: int = 0,
     inputs: list | None = None,
+    threads: int = 1,
 ) -> pd.DataFrame:
     """EFFECT_COLUMNS per (model, feature, target, view) of both contrast views (+1 signs), then
     pooled over models (model ``pooled``): the exploratory rows' effects beside their p.
-    ``inputs``: ``model_inputs`` of ``df`` when the caller has them already."""
+    ``inputs``: ``model_inputs`` of ``df`` when the caller has them already; the intervals
+    spread over ``threads`` processes (``parallel.map_tasks``: the same table)."""
     if inputs is None:
         inputs = model_inputs(df, list(features) + list(targets), seed)
-    rows, cells = [], {}
+    keys, tasks, cells = [], [], {}
     for model, _, mats, perms in inputs:
         for feature, target, view in itertools.product(features, targets, CONTRAST_VIEWS):
             cell = effect_cell(mats, feature, target, view, perms)
             cells.setdefault((feature, target, view), []).append(cell)
-            keys = {"model": model, "feature": feature, "target": target, "view": view}
-            rows.append(keys | effect_interval([cell], ALPHA, seed))
+            keys.append({"model": model, "feature": feature, "target": target, "view": view})
+            tasks.append([cell])
     for (feature, target, view), per_model in cells.items():
-        keys = {"model": POOLED, "feature": feature, "target": target, "view": view}
-        rows.append(keys | effect_interval(per_model, ALPHA, seed))
-    return pd.DataFrame(rows)
+        keys.append({"model": POOLED, "feature": feature, "target": target, "view": view})
+        tasks.append(per_model)
+    work = partial(effect_interval, alpha=ALPHA, seed=seed)
+    intervals = map_tasks(work, tasks, threads)
+    return pd.DataFrame([k | row for k, row in zip(keys, intervals, strict=True)])
 
 
 def effect_text(effect: float, low: float, high: float, fmt=lambda v: f"{v:.3g}") -> str:
