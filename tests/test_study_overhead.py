@@ -49,21 +49,27 @@ def test_a_log_without_training_is_refused():
         study_overhead.chain(stamps, first)
 
 
-CHAIN = """\
-[Mon Nov 23 11:00:00 2026]
-Finished jobid: 3 (Rule: training_topology)
-[Mon Nov 23 11:00:01 2026]
-localrule aggregate_features:
-    jobid: 4
-[Mon Nov 23 11:00:21 2026]
-Finished jobid: 4 (Rule: aggregate_features)
-[Mon Nov 23 11:00:21 2026]
-rule associations:
-    jobid: 5
-[Mon Nov 23 11:02:01 2026]
-Finished jobid: 5 (Rule: associations)
-[Mon Nov 23 11:02:04 2026]
-"""
+def snakemake_log(*events: tuple[str, str, int, str]) -> str:
+    """A Snakemake log of (time, "start" or "finish", job id, rule), each line as Snakemake
+    writes it, the last time stamped once more at the end."""
+    lines = []
+    for time, what, job, rule in events:
+        lines.append(f"[Mon Nov 23 {time} 2026]")
+        if what == "start":
+            lines += [f"rule {rule}:", f"    jobid: {job}"]
+        else:
+            lines.append(f"Finished jobid: {job} (Rule: {rule})")
+    return "\n".join([*lines, f"[Mon Nov 23 {events[-1][0]} 2026]"]) + "\n"
+
+
+CHAIN = snakemake_log(
+    ("11:00:00", "finish", 3, "training_topology"),
+    ("11:00:01", "start", 4, "aggregate_features"),
+    ("11:00:21", "finish", 4, "aggregate_features"),
+    ("11:00:21", "start", 5, "associations"),
+    ("11:02:01", "finish", 5, "associations"),
+    ("11:02:04", "finish", 6, "report_markdown"),
+)
 
 
 def test_the_analysis_chain_runs_from_aggregates_start_to_the_last_line(
