@@ -115,7 +115,8 @@ BRANCHES = {}
 def get_final_output():
     """Everything the study produces: feature tables, analysis tables, figures, REPORT.md (the
     spine's when spine.enabled, the Pythia branch's, each run's, each registered branch's).
-    Called once every branch has registered (rule all): a config with none on stops here.
+    Called once every branch has registered (the default target's input): a config with no
+    branch on stops here.
     """
     check_something_to_do(config, BRANCHES)
     spine = [
