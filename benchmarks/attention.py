@@ -2,15 +2,17 @@
 
 The project's kernel (``topotrain.training.attention.TinyHeadAttention``, numba, on the fused
 q/k/v tensor) against the stock path: PyTorch's ``scaled_dot_product_attention`` (flash on CPU)
-with the heads split and transposed as the stock model does it. Batch 64, 4 heads, T = 128, one
-thread; the two alternate, and each time is the median of its repetitions. Outputs and input
-gradients must agree within a relative norm error of 1e-5.
+with the heads split and transposed as the stock model does it, and against every head's scores
+in batched matrix products (``batched``: q·kᵀ, the causal mask, softmax, ·v; issue 59's third
+way). Batch 64, 4 heads, T = 128, one thread; the paths alternate, and each time is the median of
+its repetitions. Outputs and input gradients must agree within a relative norm error of 1e-5.
 
     python -m benchmarks attention            # head dims 8, 12, 16
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -30,6 +32,18 @@ def stock(qkv: torch.Tensor, n_head: int) -> torch.Tensor:
     C = C3 // 3
     q, k, v = (z.view(B, T, n_head, C // n_head).transpose(1, 2) for z in qkv.split(C, dim=2))
     y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).contiguous().view(B, T, C)
+
+
+def batched(qkv: torch.Tensor, n_head: int) -> torch.Tensor:
+    """Every head's full T × T scores in batched matrix products: q·kᵀ/√D, the causal mask,
+    softmax, then ·v (the eager math SDPA's fallback writes out)."""
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    q, k, v = (z.view(B, T, n_head, C // n_head).transpose(1, 2) for z in qkv.split(C, dim=2))
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(C // n_head)
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    y = scores.masked_fill(future, float("-inf")).softmax(-1) @ v
     return y.transpose(1, 2).contiguous().view(B, T, C)
 
 
@@ -53,16 +67,25 @@ def measure(head_dim: int, reps: int = 15) -> dict:
     C = HEADS * head_dim
     qkv = torch.randn(BATCH, T, 3 * C, generator=gen)
     dy = torch.randn(BATCH, T, C, generator=gen)
-    fwd_bwd(kernel, qkv, dy), fwd_bwd(stock, qkv, dy)  # compile (numba), warm caches
-    times = {"project": [], "reference": []}
+    paths = {"project": kernel, "reference": stock, "batched": batched}
+    for fn in paths.values():  # compile (numba), warm caches
+        fwd_bwd(fn, qkv, dy)
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    got = {}
     for _ in range(reps):
-        t, y, g = fwd_bwd(kernel, qkv, dy)
-        times["project"].append(t)
-        t, y_ref, g_ref = fwd_bwd(stock, qkv, dy)
-        times["reference"].append(t)
-    project_ms, reference_ms = (1e3 * float(np.median(times[k])) for k in ("project", "reference"))
-    out_err = float((y - y_ref).norm() / y_ref.norm())
-    grad_err = float((g - g_ref).norm() / g_ref.norm())
+        for name, fn in paths.items():
+            t, y, g = fwd_bwd(fn, qkv, dy)
+            times[name].append(t)
+            got[name] = (y, g)
+    ms = {name: 1e3 * float(np.median(t)) for name, t in times.items()}
+    project_ms, reference_ms = ms["project"], ms["reference"]
+    y_ref, g_ref = got["reference"]
+
+    def errors(name: str) -> tuple[float, float]:
+        y, g = got[name]
+        return float((y - y_ref).norm() / y_ref.norm()), float((g - g_ref).norm() / g_ref.norm())
+
+    (out_err, grad_err), (batched_out, batched_grad) = errors("project"), errors("batched")
     return {
         "benchmark": "attention",
         "model": f"head_dim {head_dim}",
@@ -77,6 +100,8 @@ def measure(head_dim: int, reps: int = 15) -> dict:
         "out_rel_err": out_err,
         "grad_rel_err": grad_err,
         "equal": out_err <= TOLERANCE and grad_err <= TOLERANCE,
+        "batched_ms": round(ms["batched"], 2),
+        "batched_equal": max(batched_out, batched_grad) <= TOLERANCE,
     }
 
 
@@ -93,5 +118,5 @@ def line(r: dict) -> str:
     return (
         f"attention head_dim {r['head_dim']:>2}: kernel {r['project_ms']:.1f} ms, SDPA "
         f"{r['reference_ms']:.1f} ms forward+backward → {r['speedup']:.2f}× "
-        f"(grad rel err {r['grad_rel_err']:.1e})"
+        f"(grad rel err {r['grad_rel_err']:.1e}); batched products {r['batched_ms']:.1f} ms"
     )
