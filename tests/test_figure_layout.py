@@ -7,6 +7,7 @@ legends name only what is drawn, and each figure draws what its input holds."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from unittest import mock
 
 import matplotlib.text as mtext
@@ -327,3 +328,29 @@ def test_the_control_and_run_figures_draw_a_panel_each(study: Study):
     check_layout(fig)
     assert [said(t) for t in fig.axes[0].texts] == ["not logged"]
     assert len(fig.axes[1].get_lines()) == 1
+
+
+def test_the_answers_pictures_are_the_same_bytes_drawn_on_one_process_or_two(tmp_path):
+    """answer_figures_job draws the claims' between-seed pictures over its processes: the PNGs
+    (and every other output) are byte for byte those of one process."""
+    from figure_inputs import diagnostics, power, primary
+
+    from topotrain.jobs.figures import answer_figures_job
+
+    features = tmp_path / "features.parquet"
+    table(THREE).to_parquet(features)
+    inputs = {"table": str(features)}
+    for name, frame in (("primary", primary), ("diagnostics", diagnostics), ("power", power)):
+        inputs[name] = str(tmp_path / f"{name}.csv")
+        frame(THREE).to_csv(inputs[name], index=False)
+    params = {"claims": ["h0_total", "np_mean", "h1_total"], "sesoi": 0.1, "sesoi_co": 0.1}
+    params |= {"horizon": 100, "comove_from": 0, "warmup_steps": 0}
+    made = {}
+    for threads in (1, 2):
+        folder = tmp_path / f"t{threads}"
+        names = ["effects_forest", *(f"between_seeds_{c}" for c in params["claims"])]
+        out = {f"{n}_{ext}": str(folder / f"{n}.{ext}") for n in names for ext in ("png", "pdf")}
+        folder.mkdir()
+        answer_figures_job(inputs, params, out, threads)
+        made[threads] = {k: Path(v).read_bytes() for k, v in out.items() if k.endswith("_png")}
+    assert made[1] == made[2] and len(made[1]) == 4

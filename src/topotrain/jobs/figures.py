@@ -41,20 +41,19 @@ def analysis_figures_job(inputs: dict[str, str], out: dict[str, str]) -> None:
     )
 
 
-def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+def answer_figures_job(
+    inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1
+) -> None:
     """The answer's figures: each claim of ``params["claims"]``'s between-seed picture
-    (``seed_points`` of the checkpoint table ``inputs["table"]``) and every effect of primary.csv
-    and diagnostics.csv against Δ with the verdicts and the power at Δ (power.csv)."""
+    (``seed_points`` of the checkpoint table ``inputs["table"]``; the claims' pictures drawn over
+    ``threads`` processes) and every effect of primary.csv and diagnostics.csv against Δ with the
+    verdicts and the power at Δ (power.csv)."""
     import pandas as pd
 
+    from topotrain.analysis.inference.parallel import map_tasks
     from topotrain.analysis.inference.seed_points import seed_points
     from topotrain.jobs.common import comove_design, log
-    from topotrain.report.answer import (
-        claimed_signs,
-        figure_between_seeds,
-        figure_effects_forest,
-        forest_rows,
-    )
+    from topotrain.report.answer import claimed_signs, figure_effects_forest, forest_rows
     from topotrain.report.page import read_table
     from topotrain.report.plots import model_order
 
@@ -66,12 +65,15 @@ def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]
     seeds = int(df.groupby("model")["seed"].nunique().min()) if len(df) else 0
     design = {"seeds": seeds, "sesoi": params["sesoi"], "sesoi_co": params["sesoi_co"]}
     design["models"] = model_order(df)
+    tasks = []
     for feature in params["claims"]:
         points = seed_points(df, feature)
-        design["claimed"] = claimed_signs(primary, feature)
         name = f"between_seeds_{feature}"
-        figure_between_seeds(points, feature, design, out[f"{name}_png"], out[f"{name}_pdf"])
-        log.info("%s: %d points over %d models", name, len(points), points["model"].nunique())
+        paths = (out[f"{name}_png"], out[f"{name}_pdf"])
+        claimed = {"claimed": claimed_signs(primary, feature)}
+        tasks.append((points, feature, design | claimed, paths))
+    for said in map_tasks(_between_seeds, tasks, threads):
+        log.info("%s", said)
     rows = forest_rows(primary, diagnostics, power)
     figure_effects_forest(rows, out["effects_forest_png"], out["effects_forest_pdf"])
     log.info("effects_forest: %d effects", len(rows))
@@ -89,6 +91,16 @@ def answer_figures_job(inputs: dict[str, str], params: dict, out: dict[str, str]
             len(profile),
             "/".join(f"{h:g}" for h in dict.fromkeys(profile["horizon"])),
         )
+
+
+def _between_seeds(task: tuple) -> str:
+    """One claim's between-seed picture (``answer.figure_between_seeds``) and its log line."""
+    from topotrain.report.answer import figure_between_seeds
+
+    points, feature, design, (png, pdf) = task
+    figure_between_seeds(points, feature, design, png, pdf)
+    models = points["model"].nunique()
+    return f"between_seeds_{feature}: {len(points)} points over {models} models"
 
 
 def report_markdown_job(
@@ -140,4 +152,6 @@ def training_figures_rule(sm) -> None:
 
 
 def answer_figures_rule(sm) -> None:
-    answer_figures_job(dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()))
+    answer_figures_job(
+        dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()), sm.threads
+    )
