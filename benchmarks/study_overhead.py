@@ -39,7 +39,7 @@ CHAIN_START = "aggregate_features"  # the first job after the last topology job
 def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]], dict[str, datetime]]:
     """Every timestamp of the log, per rule the durations (s) of its finished jobs, and per rule
     the time its first job started."""
-    stamps, started, rule_of, durations, first = [], {}, {}, defaultdict(list), {}
+    stamps, started, durations, first = [], {}, defaultdict(list), {}
     now, pending_rule = None, None
     for line in lines:
         line = line.rstrip("\n")
@@ -49,7 +49,7 @@ def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]], dic
         elif m := START.match(line):
             pending_rule = m.group(1)
         elif (m := JOBID.match(line)) and pending_rule:
-            started[m.group(1)], rule_of[m.group(1)] = now, pending_rule
+            started[m.group(1)] = now
             first.setdefault(pending_rule, now)
             pending_rule = None
         elif (m := DONE.match(line)) and m.group(1) in started:

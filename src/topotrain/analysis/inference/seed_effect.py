@@ -27,12 +27,11 @@ draws of one 5-seed size at 10 checkpoints). No bootstrap over seeds; with fewer
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 import pandas as pd
@@ -164,7 +163,7 @@ def slope_breaks(cells: list[EffectCell]) -> np.ndarray:
     return np.concatenate(out)
 
 
-@functools.lru_cache(maxsize=8)
+@lru_cache(maxsize=8)
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Every pair i < j of n cells (``np.triu_indices``), kept: a table's cells share a size."""
     return np.triu_indices(n, 1)
