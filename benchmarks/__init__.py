@@ -36,6 +36,7 @@ CASES = {  # every benchmark, in the suite's order
     "ensemble_jobs": Case("ensemble_jobs", suite=False),  # whole trainings: one job vs one per seed
     "gelu": Case("gelu", suite=False),
     "eval_windows": Case("eval_windows", suite=False),  # per-seed vs common val windows, ~5 min
+    "analysis": Case("analysis", suite=True),  # the analysis chain's hot loops, ~10 s
     "study_overhead": Case("study_overhead", suite=False),  # reads a finished study's log
     "job_granularity": Case("job_granularity", suite=False),  # a finished study's topology stage
     "cuda_checks": Case("cuda_checks", suite=False),  # needs a GPU

@@ -46,6 +46,7 @@ COLUMNS = {  # a row's "benchmark" → columns printed: project, reference, rati
         "loss_rel_diff",
         "overhead_bound",
     ),
+    "analysis": ("size", "project_ms", "reference_ms", "speedup", "equal"),
     "attention": ("head_dim", "project_ms", "reference_ms", "speedup", "grad_rel_err"),
     "ensemble": ("threads", "project_ms", "reference_ms", "ratio"),
     "training_concurrency": (

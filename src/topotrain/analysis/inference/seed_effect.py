@@ -31,11 +31,13 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
+from topotrain.analysis.inference.breaks import nearest_beyond
+from topotrain.analysis.inference.breaks import slope_breaks as breaks_of
 from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.permutations import _residual, target_side
 from topotrain.analysis.inference.seed_contrast import (
@@ -152,31 +154,15 @@ def one_sided_ps(
 def slope_breaks(cells: list[EffectCell]) -> np.ndarray:
     """The β0 = (X_i − X_j)/(s·(Y_i − Y_j)) over pairs of cells i, j of one model (unsorted): where
     two cells of X − β0·s·Y tie, so the only β0 where its ranks, and with them the Spearman
-    view's ρ and p, change."""
-    out = [np.empty(0)]
-    for c in cells:
-        x, y = c.x.ravel(), c.sign * c.y.ravel()
-        i, j = _pairs(x.size)
-        dy = y[i] - y[j]
-        keep = dy != 0
-        out.append((x[i] - x[j])[keep] / dy[keep])
-    return np.concatenate(out)
-
-
-@lru_cache(maxsize=8)
-def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair i < j of n cells (``np.triu_indices``), kept: a table's cells share a size."""
-    return np.triu_indices(n, 1)
+    view's ρ and p, change (``breaks.slope_breaks``)."""
+    return breaks_of([(c.x, c.sign * c.y) for c in cells])
 
 
 def _pieces(breaks: np.ndarray, at: float, direction: float, count: int) -> tuple[np.ndarray, bool]:
     """(β0, all): one β0 in each of the first ``count`` or so pieces that ``breaks`` cut the line
     into beyond ``at`` towards ``direction``, nearest first (the midpoints of consecutive breaks);
     where every break is in (all), one more past the last."""
-    d = (breaks - at) * direction
-    d = d[d > 0]
-    every = d.size <= count
-    d = np.unique(d if every else np.partition(d, count)[: count + 1])
+    d, every = nearest_beyond(breaks, at, direction, count)
     ahead = np.r_[(d[1:] + d[:-1]) / 2, d[-1:] + 1.0 if every else []]
     return at + direction * ahead, every
 
