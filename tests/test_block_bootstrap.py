@@ -27,3 +27,12 @@ def test_blocks_wrap_around_and_have_the_mean_length():
     new_blocks = (steps != 1) & (steps != -49)  # a continuation is +1 (or 49 → 0)
     mean = idx.size / (new_blocks.sum() + idx.shape[0])  # blocks per resample, 1 at position 0
     assert 4.0 < mean < 6.0
+
+
+def test_the_cached_draws_serve_every_block_length_alike():
+    # block_indices draws once per (n, resamples, seed) and lays the blocks out per length: the
+    # same indices as fresh arch draws for each length, in any order of calls
+    for length in (3.0, 1.0, 12.5, 3.0):
+        boot = StationaryBootstrap(length, np.arange(60), seed=np.random.default_rng(4))
+        reference = np.stack([boot.update_indices() for _ in range(25)])
+        np.testing.assert_array_equal(block_indices(60, length, 25, 4), reference)

@@ -48,11 +48,36 @@ def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
 def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     """Spearman ρ along ``axis``: Pearson r of average ranks (scipy),
     NaN where a row is constant."""
-    ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
+    return pearson_of_ranks(stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis), axis)
+
+
+def pearson_of_ranks(ra: np.ndarray, rb: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``spearman_rows`` from the two series' average ranks along ``axis``."""
     with warnings.catch_warnings():  # constant rows are expected in resamples; they give NaN
         warnings.simplefilter("ignore", stats.ConstantInputWarning)
         with np.errstate(invalid="ignore", divide="ignore"):
             return stats.pearsonr(ra, rb, axis=axis).statistic
+
+
+def resampled_ranks(s: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``stats.rankdata(s[idx], axis=-1)`` for a 1-D ``s`` of finite values and (R, n) ``idx``:
+    ``counted_ranks`` of s's distinct values' codes, coded once."""
+    distinct, codes = np.unique(s, return_inverse=True)
+    return counted_ranks(codes.ravel()[idx], distinct.size)
+
+
+def counted_ranks(codes: np.ndarray, k: int) -> np.ndarray:
+    """Average ranks along the last axis of integer ``codes`` in [0, k) that order as their
+    values do, by counting, not sorting: per row the count of each code and the count below it;
+    a code's rank is (below + 1) + (count − 1)/2, scipy's own expression for ``rankdata``'s
+    average ranks, so the same floats (exact: integers and halves). 3–6 × faster than sorting
+    each resample (``python -m benchmarks analysis``)."""
+    shape = codes.shape
+    c = codes.reshape(-1, shape[-1]) if codes.ndim else codes.reshape(1, 1)
+    rows = np.arange(c.shape[0])[:, None] * k
+    counts = np.bincount((c + rows).ravel(), minlength=c.shape[0] * k).reshape(c.shape[0], k)
+    first = np.cumsum(counts, axis=1) - counts + 1  # the ordinal rank of each code's first
+    return np.take_along_axis(first + (counts - 1) / 2, c, axis=1).reshape(shape)
 
 
 MAX_EXACT_SIGNS = 16  # sign_flip_p enumerates 2^M sign patterns; NaN beyond this many values

@@ -3,6 +3,8 @@ covariate, Spearman ρ of first differences, and the pieces they share."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from scipy import stats
 
@@ -11,7 +13,10 @@ from topotrain.analysis.inference.stats import spearman_rows
 
 
 def _centred_ranks(v: np.ndarray) -> np.ndarray:
-    r = stats.rankdata(v, axis=-1)
+    return _centred(stats.rankdata(v, axis=-1))
+
+
+def _centred(r: np.ndarray) -> np.ndarray:
     return r - r.mean(axis=-1, keepdims=True)
 
 
@@ -41,8 +46,14 @@ def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Partial Spearman ρ(x, y | z) along the last axis: Pearson r of rank_residuals(x, z) and
     rank_residuals(y, z); NaN where nothing is left of x or y after conditioning."""
-    rz = _centred_ranks(z)
-    return pearson_rows(_residuals(_centred_ranks(x), rz), _residuals(_centred_ranks(y), rz))
+    rank = partial(stats.rankdata, axis=-1)
+    return partial_from_ranks(rank(x), rank(y), rank(z))
+
+
+def partial_from_ranks(rx: np.ndarray, ry: np.ndarray, rz: np.ndarray) -> np.ndarray:
+    """``partial_spearman`` from the three series' average ranks along the last axis."""
+    rz = _centred(rz)
+    return pearson_rows(_residuals(_centred(rx), rz), _residuals(_centred(ry), rz))
 
 
 def detrended_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -22,14 +22,16 @@ function of it) give NaN with a ``note``; they are never dropped or raised.
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from arch.bootstrap import optimal_block_length
 from scipy import stats
 
+from topotrain.analysis.inference.exact_tests import pearson_of_ranks, resampled_ranks
 from topotrain.analysis.inference.rank_stats import (
-    partial_spearman,
+    partial_from_ranks,
     pearson_rows,
     rank_residuals,
 )
@@ -39,7 +41,6 @@ from topotrain.analysis.inference.stats import (
     MIN_RUN,
     TOO_SHORT,
     spearman_ci,
-    spearman_rows,
 )
 from topotrain.config import CONFIDENCE, DEFAULTS
 
@@ -77,16 +78,25 @@ def block_indices(n: int, length: float, n_resamples: int, seed: int) -> np.ndar
     starts a block where its uniform is ≤ 1/length (position 0 always), else continues the
     block before it (``tests/test_block_bootstrap.py`` holds them equal). The draws stay in arch's
     order; the blocks are laid out for every resample at once."""
-    rng = np.random.default_rng(seed)
-    starts, u = np.empty((n_resamples, n), np.int64), np.empty((n_resamples, n))
-    for r in range(n_resamples):
-        starts[r] = rng.integers(n, size=n, dtype=np.int64)
-        u[r] = rng.random(n)
+    starts, u = _draws(n, n_resamples, seed)
     new = u <= 1.0 / length
     new[:, 0] = True
     at = np.arange(n)
     begun = np.maximum.accumulate(np.where(new, at, 0), axis=1)  # where each block began
     return (np.take_along_axis(starts, begun, axis=1) + (at - begun)) % n
+
+
+@lru_cache(maxsize=4)
+def _draws(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``block_indices``' draws, which do not depend on the block length: a study's cells share
+    n, resamples and seed, so a process draws them once (read-only)."""
+    rng = np.random.default_rng(seed)
+    starts, u = np.empty((n_resamples, n), np.int64), np.empty((n_resamples, n))
+    for r in range(n_resamples):
+        starts[r] = rng.integers(n, size=n, dtype=np.int64)
+        u[r] = rng.random(n)
+    starts.flags.writeable = u.flags.writeable = False
+    return starts, u
 
 
 def shift_pvalue(a: np.ndarray, b: np.ndarray) -> float:
@@ -111,11 +121,12 @@ def shift_pvalue(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _view_data(view: str, x: np.ndarray, y: np.ndarray, z: np.ndarray | None):
-    """(series resampled together, their statistic, the stationary pair (a, b) with r(a, b) = ρ)."""
+    """(series resampled together, their statistic from the series' average ranks along the last
+    axis, the stationary pair (a, b) with r(a, b) = ρ)."""
     if view == "detrended":
         dx, dy = np.diff(x), np.diff(y)
-        return (dx, dy), spearman_rows, (stats.rankdata(dx), stats.rankdata(dy))
-    return (x, y, z), partial_spearman, (rank_residuals(x, z), rank_residuals(y, z))
+        return (dx, dy), pearson_of_ranks, (stats.rankdata(dx), stats.rankdata(dy))
+    return (x, y, z), partial_from_ranks, (rank_residuals(x, z), rank_residuals(y, z))
 
 
 def _why_undefined(view: str, series: tuple, pair: tuple, cond: str) -> str:
@@ -173,12 +184,13 @@ def _time_aware(
         return _nan(m, why)
     length = block_length(*pair)
     idx = block_indices(m, length, n_resamples, seed)
-    low, high, note = _percentiles(statistic(*(s[idx] for s in series)), confidence)
+    boot = statistic(*(resampled_ranks(s, idx) for s in series))
+    low, high, note = _percentiles(boot, confidence)
     notes = [note] if note else []
     if 1 / m >= alpha:
         notes.append(f"shift null has {m} points: smallest attainable p = 1/{m} ≥ {alpha}")
     return dict(
-        rho=float(statistic(*series)),
+        rho=float(statistic(*(stats.rankdata(s) for s in series))),
         ci_low=low,
         ci_high=high,
         p=shift_pvalue(*pair),

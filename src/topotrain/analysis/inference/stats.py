@@ -20,6 +20,8 @@ from topotrain.analysis.inference.exact_tests import (  # noqa: F401 (re-exporte
     MAX_EXACT_SIGNS,
     benjamini_hochberg,
     bonferroni,
+    counted_ranks,
+    pearson_of_ranks,
     sign_flip_p,
     spearman_exact,
     spearman_rows,
@@ -105,6 +107,12 @@ def _too_short(x: np.ndarray, y: np.ndarray, notes: list[str]) -> dict[str, floa
     return {**_nan_result(int(x.size), "; ".join([*notes, short])), "rho": rho, "p": p}
 
 
+def _codes(v: np.ndarray) -> tuple[int, np.ndarray]:
+    """(k, codes): v's values as integers 0 … k−1 in the order of its k distinct values."""
+    distinct, codes = np.unique(v, return_inverse=True)
+    return distinct.size, codes.ravel()
+
+
 def spearman_ci(
     x,
     y,
@@ -129,11 +137,18 @@ def spearman_ci(
     if x.size < MIN_RUN:
         return _too_short(x, y, notes)
     res = stats.spearmanr(x, y)
+    (kx, cx), (ky, cy) = (_codes(v) for v in (x, y))
+
+    def resampled_rho(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        """spearman_rows of resamples of (x, y) given as their codes: ranked by counting."""
+        ra, rb = counted_ranks(a.astype(np.intp), kx), counted_ranks(b.astype(np.intp), ky)
+        return pearson_of_ranks(ra, rb, axis)
+
     with warnings.catch_warnings():  # NaN resamples are handled below, not by scipy's interval
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        boot = stats.bootstrap(
-            (x, y),
-            spearman_rows,
+        boot = stats.bootstrap(  # resampling the codes draws the very indices the values would
+            (cx, cy),
+            resampled_rho,
             paired=True,
             vectorized=True,
             n_resamples=n_resamples,
