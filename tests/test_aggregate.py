@@ -187,3 +187,48 @@ def test_h1_sums_stay_missing_when_no_layer_has_h1():
     for c in ("h1_count", "h1_total", "h1_max", "h1_count_scalefree", "h1_total_scalefree"):
         assert np.isnan(row[c]), c
     assert row["h0_count"] == 6 and row["h0_total"] == pytest.approx(15.0)
+
+
+def test_layer_table_is_the_concat_of_one_frame_per_record():
+    # the reference: the frame-per-record build layer_table replaced, on records that differ
+    # (numerics on one checkpoint only, an extra per-layer field, an engine named or not)
+    from topotrain.analysis.tables.aggregate import UNNAMED, layer_table, numerics_label
+
+    numerics = {"dtype": "float32", "device": "cpu", "deterministic": True}
+    docs = [
+        {
+            "layers": [
+                {"layer": "a", "h0_total": 1.0, "rows": 4},
+                {"layer": "b", "h0_total": 2.5, "rows": 8},
+            ]
+        },
+        {
+            "layers": [{"layer": "a", "h0_total": 0.5, "rows": 4, "h1_total": 0.25}],
+            "params": {"engine": "ripser"},
+            "numerics": numerics,
+        },
+        {"layers": [{"layer": "b", "h0_total": 3.0, "rows": 8}], "params": {}},
+    ]
+    keys = [{"model": "m", "seed": s, "step": t} for s, t in ((1, 0), (1, 10), (2, 0))]
+    frames = []
+    for doc, key in zip(docs, keys, strict=True):
+        frame = pd.DataFrame(doc["layers"]).assign(
+            engine=(doc.get("params") or {}).get("engine", UNNAMED)
+        )
+        if label := numerics_label(doc.get("numerics")):
+            frame["numerics"] = label
+        for col, value in reversed(key.items()):
+            frame.insert(0, col, value)
+        frames.append(frame)
+    want = pd.concat(frames, ignore_index=True)
+    got = layer_table(docs, keys)
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.columns[:4]) == ["model", "seed", "step", "layer"]
+    assert got["h1_total"].isna().tolist() == [True, True, False, True]
+
+
+def test_layer_table_refuses_a_layer_that_names_a_key_column():
+    from topotrain.analysis.tables.aggregate import layer_table
+
+    with pytest.raises(ValueError, match="key columns"):
+        layer_table([{"layers": [{"layer": "a", "step": 3}]}], [{"model": "m", "step": 0}])
