@@ -112,7 +112,8 @@ def run(repeats: int = 7, progress=print) -> list[dict]:
     for row in rows:
         progress(
             f"{row['model']}: {row['size']:,} values, {row['project_ms']:.1f} ms against "
-            f"the reference's {row['reference_ms']:.1f} ms (×{row['speedup']:.2f}), equal {row['equal']}"
+            f"the reference's {row['reference_ms']:.1f} ms (×{row['speedup']:.2f}), "
+            f"equal {row['equal']}"
         )
     return rows
 

@@ -22,13 +22,13 @@ function of it) give NaN with a ``note``; they are never dropped or raised.
 from __future__ import annotations
 
 import warnings
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from arch.bootstrap import optimal_block_length
 from scipy import stats
 
+from topotrain.analysis.inference.bootstrap_draws import stationary_draws
 from topotrain.analysis.inference.exact_tests import pearson_of_ranks, resampled_ranks
 from topotrain.analysis.inference.rank_stats import (
     partial_from_ranks,
@@ -76,27 +76,14 @@ def block_indices(n: int, length: float, n_resamples: int, seed: int) -> np.ndar
     ``StationaryBootstrap(length, …, seed=default_rng(seed)).update_indices()`` draws, one
     resample after another: per resample n uniform starts, then n uniforms, and position i
     starts a block where its uniform is ≤ 1/length (position 0 always), else continues the
-    block before it (``tests/test_block_bootstrap.py`` holds them equal). The draws stay in arch's
-    order; the blocks are laid out for every resample at once."""
-    starts, u = _draws(n, n_resamples, seed)
+    block before it (``tests/test_block_bootstrap.py`` holds them equal). The draws are made in
+    bulk (``bootstrap_draws``); the blocks are laid out for every resample at once."""
+    starts, u = stationary_draws(n, n_resamples, seed)
     new = u <= 1.0 / length
     new[:, 0] = True
     at = np.arange(n)
     begun = np.maximum.accumulate(np.where(new, at, 0), axis=1)  # where each block began
     return (np.take_along_axis(starts, begun, axis=1) + (at - begun)) % n
-
-
-@lru_cache(maxsize=4)
-def _draws(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``block_indices``' draws, which do not depend on the block length: a study's cells share
-    n, resamples and seed, so a process draws them once (read-only)."""
-    rng = np.random.default_rng(seed)
-    starts, u = np.empty((n_resamples, n), np.int64), np.empty((n_resamples, n))
-    for r in range(n_resamples):
-        starts[r] = rng.integers(n, size=n, dtype=np.int64)
-        u[r] = rng.random(n)
-    starts.flags.writeable = u.flags.writeable = False
-    return starts, u
 
 
 def shift_pvalue(a: np.ndarray, b: np.ndarray) -> float:
