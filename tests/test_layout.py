@@ -28,6 +28,7 @@ LEVEL = {  # lower levels never import higher ones; a package may import itself
     "hub": 3,
     "io": 3,
     "logs": 3,
+    "heap": 3,  # glibc's thresholds for the analysis jobs (jobs.run_rule): imports nothing
     "cli_errors": 3,  # the topotrain command's reading of a failed job (and its env marker)
     "progress": 3,  # the progress display (Snakemake's logger plugin): imports no stage
 }

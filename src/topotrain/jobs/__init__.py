@@ -12,6 +12,8 @@ never import torch).
 
 __all__ = ["rule_adapter", "run_rule"]
 
+HEAP_STAGES = ("aggregate", "analysis", "figures")  # jobs whose freed memory is kept (heap.py)
+
 
 def rule_adapter(rule: str):
     """``<rule>_rule`` of the jobs file that defines it (every module of this package is looked
@@ -28,9 +30,15 @@ def rule_adapter(rule: str):
 
 def run_rule(sm) -> None:
     """Run rule ``sm.rule``'s job from its snakemake object: the log set up first (everything to
-    ``sm.log[0]``), then its adapter (``rule_adapter``). A job that reaches the co-movement view
+    ``sm.log[0]``), then its adapter (``rule_adapter``); an analysis job keeps the memory it
+    frees (``heap.keep_freed_memory``, HEAP_STAGES). A job that reaches the co-movement view
     sets its design from its params (``jobs.common.comove_design``)."""
     from topotrain.logs import setup_logging
 
     setup_logging(sm.log[0])
-    rule_adapter(sm.rule)(sm)
+    adapter = rule_adapter(sm.rule)
+    if adapter.__module__.rsplit(".", 1)[-1] in HEAP_STAGES:
+        from topotrain.heap import keep_freed_memory
+
+        keep_freed_memory()
+    adapter(sm)

@@ -22,6 +22,7 @@ generator's. ``tests/test_block_bootstrap.py`` holds them equal to arch's.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 CHECKED = 2  # resamples checked against the generator's own calls (both parities of the carry)
 
@@ -62,20 +63,36 @@ def _bulk(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray] 
     if type(rng.bit_generator).__name__ != "PCG64":
         return None
     halves_before = np.arange(n_resamples) * n  # 32-bit halves the starts used before each
-    # raw outputs each resample's starts take: new halves needed, the carried one first
     carried = halves_before % 2  # a high half waiting from the resample before
-    wide = (n - carried + 1) // 2
-    kinds = np.repeat(
-        np.tile(np.array([0, 1], np.int8), n_resamples),
-        np.c_[wide, np.full(n_resamples, n)].ravel(),
-    )
-    raw = rng.bit_generator.random_raw(kinds.size)
-    ints, doubles = raw[kinds == 0], raw[kinds == 1].reshape(n_resamples, n)
-    halves = np.empty(2 * ints.size, np.uint64)
-    halves[0::2], halves[1::2] = ints & np.uint64(0xFFFFFFFF), ints >> np.uint64(32)
-    product = halves[: n_resamples * n].reshape(n_resamples, n) * np.uint64(n)
-    if (product & np.uint64(0xFFFFFFFF) < np.uint64(redraw_below(n))).any():
-        return None
-    starts = (product >> np.uint64(32)).astype(np.int64)
-    u = (doubles >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
-    return starts, u
+    wide = int(((n - carried + 1) // 2).sum())  # raw outputs all the starts take
+    raw = rng.bit_generator.random_raw(wide + n_resamples * n)
+    starts, u = np.empty((n_resamples, n), np.int64), np.empty((n_resamples, n))
+    return (starts, u) if _unpack(raw, n, redraw_below(n), starts, u) else None
+
+
+@njit(cache=True)
+def _unpack(raw, n, below, starts, u) -> bool:
+    """Fill starts and u from the raw outputs in the generator's order (per resample n 32-bit
+    starts, the low half of a raw output first and its high half kept for the next, then n
+    doubles); False at the first start that would be redrawn."""
+    width = np.uint64(n)
+    low, shift, drop = np.uint64(0xFFFFFFFF), np.uint64(32), np.uint64(11)
+    threshold = np.uint64(below)
+    scale = 1.0 / 9007199254740992.0
+    pos, kept, half = 0, False, np.uint64(0)
+    for r in range(starts.shape[0]):
+        for j in range(n):
+            if kept:
+                x, kept = half, False
+            else:
+                word = raw[pos]
+                pos += 1
+                x, half, kept = word & low, word >> shift, True
+            product = x * width
+            if product & low < threshold:
+                return False
+            starts[r, j] = np.int64(product >> shift)
+        for j in range(n):
+            u[r, j] = np.float64(raw[pos] >> drop) * scale
+            pos += 1
+    return True
