@@ -8,7 +8,11 @@ import pytest
 from scipy import stats
 
 from topotrain.analysis.inference.exact_tests import counted_ranks, resampled_ranks, spearman_rows
-from topotrain.analysis.inference.rank_stats import partial_from_ranks, partial_spearman
+from topotrain.analysis.inference.rank_stats import (
+    partial_from_ranks,
+    partial_spearman,
+    rank_pearson,
+)
 from topotrain.analysis.inference.stats import spearman_ci
 
 
@@ -53,9 +57,22 @@ def test_the_statistics_from_counted_ranks_are_the_sorting_ones():
     np.testing.assert_array_equal(got, want)
 
 
+def test_rank_pearson_is_spearman_rows_within_rounding():
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 6, (50, 40)).astype(float)
+    y = x + rng.integers(0, 3, (50, 40))
+    x[0] = 1.0  # a constant row: NaN both ways
+    y[1] = x[1]  # identical rows: exactly 1 (clipped)
+    got = rank_pearson(stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1))
+    want = spearman_rows(x, y)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    assert np.isnan(got[0]) and got[1] == 1.0
+    assert np.all(np.abs(got[1:]) <= 1.0)
+
+
 def test_spearman_ci_is_the_value_bootstrap():
     # spearman_ci resamples its series' codes; scipy's bootstrap of the values with the sorting
-    # statistic draws the same indices, so the same interval to the bit
+    # statistic draws the same indices, so the same interval (within rounding: rank_pearson)
     rng = np.random.default_rng(3)
     x = rng.integers(0, 30, 80) + rng.standard_normal(80) * (rng.random(80) < 0.5)
     y = 0.5 * x + rng.standard_normal(80)
@@ -70,5 +87,13 @@ def test_spearman_ci_is_the_value_bootstrap():
         rng=np.random.default_rng(5),
     ).bootstrap_distribution
     low, high = np.percentile(boot[np.isfinite(boot)], [2.5, 97.5])
-    assert (got["ci_low"], got["ci_high"]) == (float(low), float(high))
+    assert got["ci_low"] == pytest.approx(low, rel=1e-13)
+    assert got["ci_high"] == pytest.approx(high, rel=1e-13)
     assert got["rho"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=0, rel=0)
+
+
+def test_counted_ranks_refuse_codes_outside_their_range():
+    with pytest.raises(ValueError, match="outside"):
+        counted_ranks(np.array([[0, 3]]), 3)
+    with pytest.raises(ValueError, match="outside"):
+        counted_ranks(np.array([[-1, 0]]), 3)

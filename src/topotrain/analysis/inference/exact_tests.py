@@ -48,11 +48,7 @@ def spearman_exact(x, y, seed: int = 0) -> tuple[float, float]:
 def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     """Spearman ρ along ``axis``: Pearson r of average ranks (scipy),
     NaN where a row is constant."""
-    return pearson_of_ranks(stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis), axis)
-
-
-def pearson_of_ranks(ra: np.ndarray, rb: np.ndarray, axis: int = -1) -> np.ndarray:
-    """``spearman_rows`` from the two series' average ranks along ``axis``."""
+    ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
     with warnings.catch_warnings():  # constant rows are expected in resamples; they give NaN
         warnings.simplefilter("ignore", stats.ConstantInputWarning)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -76,10 +72,8 @@ def counted_ranks(codes: np.ndarray, k: int) -> np.ndarray:
     from topotrain.analysis.inference.rank_kernel import counted
 
     shape = codes.shape
-    c = np.ascontiguousarray(codes.reshape(-1, shape[-1]) if codes.ndim else codes.reshape(1, 1))
-    if c.size and (c.min() < 0 or c.max() >= k):
-        raise ValueError(f"counted_ranks: codes outside [0, {k})")
-    return counted(c.astype(np.int64, copy=False), int(k)).reshape(shape)
+    c = codes.reshape(-1, shape[-1]) if codes.ndim else codes.reshape(1, 1)
+    return counted(np.ascontiguousarray(c, dtype=np.int64), int(k)).reshape(shape)
 
 
 MAX_EXACT_SIGNS = 16  # sign_flip_p enumerates 2^M sign patterns; NaN beyond this many values

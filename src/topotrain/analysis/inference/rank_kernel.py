@@ -10,7 +10,8 @@ from numba import njit
 @njit(cache=True)
 def counted(c: np.ndarray, k: int) -> np.ndarray:
     """Average ranks of each row of the (R, n) integer codes ``c`` in [0, k): per row the count
-    of each code, then (below + 1) + (count − 1)/2 for each, read back per position."""
+    of each code, then (below + 1) + (count − 1)/2 for each, read back per position; ValueError
+    for a code outside [0, k)."""
     rows, n = c.shape
     out = np.empty((rows, n))
     counts = np.empty(k, np.int64)
@@ -18,7 +19,10 @@ def counted(c: np.ndarray, k: int) -> np.ndarray:
     for r in range(rows):
         counts[:] = 0
         for j in range(n):
-            counts[c[r, j]] += 1
+            code = c[r, j]
+            if code < 0 or code >= k:
+                raise ValueError("counted_ranks: a code outside [0, k)")
+            counts[code] += 1
         below = 0
         for q in range(k):
             rank[q] = (below + 1) + (counts[q] - 1) / 2

@@ -29,10 +29,11 @@ from arch.bootstrap import optimal_block_length
 from scipy import stats
 
 from topotrain.analysis.inference.bootstrap_draws import stationary_draws
-from topotrain.analysis.inference.exact_tests import pearson_of_ranks, resampled_ranks
+from topotrain.analysis.inference.exact_tests import resampled_ranks
 from topotrain.analysis.inference.rank_stats import (
     partial_from_ranks,
     pearson_rows,
+    rank_pearson,
     rank_residuals,
 )
 from topotrain.analysis.inference.seed_contrast import CONTRAST_VIEWS
@@ -112,7 +113,7 @@ def _view_data(view: str, x: np.ndarray, y: np.ndarray, z: np.ndarray | None):
     axis, the stationary pair (a, b) with r(a, b) = ρ)."""
     if view == "detrended":
         dx, dy = np.diff(x), np.diff(y)
-        return (dx, dy), pearson_of_ranks, (stats.rankdata(dx), stats.rankdata(dy))
+        return (dx, dy), rank_pearson, (stats.rankdata(dx), stats.rankdata(dy))
     return (x, y, z), partial_from_ranks, (rank_residuals(x, z), rank_residuals(y, z))
 
 

@@ -21,7 +21,6 @@ from topotrain.analysis.inference.exact_tests import (  # noqa: F401 (re-exporte
     benjamini_hochberg,
     bonferroni,
     counted_ranks,
-    pearson_of_ranks,
     sign_flip_p,
     spearman_exact,
     spearman_rows,
@@ -140,9 +139,12 @@ def spearman_ci(
     (kx, cx), (ky, cy) = (_codes(v) for v in (x, y))
 
     def resampled_rho(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-        """spearman_rows of resamples of (x, y) given as their codes: ranked by counting."""
+        """Spearman ρ of resamples of (x, y) given as their codes: ranked by counting
+        (``rank_stats.rank_pearson``)."""
+        from topotrain.analysis.inference.rank_stats import rank_pearson
+
         ra, rb = counted_ranks(a.astype(np.intp), kx), counted_ranks(b.astype(np.intp), ky)
-        return pearson_of_ranks(ra, rb, axis)
+        return rank_pearson(ra, rb)
 
     with warnings.catch_warnings():  # NaN resamples are handled below, not by scipy's interval
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
