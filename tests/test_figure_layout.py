@@ -331,8 +331,9 @@ def test_the_control_and_run_figures_draw_a_panel_each(study: Study):
 
 
 def test_the_answers_pictures_are_the_same_bytes_drawn_on_one_process_or_two(tmp_path):
-    """answer_figures_job draws the claims' between-seed pictures over its processes: the PNGs
-    (and every other output) are byte for byte those of one process."""
+    """answer_figures_job draws its pictures over its processes (the claims' between-seed
+    pictures, the forest, the horizon profile): the PNGs and the profile's CSV are byte for byte
+    those of one process."""
     from figure_inputs import diagnostics, power, primary
 
     from topotrain.jobs.figures import answer_figures_job
@@ -348,9 +349,13 @@ def test_the_answers_pictures_are_the_same_bytes_drawn_on_one_process_or_two(tmp
     made = {}
     for threads in (1, 2):
         folder = tmp_path / f"t{threads}"
-        names = ["effects_forest", *(f"between_seeds_{c}" for c in params["claims"])]
+        names = ["effects_forest", "horizon_profile"]
+        names += [f"between_seeds_{c}" for c in params["claims"]]
         out = {f"{n}_{ext}": str(folder / f"{n}.{ext}") for n in names for ext in ("png", "pdf")}
+        out["horizon_profile_csv"] = str(folder / "horizon_profile.csv")
         folder.mkdir()
         answer_figures_job(inputs, params, out, threads)
-        made[threads] = {k: Path(v).read_bytes() for k, v in out.items() if k.endswith("_png")}
-    assert made[1] == made[2] and len(made[1]) == 4
+        made[threads] = {
+            k: Path(v).read_bytes() for k, v in out.items() if k.endswith(("_png", "_csv"))
+        }
+    assert made[1] == made[2] and len(made[1]) == 6

@@ -54,7 +54,7 @@ rule answer_figures:
         f"{RESULTS}/logs/figures/answer_figures.log",
     conda:
         "../../envs/analysis.yaml"
-    threads: 3  # a process per claim's between-seed picture; Snakemake caps it at --cores
+    threads: 5  # a process per picture (3 claims, forest, horizon profile); capped at --cores
     resources:
         mem_mb=2000,
         runtime=10,

@@ -45,15 +45,16 @@ def answer_figures_job(
     inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
     """The answer's figures: each claim of ``params["claims"]``'s between-seed picture
-    (``seed_points`` of the checkpoint table ``inputs["table"]``; the claims' pictures drawn over
-    ``threads`` processes) and every effect of primary.csv and diagnostics.csv against Δ with the
-    verdicts and the power at Δ (power.csv)."""
+    (``seed_points`` of the checkpoint table ``inputs["table"]``), every effect of primary.csv and
+    diagnostics.csv against Δ with the verdicts and the power at Δ (power.csv), and the horizon
+    profile where ``out`` names it; the pictures drawn over ``threads`` processes (the same
+    bytes)."""
     import pandas as pd
 
     from topotrain.analysis.inference.parallel import map_tasks
     from topotrain.analysis.inference.seed_points import seed_points
     from topotrain.jobs.common import comove_design, log
-    from topotrain.report.answer import claimed_signs, figure_effects_forest, forest_rows
+    from topotrain.report.answer import claimed_signs, forest_rows
     from topotrain.report.page import read_table
     from topotrain.report.plots import model_order
 
@@ -71,36 +72,47 @@ def answer_figures_job(
         name = f"between_seeds_{feature}"
         paths = (out[f"{name}_png"], out[f"{name}_pdf"])
         claimed = {"claimed": claimed_signs(primary, feature)}
-        tasks.append((points, feature, design | claimed, paths))
-    for said in map_tasks(_between_seeds, tasks, threads):
-        log.info("%s", said)
+        tasks.append(("between", points, feature, design | claimed, paths))
     rows = forest_rows(primary, diagnostics, power)
-    figure_effects_forest(rows, out["effects_forest_png"], out["effects_forest_pdf"])
-    log.info("effects_forest: %d effects", len(rows))
+    tasks.append(("forest", rows, (out["effects_forest_png"], out["effects_forest_pdf"])))
     if "horizon_profile_png" in out:  # β_co per horizon H (exploratory)
-        from topotrain.analysis.inference.horizons import horizon_profile, signs_from_primary
-        from topotrain.io import atomic_write_text
-        from topotrain.report.answer import figure_horizon_profile
-
-        profile = horizon_profile(df, signs_from_primary(primary))
-        atomic_write_text(out["horizon_profile_csv"], profile.to_csv(index=False))
-        png, pdf = out["horizon_profile_png"], out["horizon_profile_pdf"]
-        figure_horizon_profile(profile, params["sesoi_co"], params["horizon"], png, pdf)
-        log.info(
-            "horizon_profile: %d rows over H = %s",
-            len(profile),
-            "/".join(f"{h:g}" for h in dict.fromkeys(profile["horizon"])),
-        )
+        tasks.append(("horizon", df, primary, params, out))
+    for said in map_tasks(_answer_figure, tasks, threads):
+        log.info("%s", said)
 
 
-def _between_seeds(task: tuple) -> str:
-    """One claim's between-seed picture (``answer.figure_between_seeds``) and its log line."""
+def _answer_figure(task: tuple) -> str:
+    """One of the answer's pictures and its log line, by the task's tag: a claim's between-seed
+    picture (``between``: ``answer.figure_between_seeds``), the effects ``forest``, or the
+    ``horizon`` profile (with its CSV)."""
+    if task[0] == "forest":
+        from topotrain.report.answer import figure_effects_forest
+
+        _, rows, (png, pdf) = task
+        figure_effects_forest(rows, png, pdf)
+        return f"effects_forest: {len(rows)} effects"
+    if task[0] == "horizon":
+        return _horizon_profile(*task[1:])
     from topotrain.report.answer import figure_between_seeds
 
-    points, feature, design, (png, pdf) = task
+    _, points, feature, design, (png, pdf) = task
     figure_between_seeds(points, feature, design, png, pdf)
     models = points["model"].nunique()
     return f"between_seeds_{feature}: {len(points)} points over {models} models"
+
+
+def _horizon_profile(df, primary, params: dict, out: dict[str, str]) -> str:
+    """β_co per horizon H: horizon_profile.csv, its figure (``answer.figure_horizon_profile``)."""
+    from topotrain.analysis.inference.horizons import horizon_profile, signs_from_primary
+    from topotrain.io import atomic_write_text
+    from topotrain.report.answer import figure_horizon_profile
+
+    profile = horizon_profile(df, signs_from_primary(primary))
+    atomic_write_text(out["horizon_profile_csv"], profile.to_csv(index=False))
+    png, pdf = out["horizon_profile_png"], out["horizon_profile_pdf"]
+    figure_horizon_profile(profile, params["sesoi_co"], params["horizon"], png, pdf)
+    horizons = "/".join(f"{h:g}" for h in dict.fromkeys(profile["horizon"]))
+    return f"horizon_profile: {len(profile)} rows over H = {horizons}"
 
 
 def report_markdown_job(
