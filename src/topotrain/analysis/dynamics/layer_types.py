@@ -19,7 +19,6 @@ from functools import partial
 import pandas as pd
 
 from topotrain.analysis.inference.associations import association_table
-from topotrain.analysis.inference.parallel import map_tasks
 from topotrain.analysis.inference.stats import ALPHA
 from topotrain.analysis.tables.aggregate import checkpoint_features
 from topotrain.config import DEFAULTS
@@ -79,13 +78,16 @@ def groups(layers: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
     return out
 
 
-def _split_table(task: tuple, losses: pd.DataFrame, n_resamples: int, seed: int) -> pd.DataFrame:
-    """The association views of one split ``(split, group, its layers' rows)``."""
+def _split_table(
+    task: tuple, losses: pd.DataFrame, n_resamples: int, seed: int, threads: int = 1
+) -> pd.DataFrame:
+    """The association views of one split ``(split, group, its layers' rows)``, its runs and
+    effects over ``threads`` processes."""
     split, group, rows = task
     sub = checkpoint_features(rows)  # l2_norm_mean: the subset's own scale
     table = sub.merge(losses, on=["model", "seed", "step"], how="inner")
     names = LAYER_FEATURES + LAYER_BASELINES
-    assoc = association_table(table, names, n_resamples=n_resamples, seed=seed)
+    assoc = association_table(table, names, n_resamples=n_resamples, seed=seed, threads=threads)
     n_layers = sub.groupby("model")["n_layers"].first()
     return assoc.assign(split=split, group=group, n_layers=assoc["model"].map(n_layers))
 
@@ -99,14 +101,17 @@ def layer_type_table(
 ) -> pd.DataFrame:
     """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES, and of LAYER_BASELINES beside
     them, of every split with train and validation loss, per run. ``layers`` is the per-layer
-    table, ``features`` the feature table; the splits spread over ``threads`` processes (the
-    same table)."""
+    table, ``features`` the feature table; each split's runs and effects spread over ``threads``
+    processes, one split after the other (the same table; a process per split left a core idle
+    for the last of three splits)."""
     keep = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
     if missing := sorted(set(keep) - set(features.columns)):
         raise ValueError(f"layer types: the feature table lacks {missing}")
     tasks = [(split, group, layers[mask]) for (split, group), mask in groups(layers).items()]
-    work = partial(_split_table, losses=features[keep], n_resamples=n_resamples, seed=seed)
-    tables = map_tasks(work, tasks, threads)
+    work = partial(
+        _split_table, losses=features[keep], n_resamples=n_resamples, seed=seed, threads=threads
+    )
+    tables = [work(task) for task in tasks]
     if not tables:
         return pd.DataFrame(columns=LAYER_TYPE_COLUMNS)
     out = pd.concat(tables, ignore_index=True)
