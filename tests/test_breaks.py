@@ -3,25 +3,8 @@
 import numpy as np
 import pytest
 
+from benchmarks.analysis import numpy_breaks, numpy_nearest  # the NumPy the loops replace
 from topotrain.analysis.inference.breaks import nearest_beyond, slope_breaks
-
-
-def numpy_breaks(groups):
-    out = [np.empty(0)]
-    for x, y in groups:
-        x, y = np.ravel(x), np.ravel(y)
-        i, j = np.triu_indices(x.size, 1)
-        dy = y[i] - y[j]
-        keep = dy != 0
-        out.append((x[i] - x[j])[keep] / dy[keep])
-    return np.concatenate(out)
-
-
-def numpy_nearest(breaks, at, direction, count):
-    d = (breaks - at) * direction
-    d = d[d > 0]
-    every = d.size <= count
-    return np.unique(d if every else np.partition(d, count)[: count + 1]), every
 
 
 def groups_of(rng, shapes, ties):
