@@ -140,7 +140,8 @@ def spearman_ci(
 
     def resampled_rho(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         """Spearman ρ of resamples of (x, y) given as their codes: ranked by counting
-        (``rank_stats.rank_pearson``)."""
+        (``rank_stats.rank_pearson``), along the last axis (scipy's bootstrap moves the
+        resampled axis there and passes axis=-1)."""
         from topotrain.analysis.inference.rank_stats import rank_pearson
 
         ra, rb = counted_ranks(a.astype(np.intp), kx), counted_ranks(b.astype(np.intp), ky)
