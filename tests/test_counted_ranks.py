@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from topotrain.analysis.inference.exact_tests import counted_ranks, resampled_ranks, spearman_rows
-from topotrain.analysis.inference.rank_stats import (
-    partial_from_ranks,
-    partial_spearman,
+from topotrain.analysis.inference.exact_tests import (
+    counted_ranks,
     rank_pearson,
+    resampled_ranks,
+    spearman_rows,
 )
+from topotrain.analysis.inference.rank_stats import partial_from_ranks, partial_spearman
 from topotrain.analysis.inference.stats import spearman_ci
 
 

@@ -1,6 +1,7 @@
 """Exact tests and their corrections, the pieces every inference module shares: Spearman ρ's
 exact permutation p, the sign-flip p of paired differences, ρ along an axis (the bootstraps'
-statistic), and the Bonferroni and Benjamini–Hochberg corrections over a family of p-values."""
+statistic: from values, or from ranks, with resamples ranked by counting), and the Bonferroni and
+Benjamini–Hochberg corrections over a family of p-values."""
 
 from __future__ import annotations
 
@@ -53,6 +54,21 @@ def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         warnings.simplefilter("ignore", stats.ConstantInputWarning)
         with np.errstate(invalid="ignore", divide="ignore"):
             return stats.pearsonr(ra, rb, axis=axis).statistic
+
+
+def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r = Σ ã·b̃ / √(Σ ã² Σ b̃²) along the last axis (broadcast); NaN for a constant row."""
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+
+
+def rank_pearson(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+    """Spearman ρ from two series' average ranks along the last axis: ``pearson_rows``, clipped
+    to [−1, 1]; NaN for a constant row. Equal to ``spearman_rows`` within rounding (scipy's
+    ``pearsonr`` normalises in another order) at a third of its time: it computes no p."""
+    return np.clip(pearson_rows(ra, rb), -1.0, 1.0)
 
 
 def resampled_ranks(s: np.ndarray, idx: np.ndarray) -> np.ndarray:

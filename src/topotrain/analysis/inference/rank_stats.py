@@ -8,6 +8,7 @@ from functools import partial
 import numpy as np
 from scipy import stats
 
+from topotrain.analysis.inference.exact_tests import pearson_rows
 from topotrain.analysis.inference.seed_contrast import RESIDUAL_TOL
 from topotrain.analysis.inference.stats import spearman_rows
 
@@ -33,21 +34,6 @@ def _residuals(rx: np.ndarray, rz: np.ndarray) -> np.ndarray:
 def rank_residuals(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Residuals along the last axis of rank(x) regressed on rank(z) with an intercept."""
     return _residuals(_centred_ranks(x), _centred_ranks(z))
-
-
-def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson r = Σ ã·b̃ / √(Σ ã² Σ b̃²) along the last axis (broadcast); NaN for a constant row."""
-    a = a - a.mean(axis=-1, keepdims=True)
-    b = b - b.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
-
-
-def rank_pearson(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
-    """Spearman ρ from two series' average ranks along the last axis: ``pearson_rows``, clipped
-    to [−1, 1]; NaN for a constant row. Equal to ``spearman_rows`` within rounding (scipy's
-    ``pearsonr`` normalises in another order) at a third of its time: it computes no p."""
-    return np.clip(pearson_rows(ra, rb), -1.0, 1.0)
 
 
 def partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:

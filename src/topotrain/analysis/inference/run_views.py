@@ -29,13 +29,8 @@ from arch.bootstrap import optimal_block_length
 from scipy import stats
 
 from topotrain.analysis.inference.bootstrap_draws import stationary_draws
-from topotrain.analysis.inference.exact_tests import resampled_ranks
-from topotrain.analysis.inference.rank_stats import (
-    partial_from_ranks,
-    pearson_rows,
-    rank_pearson,
-    rank_residuals,
-)
+from topotrain.analysis.inference.exact_tests import pearson_rows, rank_pearson, resampled_ranks
+from topotrain.analysis.inference.rank_stats import partial_from_ranks, rank_residuals
 from topotrain.analysis.inference.seed_contrast import CONTRAST_VIEWS
 from topotrain.analysis.inference.stats import (
     ALPHA,

@@ -21,6 +21,7 @@ from topotrain.analysis.inference.exact_tests import (  # noqa: F401 (re-exporte
     benjamini_hochberg,
     bonferroni,
     counted_ranks,
+    rank_pearson,
     sign_flip_p,
     spearman_exact,
     spearman_rows,
@@ -140,10 +141,8 @@ def spearman_ci(
 
     def resampled_rho(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         """Spearman ρ of resamples of (x, y) given as their codes: ranked by counting
-        (``rank_stats.rank_pearson``), along the last axis (scipy's bootstrap moves the
+        (``exact_tests.rank_pearson``), along the last axis (scipy's bootstrap moves the
         resampled axis there and passes axis=-1)."""
-        from topotrain.analysis.inference.rank_stats import rank_pearson
-
         ra, rb = counted_ranks(a.astype(np.intp), kx), counted_ranks(b.astype(np.intp), ky)
         return rank_pearson(ra, rb)
 
