@@ -5,8 +5,8 @@
 201 checkpoints, 3.6 million pooled over five models). ``slope_breaks`` lists them in
 ``np.triu_indices`` order and ``nearest_beyond`` takes the nearest few past a β0. Both are numba
 loops: one pass each with no temporaries, the same floats as the NumPy expressions in their
-docstrings (no fastmath: IEEE operations in the written order), 4–10 × faster than those
-expressions (``python -m benchmarks seed_effect``). Compiled on first use and cached on disk.
+docstrings (no fastmath: IEEE operations in the written order), about 2 × and 12 × faster than
+those expressions (``python -m benchmarks analysis``). Compiled on first use and cached on disk.
 """
 
 from __future__ import annotations

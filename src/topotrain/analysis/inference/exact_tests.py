@@ -74,8 +74,15 @@ def rank_pearson(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
 def resampled_ranks(s: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """``stats.rankdata(s[idx], axis=-1)`` for a 1-D ``s`` of finite values and (R, n) ``idx``:
     ``counted_ranks`` of s's distinct values' codes, coded once."""
-    distinct, codes = np.unique(s, return_inverse=True)
-    return counted_ranks(codes.ravel()[idx], distinct.size)
+    k, codes = value_codes(s)
+    return counted_ranks(codes[idx], k)
+
+
+def value_codes(v: np.ndarray) -> tuple[int, np.ndarray]:
+    """(k, codes): the values of a 1-D ``v`` as integers 0 … k−1 in the order of its k distinct
+    values (equal values, equal codes): what ``counted_ranks`` ranks."""
+    distinct, codes = np.unique(v, return_inverse=True)
+    return distinct.size, codes.ravel()
 
 
 def counted_ranks(codes: np.ndarray, k: int) -> np.ndarray:

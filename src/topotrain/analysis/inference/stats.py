@@ -25,6 +25,7 @@ from topotrain.analysis.inference.exact_tests import (  # noqa: F401 (re-exporte
     sign_flip_p,
     spearman_exact,
     spearman_rows,
+    value_codes,
 )
 from topotrain.baselines.weightwatcher import METRICS as WW_METRICS
 from topotrain.config import ALPHA, CONFIDENCE, DEFAULTS
@@ -107,12 +108,6 @@ def _too_short(x: np.ndarray, y: np.ndarray, notes: list[str]) -> dict[str, floa
     return {**_nan_result(int(x.size), "; ".join([*notes, short])), "rho": rho, "p": p}
 
 
-def _codes(v: np.ndarray) -> tuple[int, np.ndarray]:
-    """(k, codes): v's values as integers 0 … k−1 in the order of its k distinct values."""
-    distinct, codes = np.unique(v, return_inverse=True)
-    return distinct.size, codes.ravel()
-
-
 def spearman_ci(
     x,
     y,
@@ -137,14 +132,13 @@ def spearman_ci(
     if x.size < MIN_RUN:
         return _too_short(x, y, notes)
     res = stats.spearmanr(x, y)
-    (kx, cx), (ky, cy) = (_codes(v) for v in (x, y))
+    (kx, cx), (ky, cy) = (value_codes(v) for v in (x, y))
 
     def resampled_rho(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         """Spearman ρ of resamples of (x, y) given as their codes: ranked by counting
         (``exact_tests.rank_pearson``), along the last axis (scipy's bootstrap moves the
         resampled axis there and passes axis=-1)."""
-        ra, rb = counted_ranks(a.astype(np.intp), kx), counted_ranks(b.astype(np.intp), ky)
-        return rank_pearson(ra, rb)
+        return rank_pearson(counted_ranks(a, kx), counted_ranks(b, ky))
 
     with warnings.catch_warnings():  # NaN resamples are handled below, not by scipy's interval
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
