@@ -7,9 +7,11 @@ Wall time: the first to the last timestamp of the log. Training: the sum of the 
 durations (their start and "Finished" lines), divided by the cores. Overhead = 1 − training/cores
 ÷ wall: everything the run spends beyond training on every core (topology jobs, their start-up,
 Snakemake's own bookkeeping, analysis, idle cores at the end). Per rule: jobs, their total and mean
-seconds. The analysis chain: from the start of aggregate_features (it waits for the last topology
-job) to the log's last timestamp, everything to REPORT.md; a log of the chain alone (``snakemake
---forcerun aggregate_features`` on a finished study) gives it without the training line, and any
+seconds. The analysis chain: from the start of the last aggregate_model job (the one that waited
+for the last topology job; a log from before the per-model jobs: of aggregate_features) to the
+log's last timestamp, everything to REPORT.md; a log of the chain alone (``snakemake --forcerun
+results/features/models/<the last model>/weights.parquet`` on a finished study: its model's
+aggregate and per-run views, then everything after) gives it without the training line, and any
 other part of a study (the LLC's jobs rerun) its rules' lines. Prints a table and writes
 benchmarks/results/study_overhead.json.
 """
@@ -33,13 +35,16 @@ JOBID = re.compile(r"^\s+jobid: (\d+)$")
 DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 
 
-CHAIN_START = "aggregate_features"  # the first job after the last topology job
+# the first job after the last topology job: the last aggregate_model, else (an older log)
+CHAIN_STARTS = ("aggregate_model", "aggregate_features")
 
 
-def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]], dict[str, datetime]]:
+def parse(
+    lines: list[str],
+) -> tuple[list[datetime], dict[str, list[float]], dict[str, list[datetime]]]:
     """Every timestamp of the log, per rule the durations (s) of its finished jobs, and per rule
-    the time its first job started."""
-    stamps, started, durations, first = [], {}, defaultdict(list), {}
+    the times its jobs started, in order."""
+    stamps, started, durations, starts = [], {}, defaultdict(list), defaultdict(list)
     now, pending_rule = None, None
     for line in lines:
         line = line.rstrip("\n")
@@ -50,18 +55,26 @@ def parse(lines: list[str]) -> tuple[list[datetime], dict[str, list[float]], dic
             pending_rule = m.group(1)
         elif (m := JOBID.match(line)) and pending_rule:
             started[m.group(1)] = now
-            first.setdefault(pending_rule, now)
+            starts[pending_rule].append(now)
             pending_rule = None
         elif (m := DONE.match(line)) and m.group(1) in started:
             durations[m.group(2)].append((now - started[m.group(1)]).total_seconds())
-    return stamps, dict(durations), first
+    return stamps, dict(durations), dict(starts)
 
 
-def chain(stamps: list[datetime], first: dict[str, datetime]) -> float:
-    """Seconds from the first aggregate_features job's start to the log's last timestamp."""
-    if CHAIN_START not in first:
-        raise ValueError(f"the log has no {CHAIN_START} job: no analysis chain to time")
-    return (stamps[-1] - first[CHAIN_START]).total_seconds()
+def chain_start(starts: dict[str, list[datetime]]) -> tuple[str, datetime]:
+    """(rule, time) the analysis chain starts: the last aggregate_model job's start, or (a log
+    from before the per-model jobs) the first aggregate_features job's."""
+    if "aggregate_model" in starts:
+        return "aggregate_model", max(starts["aggregate_model"])
+    if "aggregate_features" in starts:
+        return "aggregate_features", starts["aggregate_features"][0]
+    raise ValueError(f"the log has no {' or '.join(CHAIN_STARTS)} job: no analysis chain to time")
+
+
+def chain(stamps: list[datetime], starts: dict[str, list[datetime]]) -> float:
+    """Seconds from the chain's start (``chain_start``) to the log's last timestamp."""
+    return (stamps[-1] - chain_start(starts)[1]).total_seconds()
 
 
 def overhead(stamps: list[datetime], durations: dict[str, list[float]], cores: int) -> dict:
@@ -117,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     log = args.log or max((ROOT / ".snakemake" / "log").glob("*.snakemake.log"), default=None)
     if log is None or not log.is_file():
         sys.exit(f"no Snakemake log found ({log}); pass --log")
-    stamps, durations, first = parse(log.read_text().splitlines())
+    stamps, durations, starts = parse(log.read_text().splitlines())
     result = {"log": str(log)}
     if "train_model" in durations:  # a study's log
         result |= overhead(stamps, durations, args.cores)
@@ -127,9 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         print(rule_lines(result["rules"]))
     else:
         sys.exit(f"{log}: no finished job in this Snakemake log")
-    if CHAIN_START in first:
-        result["chain_s"] = chain(stamps, first)
-        print(f"analysis chain ({CHAIN_START} to the last line): {result['chain_s']:.0f} s")
+    if any(rule in starts for rule in CHAIN_STARTS):
+        rule = chain_start(starts)[0]
+        result["chain_s"] = chain(stamps, starts)
+        what = "the last aggregate_model" if rule == "aggregate_model" else rule
+        print(f"analysis chain ({what} to the last line): {result['chain_s']:.0f} s")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     return 0

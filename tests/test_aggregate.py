@@ -1,13 +1,14 @@
 """Aggregation of per-layer records and training logs into the feature tables."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from topotrain.analysis.tables.aggregate import checkpoint_features, interval_means
-from topotrain.jobs.aggregate import aggregate_weights
+from topotrain.jobs.aggregate import aggregate_features_job, aggregate_weights
 
 
 def test_interval_means_average_the_steps_before_each_checkpoint():
@@ -232,3 +233,78 @@ def test_layer_table_refuses_a_layer_that_names_a_key_column():
 
     with pytest.raises(ValueError, match="key columns"):
         layer_table([{"layers": [{"layer": "a", "step": 3}]}], [{"model": "m", "step": 0}])
+
+
+def run_inputs(tmp_path, model: str, seed: int, n_params: int) -> tuple[list, list, dict]:
+    """One run's records, their keys and its run dict (three checkpoints, logs written)."""
+    base = tmp_path / f"{model}-{seed}"
+    base.mkdir()
+    rng = np.random.default_rng(seed * 7 + n_params)
+    records, keys = [], []
+    for step in (0, 2, 4):
+        rows = [
+            {k: v for k, v in r.items() if k not in ("model", "seed", "step")}
+            for r in layer_rows(step, rng.random(3).tolist())
+        ]
+        path = base / f"r{step}.json"
+        path.write_text(json.dumps({"layers": rows}))
+        records.append(str(path))
+        keys.append({"model": model, "seed": seed, "step": step})
+    losses = rng.random(5) + 3
+    pd.DataFrame(
+        {"step": range(5), "train_loss": losses, "grad_norm": losses / 3, "lr": 0.1}
+    ).to_csv(base / "metrics.csv", index=False)
+    pd.DataFrame({"step": [0, 2, 4], "val_loss": losses[:3]}).to_csv(base / "evals.csv")
+    run = dict(model=model, seed=seed, n_params=n_params, d_model=4, n_layer=1, n_head=1)
+    return (
+        records,
+        keys,
+        run | {"metrics": str(base / "metrics.csv"), "evals": str(base / "evals.csv")},
+    )
+
+
+def test_the_models_tables_join_to_the_table_of_all_records(tmp_path):
+    """Two models (the config's first the larger, so the join must reorder by n_params) of two
+    seeds: aggregated per model (parquet only) and joined, the very tables, CSVs byte for byte,
+    that aggregating every record at once writes."""
+    runs = {
+        m: [run_inputs(tmp_path, m, s, n) for s in (1, 2)] for m, n in (("big", 500), ("lil", 90))
+    }
+
+    def aggregate(parts, name, csv=True):
+        records = [r for recs, _, _ in parts for r in recs]
+        keys = [k for _, ks, _ in parts for k in ks]
+        out = {k: str(tmp_path / f"{name}_{k}") for k in ("table", "layers")}
+        if csv:
+            out |= {k: str(tmp_path / f"{name}_{k}.csv") for k in ("table_csv", "layers_csv")}
+        aggregate_weights(records, keys, [r for _, _, r in parts], 4, 2, out)
+        return out
+
+    whole = aggregate([p for parts in runs.values() for p in parts], "whole")
+    per_model = {m: aggregate(parts, m, csv=False) for m, parts in runs.items()}
+    assert not list(tmp_path.glob("big_*.csv"))  # a model's part: parquet only
+    joined = {k: str(tmp_path / f"joined_{k}") for k in whole}
+    tables = [per_model[m]["table"] for m in runs]
+    aggregate_features_job(tables, [per_model[m]["layers"] for m in runs], joined)
+    for key, path in whole.items():
+        if key.endswith("csv"):
+            assert Path(joined[key]).read_bytes() == Path(path).read_bytes()
+        else:
+            pd.testing.assert_frame_equal(pd.read_parquet(joined[key]), pd.read_parquet(path))
+    table = pd.read_parquet(joined["table"])
+    assert table["model"].tolist() == ["lil"] * 6 + ["big"] * 6  # by n_params, then seed, step
+    assert table["step"].tolist()[:3] == [0, 2, 4]
+
+
+def test_joining_models_with_different_columns_names_the_part_and_writes_nothing(tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    pd.DataFrame(
+        {"model": ["a"], "seed": [1], "step": [0], "n_params": [1], "x": [1.0]}
+    ).to_parquet(a)
+    pd.DataFrame(
+        {"model": ["b"], "seed": [1], "step": [0], "n_params": [2], "y": [1.0]}
+    ).to_parquet(b)
+    out = {k: str(tmp_path / "out" / k) for k in ("table", "table_csv", "layers", "layers_csv")}
+    with pytest.raises(ValueError, match=r"b\.parquet has columns"):
+        aggregate_features_job([str(a), str(b)], [str(a), str(a)], out)
+    assert not list((tmp_path / "out").glob("*"))

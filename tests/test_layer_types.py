@@ -13,6 +13,10 @@ from topotrain.analysis.dynamics.layer_types import (
     layer_type_summary,
     layer_type_table,
 )
+from topotrain.analysis.dynamics.model_views import model_run_rows
+from topotrain.analysis.inference.associations import association_table
+from topotrain.analysis.inference.stats import feature_kinds
+from topotrain.analysis.tables.aggregate import checkpoint_features
 
 NAMES = [
     f"transformer.h.{b}.{m}.weight"
@@ -153,3 +157,50 @@ def test_splits_spread_over_processes_give_the_same_table():
     layers, features = synthetic()
     one = layer_type_table(layers, features, n_resamples=100, seed=0)
     pd.testing.assert_frame_equal(layer_type_table(layers, features, 100, 0, threads=2), one)
+
+
+def two_models():
+    """Models m (n_params 500) and n (2,000), two seeds each: (layers, features)."""
+    parts = [
+        [
+            frame.assign(model=model, n_params=n)
+            if "n_params" in frame
+            else frame.assign(model=model)
+            for frame in synthetic(seed + 10 * i)
+        ]
+        for i, (model, n) in enumerate((("n", 2000), ("m", 500)))
+        for seed in (1, 2)
+    ]
+    layers = pd.concat([p[0] for p in parts], ignore_index=True)
+    return layers, pd.concat([p[1] for p in parts], ignore_index=True)
+
+
+def test_rows_computed_per_model_give_the_tables_of_the_whole_study():
+    """model_views' per-model rows, handed to both tables, give what computing every run at once
+    gives; a tampered row shows (the rows are used, not recomputed); rows of one model only, or
+    a feature table of two, are refused."""
+    layers, features = two_models()
+    per_checkpoint = checkpoint_features(layers).drop(columns="n_layers")
+    feats = features.merge(per_checkpoint, on=["model", "seed", "step"])
+    rng = np.random.default_rng(5)
+    for name, _ in feature_kinds(feats):  # every feature the default list names, as a walk
+        if name not in feats:
+            feats[name] = np.cumsum(rng.normal(size=len(feats)))
+    by_model = feats.groupby("model")
+    own = {m: model_run_rows(g, layers[layers["model"] == m], 60, 4) for m, g in by_model}
+    layer_rows = pd.concat([own[m][1] for m in ("n", "m")], ignore_index=True)
+    assert set(layer_rows["split"]) == {"type", "depth"}
+    whole = layer_type_table(layers, features, 60, 4)
+    got = layer_type_table(layers, features, 60, 4, run_rows=layer_rows)
+    pd.testing.assert_frame_equal(got, whole)
+    own = pd.concat([own[m][0] for m in ("n", "m")], ignore_index=True)
+    expect = association_table(feats, n_resamples=60, seed=4)
+    pd.testing.assert_frame_equal(association_table(feats, None, 60, 4, run_rows=own), expect)
+    tampered = layer_rows.copy()
+    tampered.loc[0, "rho"] = 0.123456
+    out = layer_type_table(layers, features, 60, 4, run_rows=tampered)
+    assert (out["rho"] == 0.123456).sum() == 1
+    with pytest.raises(ValueError, match="rerun model_views"):
+        layer_type_table(layers, features, 60, 4, run_rows=layer_rows[layer_rows["model"] == "m"])
+    with pytest.raises(ValueError, match="holds models"):
+        model_run_rows(features, layers, 60, 4)

@@ -31,9 +31,10 @@ Finished jobid: 8 (Rule: train_model)
 
 
 def test_overhead_from_a_log_with_known_durations():
-    stamps, durations, first = study_overhead.parse(LOG.splitlines())
+    stamps, durations, starts = study_overhead.parse(LOG.splitlines())
     assert durations == {"train_model": [600.0, 1200.0], "weight_topology": [2.0]}
-    assert first["weight_topology"] == datetime(2026, 11, 23, 10, 10)
+    assert starts["weight_topology"] == [datetime(2026, 11, 23, 10, 10)]
+    assert starts["train_model"] == [datetime(2026, 11, 23, 10, 0)] * 2
     r = study_overhead.overhead(stamps, durations, cores=2)
     assert r["wall_s"] == 1500.0
     assert r["training_per_core_s"] == 900.0
@@ -42,11 +43,11 @@ def test_overhead_from_a_log_with_known_durations():
 
 
 def test_a_log_without_training_is_refused():
-    stamps, durations, first = study_overhead.parse(LOG.splitlines()[:2])
+    stamps, durations, starts = study_overhead.parse(LOG.splitlines()[:2])
     with pytest.raises(ValueError, match="no finished train_model job"):
         study_overhead.overhead(stamps, durations, cores=2)
-    with pytest.raises(ValueError, match="no aggregate_features job"):
-        study_overhead.chain(stamps, first)
+    with pytest.raises(ValueError, match="no aggregate_model or aggregate_features job"):
+        study_overhead.chain(stamps, starts)
 
 
 def snakemake_log(*events: tuple[str, str, int, str]) -> str:
@@ -75,8 +76,8 @@ CHAIN = snakemake_log(
 def test_the_analysis_chain_runs_from_aggregates_start_to_the_last_line(
     tmp_path, capsys, monkeypatch
 ):
-    stamps, durations, first = study_overhead.parse(CHAIN.splitlines())
-    assert study_overhead.chain(stamps, first) == 123.0  # 11:00:01 → 11:02:04
+    stamps, durations, starts = study_overhead.parse(CHAIN.splitlines())
+    assert study_overhead.chain(stamps, starts) == 123.0  # 11:00:01 → 11:02:04
     log = tmp_path / "chain.log"
     log.write_text(CHAIN)
     monkeypatch.setattr(study_overhead, "OUT", tmp_path / "out.json")
@@ -84,3 +85,32 @@ def test_the_analysis_chain_runs_from_aggregates_start_to_the_last_line(
     said = capsys.readouterr().out
     assert "wall" not in said and "associations" in said and "chain" in said and "123 s" in said
     assert '"chain_s": 123.0' in (tmp_path / "out.json").read_text()
+
+
+PER_MODEL = snakemake_log(  # two models' aggregates: the chain waits for the second (model b's)
+    ("10:00:00", "start", 1, "aggregate_model"),
+    ("10:00:02", "finish", 1, "aggregate_model"),
+    ("10:30:00", "finish", 3, "training_topology"),
+    ("10:30:01", "start", 2, "aggregate_model"),
+    ("10:30:03", "finish", 2, "aggregate_model"),
+    ("10:30:03", "start", 4, "aggregate_features"),
+    ("10:30:05", "finish", 4, "aggregate_features"),
+    ("10:31:00", "finish", 6, "report_markdown"),
+)
+
+
+def test_the_chain_starts_at_the_last_aggregate_model(tmp_path, capsys, monkeypatch):
+    stamps, durations, starts = study_overhead.parse(PER_MODEL.splitlines())
+    assert study_overhead.chain_start(starts) == (
+        "aggregate_model",
+        datetime(2026, 11, 23, 10, 30, 1),
+    )
+    assert study_overhead.chain(stamps, starts) == 59.0  # 10:30:01 → 10:31:00
+    log = tmp_path / "chain.log"
+    log.write_text(PER_MODEL)
+    monkeypatch.setattr(study_overhead, "OUT", tmp_path / "out.json")
+    assert study_overhead.main(["--log", str(log)]) == 0
+    assert (
+        "analysis chain (the last aggregate_model to the last line): 59 s"
+        in capsys.readouterr().out
+    )

@@ -277,6 +277,7 @@ def test_the_html_report_opens_in_chromium_with_every_figure_loaded(tiny_run, tm
     assert sum(not v or v[1] == 0 for v in seen["images"].values()) == 1
 
 
+PER_MODEL = {"aggregate_model": 2, "model_views": 2}  # each model's tables and per-run rows
 ANALYSIS_JOBS = {
     "models_table": 1,
     "correlations": 1,
@@ -308,6 +309,7 @@ def test_changing_an_analysis_parameter_reruns_only_analysis(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "analysis:\n  bootstrap_resamples: 300\n")
     assert jobs == {
+        "model_views": 2,  # each model's per-run rows: resampled
         "correlations": 1,
         "associations": 1,
         "layer_types": 1,
@@ -325,7 +327,12 @@ def test_changing_the_probe_batch_reruns_only_gradient_topology_and_downstream(t
         jobs = plan_with_overlay(
             workdir, f"topology:\n  gradients:\n    enabled: true\n    {overlay}\n"
         )
-        assert jobs == {"gradient_topology": 2, "aggregate_features": 1, **ANALYSIS_JOBS}
+        assert jobs == {
+            "gradient_topology": 2,
+            **PER_MODEL,
+            "aggregate_features": 1,
+            **ANALYSIS_JOBS,
+        }
     features = pd.read_parquet(workdir / "results" / "features" / "weights.parquet")
     for col in ("grad_np_mean", "grad_h0_total", "grad_h1_total", "grad_l2_norm_mean"):
         assert features[col].notna().all(), col
@@ -340,7 +347,7 @@ def test_changing_the_probe_batch_reruns_only_gradient_topology_and_downstream(t
 def test_changing_a_series_parameter_reruns_the_series_and_downstream_only(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "topology:\n  series:\n    n_landscapes: 2\n")
-    assert jobs == {"diagram_series": 2, "aggregate_features": 1, **ANALYSIS_JOBS}
+    assert jobs == {"diagram_series": 2, **PER_MODEL, "aggregate_features": 1, **ANALYSIS_JOBS}
     features = pd.read_parquet(workdir / "results" / "features" / "weights.parquet")
     for col in (
         "h0_w1_step",
@@ -386,6 +393,7 @@ def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_
         "gradient_topology": 2,
         "diagram_series": 2,
         **({"weightwatcher": 2} if matrices else {}),
+        **PER_MODEL,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
@@ -394,7 +402,7 @@ def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_
 def test_weightwatcher_off_drops_its_jobs_and_columns_only(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "topology:\n  weightwatcher: false\n")
-    assert jobs == {"aggregate_features": 1, **ANALYSIS_JOBS}
+    assert jobs == {**PER_MODEL, "aggregate_features": 1, **ANALYSIS_JOBS}
     assert "weightwatcher" not in run_snakemake(workdir, "-n", "--cores", "1").stdout
 
 
@@ -408,6 +416,8 @@ def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
         "gradient_topology": 1,
         "diagram_series": 1,
         "weightwatcher": 1,
+        "aggregate_model": 1,  # the new model's tables and rows only: the others' stand
+        "model_views": 1,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
@@ -433,6 +443,7 @@ def test_adding_a_seed_trains_only_the_new_runs(tiny_run):
         "gradient_topology": 2,
         "diagram_series": 2,
         "weightwatcher": 2,
+        **PER_MODEL,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }

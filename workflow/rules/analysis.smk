@@ -101,9 +101,36 @@ rule question_power:
         "../scripts/job.py"
 
 
+# One model's per-run rows of associations and layer_types, as soon as its runs are aggregated.
+MODEL_VIEWS = f"{RESULTS}/tables/runs/{{model}}"
+
+
+rule model_views:
+    input:
+        table=MODEL_FEATURES,
+        layers=MODEL_LAYERS,
+    output:
+        associations=f"{MODEL_VIEWS}/associations.parquet",
+        layer_types=f"{MODEL_VIEWS}/layer_types.parquet",
+    log:
+        f"{RESULTS}/logs/analysis/model_views/{{model}}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 16  # runs in parallel processes (the same rows); Snakemake caps it at --cores
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        n_resamples=config["analysis"]["bootstrap_resamples"],
+        seed=config["analysis"]["bootstrap_seed"],
+    script:
+        "../scripts/job.py"
+
+
 rule associations:
     input:
-        FEATURES,
+        table=FEATURES,
+        runs=expand(f"{MODEL_VIEWS}/associations.parquet", model=MODELS),
     output:
         associations_csv=f"{RESULTS}/tables/associations.csv",  # a row per run: too big to embed
         associations_md=f"{RESULTS}/tables/associations.md",
@@ -262,6 +289,7 @@ rule layer_types:
     input:
         table=FEATURES,
         layers=f"{RESULTS}/features/weights_layers.parquet",
+        runs=expand(f"{MODEL_VIEWS}/layer_types.parquet", model=MODELS),
     output:
         **figure_outputs(["layer_types"]),
         layer_types_csv=f"{RESULTS}/tables/layer_types.csv",  # a row per run: too big to embed

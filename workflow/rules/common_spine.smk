@@ -85,13 +85,13 @@ WW_ONE_PASS = (
 )
 
 
-def get_ww_tables(seeds=SEEDS):
+def get_ww_tables(seeds=SEEDS, models=MODELS):
     """Each run's WeightWatcher table (in get_trainings' order), or none when
     topology.weightwatcher is off."""
     if not config["topology"]["weightwatcher"]:
         return []
     return [
-        f"{RESULTS}/weightwatcher/{m}/seed{s}.parquet" for m in MODELS for s in seeds
+        f"{RESULTS}/weightwatcher/{m}/seed{s}.parquet" for m in models for s in seeds
     ]
 
 
@@ -111,12 +111,12 @@ LLC_FILES = (
 LLC_STEPS = llc_steps(STEPS, LLC["every"])
 
 
-def get_llc_tables(seeds=SEEDS):
+def get_llc_tables(seeds=SEEDS, models=MODELS):
     """Each run's LLC table (in get_trainings' order), or none when baselines.llc is off."""
     if not LLC["enabled"]:
         return []
     return [
-        f"{LLC_FILES.format(model=m, seed=s)}.parquet" for m in MODELS for s in seeds
+        f"{LLC_FILES.format(model=m, seed=s)}.parquet" for m in models for s in seeds
     ]
 
 
@@ -127,28 +127,29 @@ def get_llc_params(wildcards):
     )
 
 
-def get_gradient_records(seeds=SEEDS):
+def get_gradient_records(seeds=SEEDS, models=MODELS):
     """Every checkpoint's gradient-topology record (in get_topology_records' order), or none when
     topology.gradients is off."""
     if not GRADIENTS["enabled"]:
         return []
     return [
         f"{GRAD.format(model=m, seed=s, step=step_tag(t))}.json"
-        for m in MODELS
+        for m in models
         for s in seeds
         for t in STEPS
     ]
 
 
-def get_topology_records(seeds=SEEDS):
+def get_topology_records(seeds=SEEDS, models=MODELS):
     """(path, key) for every per-checkpoint topology record of ``seeds`` (default the discovery
-    seeds, ``seeds:``), in a fixed order."""
+    seeds, ``seeds:``) of ``models`` (default all; every getter here takes both), in a fixed
+    order."""
     return [
         (
             f"{TOPO.format(model=m, seed=s, step=step_tag(t))}.json",
             dict(model=m, seed=s, step=t),
         )
-        for m in MODELS
+        for m in models
         for s in seeds
         for t in STEPS
     ]
@@ -160,25 +161,35 @@ def get_run_diagrams(wildcards):
     return [f"{TOPO.format(**run, step=step_tag(t))}.npz" for t in STEPS]
 
 
-def get_series_tables(seeds=SEEDS):
+def get_series_tables(seeds=SEEDS, models=MODELS):
     """Each run's diagram-series table, in the order of get_trainings()."""
     return [
-        f"{RESULTS}/topology/{m}/seed{s}/series.parquet" for m in MODELS for s in seeds
+        f"{RESULTS}/topology/{m}/seed{s}/series.parquet" for m in models for s in seeds
     ]
 
 
-def get_trainings(seeds=SEEDS):
+def get_trainings(seeds=SEEDS, models=MODELS):
     """One dict per (model, seed) of the spine: its architecture, for the aggregate table (in
     the order of get_training_logs())."""
     trainings = []
-    for m in MODELS:
+    for m in models:
         arch = config["models"][m]
         size = dict(n_params=model_params(arch), **arch)
         trainings += [dict(model=m, seed=s, **size) for s in seeds]
     return trainings
 
 
-def get_training_logs(seeds=SEEDS):
+def get_training_logs(seeds=SEEDS, models=MODELS):
     """Each training's metrics.csv and evals.csv, in the order of get_trainings()."""
-    logs = [f"{RESULTS}/checkpoints/{m}/seed{s}" for m in MODELS for s in seeds]
+    logs = [f"{RESULTS}/checkpoints/{m}/seed{s}" for m in models for s in seeds]
     return [f"{base}/{name}" for base in logs for name in ("metrics.csv", "evals.csv")]
+
+
+# A model's feature tables (rule aggregate_model), as soon as its runs are done.
+MODEL_FEATURES = f"{RESULTS}/features/models/{{model}}/weights.parquet"
+MODEL_LAYERS = f"{RESULTS}/features/models/{{model}}/weights_layers.parquet"
+
+
+def one_model(getter):
+    """An input or params function: ``getter`` (a common_spine list) for the job's model."""
+    return lambda wildcards: getter(models=[wildcards.model])

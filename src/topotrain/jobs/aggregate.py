@@ -9,7 +9,15 @@ from topotrain.jobs.common import log
 INPUTS = ("series", "gradients", "weightwatcher", "llc")  # the optional inputs, in this order
 
 
-def aggregate_features_job(
+def aggregate_model_job(
+    records: list[str], logs: list[str], params: dict, out: dict[str, str], *optional: list[str]
+) -> None:
+    """One model's feature tables (parquet only), as soon as its runs are done: ``records_tables``
+    of its runs."""
+    records_tables(records, logs, params, out, *optional)
+
+
+def records_tables(
     records: list[str], logs: list[str], params: dict, out: dict[str, str], *optional: list[str]
 ) -> None:
     """Join every checkpoint's features (each training's diagram series, the gradient records
@@ -45,14 +53,14 @@ def aggregate_weights(
     (``analysis.tables.aggregate.weights_tables``), written all or none; returns the weights table.
 
     ``records`` are read with ``sources.records``, each run's metrics.csv and evals.csv (the
-    paths in ``runs``) here; ``out`` maps table, table_csv, layers,
-    layers_csv to paths. ``inputs`` may name ``gradients`` (one record per record, same order)
+    paths in ``runs``) here; ``out`` maps table, layers and (optionally: a model's part has
+    none) table_csv, layers_csv to paths. ``inputs`` may name ``gradients`` (one record per
+    record, same order)
     and ``series``, ``weightwatcher`` and ``llc`` (one table per run, in the order of ``runs``).
     """
     import pandas as pd
 
-    from topotrain.analysis.tables.aggregate import layer_table, table_writers, weights_tables
-    from topotrain.io import atomic_write_all
+    from topotrain.analysis.tables.aggregate import layer_table, weights_tables
     from topotrain.sources import records as rec
 
     inputs = inputs or {}
@@ -68,24 +76,57 @@ def aggregate_weights(
         llc_table = rec.read_run_tables(llc, runs, "LLC table", "llc")
     logs = [r | {name: pd.read_csv(r[name]) for name in ("metrics", "evals")} for r in runs]
     table, layers = weights_tables(layers, logs, total_steps, interval, extra, grads, ww, llc_table)
-    writers = table_writers(layers, out["layers"], out["layers_csv"])
-    atomic_write_all({**writers, **table_writers(table, out["table"], out["table_csv"])})
-    log.info(
-        "wrote %s (%d rows), %s (%d rows) and their CSVs",
-        out["table"],
-        len(table),
-        out["layers"],
-        len(layers),
-    )
+    _write_tables(table, layers, out)
     return table
 
 
-# The rule's adapter (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls
-# it): its records and logs, params and outputs, and one list per optional input (INPUTS).
+def _write_tables(table, layers, out: dict[str, str]) -> None:
+    """The weights and weights_layers tables to ``out``'s table and layers (and their CSVs where
+    ``out`` names table_csv and layers_csv), all or none."""
+    from topotrain.analysis.tables.aggregate import table_writers
+    from topotrain.io import atomic_write_all
+
+    writers = table_writers(layers, out["layers"], out.get("layers_csv"))
+    atomic_write_all({**writers, **table_writers(table, out["table"], out.get("table_csv"))})
+    rows = (out["table"], len(table), out["layers"], len(layers))
+    log.info("wrote %s (%d rows), %s (%d rows)", *rows)
+
+
+def aggregate_features_job(tables: list[str], layers: list[str], out: dict[str, str]) -> None:
+    """The study's feature tables from its models' (rule aggregate_model, one per model in the
+    config's order): the rows of every model, ordered as ``weights_tables`` orders one built from
+    all the records at once (by n_params, model, seed, step; the layers in the models' order), so
+    the same bytes. A part whose columns differ from the first's is an error naming it."""
+    import pandas as pd
+
+    for path in out.values():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    frames = {}
+    for kind, paths in (("table", tables), ("layers", layers)):
+        parts = [pd.read_parquet(path) for path in paths]
+        if not parts:
+            raise ValueError(f"aggregate_features: no per-model {kind} to join")
+        for path, part in zip(paths[1:], parts[1:], strict=True):
+            if list(part.columns) != list(parts[0].columns):
+                raise ValueError(
+                    f"aggregate_features: {path} has columns {list(part.columns)}, "
+                    f"not {paths[0]}'s {list(parts[0].columns)}"
+                )
+        frames[kind] = pd.concat(parts, ignore_index=True)
+    keys = ["n_params", "model", "seed", "step"]
+    table = frames["table"].sort_values(keys, kind="stable").reset_index(drop=True)
+    _write_tables(table, frames["layers"], out)
+
+
+# The rules' adapters (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls
+# them): a model's records and logs, params and outputs, and one list per optional input (INPUTS);
+# the study's per-model tables.
 def aggregate_features_rule(sm) -> None:
+    aggregate_features_job(list(sm.input.tables), list(sm.input.layers), dict(sm.output.items()))
+
+
+def aggregate_model_rule(sm) -> None:
     records, logs = list(sm.input.records), list(sm.input.logs)
     optional = (sm.input.series, sm.input.gradients, sm.input.weightwatcher, sm.input.llc)  # INPUTS
     optional = [list(paths) for paths in optional]
-    aggregate_features_job(
-        records, logs, dict(sm.params.items()), dict(sm.output.items()), *optional
-    )
+    aggregate_model_job(records, logs, dict(sm.params.items()), dict(sm.output.items()), *optional)

@@ -30,8 +30,38 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "best", best_feature(corr), "Feature that tracks loss best, per model")
 
 
-def associations_job(table: str, params: dict, out: dict[str, str], threads: int = 1) -> None:
-    """Raw, detrended and partial (step, L2) associations of every feature with train/val loss."""
+def model_views_job(
+    inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1
+) -> None:
+    """One model's per-run rows of the associations and layer-types tables (RUN_VIEWS), from its
+    feature tables (rule aggregate_model), for rules associations and layer_types."""
+    import pandas as pd
+
+    from topotrain.analysis.dynamics.model_views import model_run_rows
+    from topotrain.analysis.tables.aggregate import table_writers
+    from topotrain.io import atomic_write_all
+
+    features, layers = (pd.read_parquet(inputs[k]) for k in ("table", "layers"))
+    n, seed = params["n_resamples"], params["seed"]
+    assoc, layer_rows = model_run_rows(features, layers, n, seed, threads)
+    writers = table_writers(assoc, out["associations"])
+    atomic_write_all({**writers, **table_writers(layer_rows, out["layer_types"])})
+
+
+def _run_rows(paths: list[str] | None):
+    """The models' per-run rows (rule model_views) as one frame, or None when not given."""
+    import pandas as pd
+
+    if not paths:
+        return None
+    return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+
+
+def associations_job(
+    table: str, params: dict, out: dict[str, str], threads: int = 1, runs: list[str] | None = None
+) -> None:
+    """Raw, detrended and partial (step, L2) associations of every feature with train/val loss;
+    ``runs``: the models' per-run rows (rule model_views), else computed here."""
     import pandas as pd
 
     from topotrain.analysis.inference.associations import association_summary, association_table
@@ -41,7 +71,8 @@ def associations_job(table: str, params: dict, out: dict[str, str], threads: int
     df = pd.read_parquet(table)
     check_seed_numerics(df)  # the seed contrast compares seeds: one numerics per model
     n, seed = params["n_resamples"], params["seed"]
-    assoc = association_table(df, n_resamples=n, seed=seed, threads=threads)
+    rows = _run_rows(runs)
+    assoc = association_table(df, n_resamples=n, seed=seed, threads=threads, run_rows=rows)
     _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
     _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
     if "diagnostics_csv" in out:
@@ -170,7 +201,8 @@ def velocity_job(table: str, out: dict[str, str]) -> None:
 def layer_types_job(
     inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
-    """Association views of topology with loss by layer type (attention/MLP) and depth."""
+    """Association views of topology with loss by layer type (attention/MLP) and depth;
+    ``inputs["runs"]``: the models' per-run rows (rule model_views), else computed here."""
     import pandas as pd
 
     from topotrain.analysis.dynamics.layer_types import layer_type_summary, layer_type_table
@@ -179,7 +211,8 @@ def layer_types_job(
 
     layers, features = (pd.read_parquet(inputs[k]) for k in ("layers", "table"))
     check_seed_numerics(features)
-    table = layer_type_table(layers, features, params["n_resamples"], params["seed"], threads)
+    n, seed, runs = params["n_resamples"], params["seed"], _run_rows(inputs.get("runs"))
+    table = layer_type_table(layers, features, n, seed, threads, run_rows=runs)
     summary = layer_type_summary(table)
     _tables(out, "layer_types", table, "Associations by layer type and depth, per run")
     _tables(out, "layer_types_summary", summary, "Where the signal lives: layer type and depth")
@@ -267,7 +300,19 @@ def models_table_job(table: str, out: dict[str, str]) -> None:
 
 
 def associations_rule(sm) -> None:
-    associations_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()), sm.threads)
+    associations_job(
+        sm.input.table,
+        dict(sm.params.items()),
+        dict(sm.output.items()),
+        sm.threads,
+        list(sm.input.runs),
+    )
+
+
+def model_views_rule(sm) -> None:
+    model_views_job(
+        dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()), sm.threads
+    )
 
 
 def calibration_rule(sm) -> None:

@@ -15,10 +15,10 @@ def confirm_features_job(
     gradients: list[str] | None = None,
 ) -> None:
     """The GPT study's confirmation seeds in feature tables of their own, built as the discovery
-    seeds' are (``aggregate_features_job``)."""
-    from topotrain.jobs.aggregate import aggregate_features_job
+    seeds' are (``aggregate.records_tables``), in one job."""
+    from topotrain.jobs.aggregate import records_tables
 
-    aggregate_features_job(records, logs, params, out, series, gradients)
+    records_tables(records, logs, params, out, series, gradients)
 
 
 def control_confirm_features_job(

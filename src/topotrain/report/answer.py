@@ -139,7 +139,7 @@ def _seed_panel(ax: plt.Axes, g: pd.DataFrame, colours: dict) -> None:
     order = np.random.default_rng(0).permutation(len(g))
     x, y = g["loss"].to_numpy(), g["feature"].to_numpy()
     c = [colours[s] for s in g["seed"].to_numpy()[order]]
-    ax.scatter(x[order], y[order], s=SEED_DOT, c=c, linewidths=0)
+    ax.scatter(x[order], y[order], s=SEED_DOT, c=c, linewidths=0, rasterized=True)
     if (x * x).sum() > 0:
         xs = np.linspace(x.min(), x.max(), 2)
         ax.plot(xs, (x * y).sum() / (x * x).sum() * xs, color="k", lw=1)

@@ -14,7 +14,6 @@ default: the only view here whose false-positive rate the calibration suite show
 from __future__ import annotations
 
 import re
-from functools import partial
 
 import pandas as pd
 
@@ -78,17 +77,38 @@ def groups(layers: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
     return out
 
 
+LOSS_COLUMNS = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
+
+
+def split_tables(layers: pd.DataFrame, features: pd.DataFrame) -> list[tuple]:
+    """``(split, group, its feature table, its layers' count per model)`` of every split: the
+    subset's features aggregated per checkpoint (``checkpoint_features``, one model at a time, so
+    a model's numbers do not depend on the others in the table; l2_norm_mean the subset's own
+    scale) joined with the runs' losses and step."""
+    if missing := sorted(set(LOSS_COLUMNS) - set(features.columns)):
+        raise ValueError(f"layer types: the feature table lacks {missing}")
+    losses = features[LOSS_COLUMNS]
+    out = []
+    for (split, group), mask in groups(layers).items():
+        rows = layers[mask]
+        sub = pd.concat([checkpoint_features(r) for _, r in rows.groupby("model", sort=True)])
+        table = sub.reset_index(drop=True).merge(losses, on=["model", "seed", "step"], how="inner")
+        out.append((split, group, table, sub.groupby("model")["n_layers"].first()))
+    return out
+
+
+NAMES = LAYER_FEATURES + LAYER_BASELINES
+
+
 def _split_table(
-    task: tuple, losses: pd.DataFrame, n_resamples: int, seed: int, threads: int = 1
+    task: tuple, n_resamples: int, seed: int, threads: int = 1, run_rows=None
 ) -> pd.DataFrame:
-    """The association views of one split ``(split, group, its layers' rows)``, its runs and
-    effects over ``threads`` processes."""
-    split, group, rows = task
-    sub = checkpoint_features(rows)  # l2_norm_mean: the subset's own scale
-    table = sub.merge(losses, on=["model", "seed", "step"], how="inner")
-    names = LAYER_FEATURES + LAYER_BASELINES
-    assoc = association_table(table, names, n_resamples=n_resamples, seed=seed, threads=threads)
-    n_layers = sub.groupby("model")["n_layers"].first()
+    """The association views of one split ``(split, group, its table, n_layers per model)``, its
+    runs (or their ``run_rows``, computed apart) and effects over ``threads`` processes."""
+    split, group, table, n_layers = task
+    assoc = association_table(
+        table, NAMES, n_resamples=n_resamples, seed=seed, threads=threads, run_rows=run_rows
+    )
     return assoc.assign(split=split, group=group, n_layers=assoc["model"].map(n_layers))
 
 
@@ -98,20 +118,21 @@ def layer_type_table(
     n_resamples: int = _ANALYSIS["bootstrap_resamples"],
     seed: int = _ANALYSIS["bootstrap_seed"],
     threads: int = 1,
+    run_rows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """LAYER_TYPE_COLUMNS: the association views of LAYER_FEATURES, and of LAYER_BASELINES beside
     them, of every split with train and validation loss, per run. ``layers`` is the per-layer
     table, ``features`` the feature table; each split's runs and effects spread over ``threads``
     processes, one split after the other (the same table; a process per split left a core idle
-    for the last of three splits)."""
-    keep = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
-    if missing := sorted(set(keep) - set(features.columns)):
-        raise ValueError(f"layer types: the feature table lacks {missing}")
-    tasks = [(split, group, layers[mask]) for (split, group), mask in groups(layers).items()]
-    work = partial(
-        _split_table, losses=features[keep], n_resamples=n_resamples, seed=seed, threads=threads
-    )
-    tables = [work(task) for task in tasks]
+    for the last of three splits). ``run_rows``: every split's RUN_VIEWS rows already computed
+    (``split_run_rows``, per model by rule model_views), with split and group columns."""
+    tables = []
+    for task in split_tables(layers, features):
+        rows = None
+        if run_rows is not None:
+            mine = (run_rows["split"] == task[0]) & (run_rows["group"] == task[1])
+            rows = run_rows[mine].drop(columns=["split", "group"]).reset_index(drop=True)
+        tables.append(_split_table(task, n_resamples, seed, threads, rows))
     if not tables:
         return pd.DataFrame(columns=LAYER_TYPE_COLUMNS)
     out = pd.concat(tables, ignore_index=True)

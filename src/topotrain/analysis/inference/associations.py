@@ -107,6 +107,64 @@ def _run_rows(run_group: tuple, features: list, targets: Sequence[str], seed: in
     return rows
 
 
+def _task_rows(task: tuple, targets: Sequence[str], seed: int, kw: dict) -> list[dict]:
+    """``_run_rows`` of a ``(features, run group)`` task."""
+    features, run_group = task
+    return _run_rows(run_group, features, targets, seed, kw)
+
+
+def feature_list(df: pd.DataFrame, features=None, targets: Sequence[str] = TARGETS) -> list:
+    """(feature, kind) pairs: ``features`` (default feature_kinds(df)), every one and every
+    target a column of ``df`` (else ValueError naming the missing)."""
+    features = feature_kinds(df) if features is None else [(f, kind(f)) for f in features]
+    missing = [c for c in [f for f, _ in features] + list(targets) if c not in df]
+    if missing:
+        raise ValueError(f"feature table lacks columns {missing}")
+    return features
+
+
+def runs_of(df: pd.DataFrame) -> list[tuple]:
+    """``((model, seed), its checkpoints in step order)`` for every run of a feature table."""
+    return list(df.sort_values("step").groupby(["model", "seed"], sort=False))
+
+
+def view_rows(
+    tables: Sequence[tuple[pd.DataFrame, list]],
+    n_resamples: int = _ANALYSIS["bootstrap_resamples"],
+    seed: int = _ANALYSIS["bootstrap_seed"],
+    confidence: float = CONFIDENCE,
+    alpha: float = ALPHA,
+    targets: Sequence[str] = TARGETS,
+    threads: int = 1,
+) -> list[pd.DataFrame]:
+    """The RUN_VIEWS rows (model, seed, n_params, feature, kind, target, view and run_cell's
+    columns) of every run of each ``(feature table, (feature, kind) pairs)``, one frame per table:
+    every run of every table one task of one pool of ``threads`` processes (the same rows)."""
+    kw = dict(n_resamples=n_resamples, confidence=confidence, alpha=alpha)
+    tasks = [(i, (features, run)) for i, (df, features) in enumerate(tables) for run in runs_of(df)]
+    work = partial(_task_rows, targets=targets, seed=seed, kw=kw)
+    parts = map_tasks(work, [task for _, task in tasks], threads)
+    rows = [[] for _ in tables]
+    for (i, _), part in zip(tasks, parts, strict=True):
+        rows[i] += part
+    return [pd.DataFrame(r) for r in rows]
+
+
+def check_run_rows(rows: pd.DataFrame, df: pd.DataFrame, features: list, targets) -> None:
+    """ValueError unless ``rows`` (computed apart: rule model_views) hold the RUN_VIEWS rows of
+    exactly the runs, features and targets of ``df``."""
+    runs = sorted(df[["model", "seed"]].drop_duplicates().itertuples(index=False, name=None))
+    have = sorted(rows[["model", "seed"]].drop_duplicates().itertuples(index=False, name=None))
+    cells = {(f, t, v) for f, _ in features for t in targets for v in RUN_VIEWS}
+    got = set(rows[["feature", "target", "view"]].itertuples(index=False, name=None))
+    if have != runs or got != cells or len(rows) != len(runs) * len(cells):
+        raise ValueError(
+            f"the per-run rows (rule model_views) hold runs {have} and {len(got)} cells in "
+            f"{len(rows)} rows, the feature table runs {runs} and {len(cells)} cells each: "
+            "rerun model_views for the feature table's models"
+        )
+
+
 def association_table(
     df: pd.DataFrame,
     features: Sequence[str] | None = None,
@@ -116,6 +174,7 @@ def association_table(
     alpha: float = ALPHA,
     targets: Sequence[str] = TARGETS,
     threads: int = 1,
+    run_rows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per (model, seed, feature, target, view) with ASSOCIATION_COLUMNS: the RUN_VIEWS
     per run, then the CONTRAST_VIEWS per model (seed <NA>) and pooled over models (the runs and
@@ -125,19 +184,15 @@ def association_table(
     resampling is seeded by cell_seed(seed, model, run seed, feature, target, view); p_bh is
     Benjamini–Hochberg within each view (pooled contrast rows a family of their own); every row
     is labelled exploratory (``family``): the paper's claims are tested in replication's primary
-    family.
+    family. ``run_rows``: the RUN_VIEWS rows already computed (``view_rows``, per model by rule
+    model_views, with these resamples and seed), checked to cover the table's runs.
     """
-    if features is None:
-        features = feature_kinds(df)
+    features = feature_list(df, features, targets)
+    kw = dict(n_resamples=n_resamples, confidence=confidence, alpha=alpha, targets=targets)
+    if run_rows is None:
+        run_rows = view_rows([(df, features)], seed=seed, threads=threads, **kw)[0]
     else:
-        features = [(f, kind(f)) for f in features]
-    missing = [c for c in [f for f, _ in features] + list(targets) if c not in df]
-    if missing:
-        raise ValueError(f"feature table lacks columns {missing}")
-    kw = dict(n_resamples=n_resamples, confidence=confidence, alpha=alpha)
-    runs = list(df.sort_values("step").groupby(["model", "seed"], sort=False))
-    work = partial(_run_rows, features=features, targets=targets, seed=seed, kw=kw)
-    rows = [row for part in map_tasks(work, runs, threads) for row in part]
+        check_run_rows(run_rows, df, features, targets)
     log.info("associations: between-seed contrasts")
     names = [f for f, _ in features] + list(targets)
     inputs = model_inputs(df, names, seed)  # the contrasts' p and their effects share them
@@ -147,7 +202,7 @@ def association_table(
     log.info("associations: effects [%g %% intervals] of the seed contrasts", 100 * CONFIDENCE)
     effects = effect_table(df, [f for f, _ in features], list(targets), seed, inputs, threads)
     contrast = with_effects(contrast, effects)
-    table = pd.DataFrame(rows)
+    table = run_rows.copy()
     table["seed"] = table["seed"].astype("Int64")
     table["n_params"] = table["n_params"].astype("Int64")
     table = pd.concat([table, contrast], ignore_index=True)

@@ -25,7 +25,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from arch.bootstrap import optimal_block_length
 from scipy import stats
 
 from topotrain.analysis.inference.bootstrap_draws import stationary_draws
@@ -55,7 +54,11 @@ P_METHOD |= dict.fromkeys(RUN_VIEWS[1:], "circular-shift null (all shifts enumer
 def block_length(a: np.ndarray, b: np.ndarray) -> float:
     """Mean block length for a paired stationary bootstrap: the larger of the Politis–White
     estimates of a and b (the pair must keep the longer memory), clamped to [1, n/2]. Where the
-    estimate is undefined (near-constant series, or n ≲ 10, too short for arch's search) it is 1."""
+    estimate is undefined (near-constant series, or n ≲ 10, too short for arch's search) it is 1.
+    arch is imported here, not with the module: it takes about 2 s, which every job importing
+    the associations paid, though only the per-run views (rule model_views) call this."""
+    from arch.bootstrap import optimal_block_length
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -223,12 +223,15 @@ def build_tables(
     return table[front + [c for c in table.columns if c not in front]].reset_index(drop=True)
 
 
-def table_writers(df: pd.DataFrame, parquet: str | Path, csv: str | Path) -> dict[str, Writer]:
-    """Writers of one table as parquet and as CSV, for ``atomic_write_all``."""
-    return {
-        str(parquet): lambda fh: df.to_parquet(fh, index=False),
-        str(csv): lambda fh: fh.write(df.to_csv(index=False).encode()),
-    }
+def table_writers(
+    df: pd.DataFrame, parquet: str | Path, csv: str | Path | None = None
+) -> dict[str, Writer]:
+    """Writers of one table as parquet and (when ``csv`` is given) as CSV, for
+    ``atomic_write_all``."""
+    writers = {str(parquet): lambda fh: df.to_parquet(fh, index=False)}
+    if csv is not None:
+        writers[str(csv)] = lambda fh: fh.write(df.to_csv(index=False).encode())
+    return writers
 
 
 def weights_tables(
