@@ -288,7 +288,7 @@ def test_make_calibrate_with_few_view_draws_warns_naming_the_key_and_notes_each_
 
     from topotrain.analysis.calibration import intervals, persistent, sign_rule
     from topotrain.config import DEFAULTS
-    from topotrain.jobs.analysis import calibration_job
+    from topotrain.jobs.calibrate import calibration_job
 
     stub = pd.DataFrame({"draws": [1]})
     monkeypatch.setattr(suite, "calibration_table", lambda **kw: stub)

@@ -255,7 +255,7 @@ def test_make_calibrate_writes_the_views_and_the_sign_rule_tables(tmp_path):
     import pandas as pd
 
     from topotrain.analysis.calibration.persistent import NULLS, PAIRS, VIEWS, Setting, measure
-    from topotrain.jobs.analysis import calibration_job
+    from topotrain.jobs.calibrate import calibration_job
 
     out = {
         f"{name}_{ext}": str(tmp_path / f"{name}.{ext}")

@@ -156,8 +156,7 @@ def test_adding_a_pythia_step_reruns_only_that_revisions_jobs(pythia_run):
         "pythia_weight_figure": 1,
         "pythia_figures": 1,
         "replication": 1,  # reads pythia_weights.csv (Table 8)
-        "answer_figures": 1,  # reads primary.csv, which replication writes
-        "report_markdown": 1,
+        "report_markdown": 1,  # (primary.csv, which the answer's figures read, stands)
     }
 
 

@@ -288,6 +288,7 @@ ANALYSIS_JOBS = {
     "training_figures": 1,
     "analysis_figures": 1,
     "answer_figures": 1,
+    "primary_family": 1,
     "replication": 1,
     "power": 1,
     "report_markdown": 1,

@@ -48,63 +48,7 @@ rule correlations:
         "../scripts/job.py"
 
 
-rule calibration:
-    output:
-        calibration_csv=report(
-            f"{RESULTS}/tables/calibration.csv",
-            caption="../report/calibration.rst",
-            category="Tables",
-        ),
-        calibration_md=f"{RESULTS}/tables/calibration.md",
-        views_csv=f"{RESULTS}/tables/calibration_views.csv",
-        views_md=f"{RESULTS}/tables/calibration_views.md",
-        sign_rule_csv=f"{RESULTS}/tables/calibration_sign_rule.csv",
-        sign_rule_md=f"{RESULTS}/tables/calibration_sign_rule.md",
-        intervals_csv=f"{RESULTS}/tables/calibration_intervals.csv",
-        intervals_md=f"{RESULTS}/tables/calibration_intervals.md",
-    log:
-        f"{RESULTS}/logs/analysis/calibration.log",
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 16  # scenarios run in parallel processes; Snakemake caps it at --cores
-    resources:
-        mem_mb=4000,
-        runtime=120,
-    params:
-        **COMOVE_PARAMS,
-        calibration=config["analysis"]["calibration"],
-        n_resamples=config["analysis"]["bootstrap_resamples"],
-        seed=config["analysis"]["bootstrap_seed"],
-        sesoi=config["analysis"]["sesoi"],
-    script:
-        "../scripts/job.py"
-
-
-rule question_power:
-    output:
-        question_csv=f"{RESULTS}/tables/question_power.csv",
-        question_md=f"{RESULTS}/tables/question_power.md",
-    log:
-        f"{RESULTS}/logs/analysis/question_power.log",
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 16  # simulated studies in parallel processes (the same table); capped at --cores
-    resources:
-        mem_mb=4000,
-        runtime=240,
-    params:
-        draws=config["analysis"]["calibration"]["question_draws"],
-        sesoi=config["analysis"]["sesoi"],
-        sesoi_co=config["analysis"]["sesoi_co"],
-        seed=config["analysis"]["bootstrap_seed"],
-    script:
-        "../scripts/job.py"
-
-
 # One model's per-run rows of associations and layer_types, as soon as its runs are aggregated.
-MODEL_VIEWS = f"{RESULTS}/tables/runs/{{model}}"
-
-
 rule model_views:
     input:
         table=MODEL_FEATURES,
@@ -315,6 +259,35 @@ rule layer_types:
         "../scripts/job.py"
 
 
+# The primary family: from the feature table alone (the answer's figures need not wait for replication)
+rule primary_family:
+    input:
+        features=FEATURES,
+        paper=PAPER_VALUES,
+    output:
+        primary_csv=report(
+            f"{RESULTS}/tables/primary.csv",
+            caption="../report/primary.rst",
+            category=REPLICATION_CATEGORY,
+        ),
+        primary_md=f"{RESULTS}/tables/primary.md",
+    log:
+        f"{RESULTS}/logs/analysis/primary_family.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        **COMOVE_PARAMS,
+        sesoi=config["analysis"]["sesoi"],
+        sesoi_co=config["analysis"]["sesoi_co"],
+        bottom_line_question=config["analysis"]["bottom_line_question"],
+    script:
+        "../scripts/job.py"
+
+
 rule replication:
     input:
         **get_replication_inputs(),
@@ -325,12 +298,6 @@ rule replication:
             category=REPLICATION_CATEGORY,
         ),
         replication_md=f"{RESULTS}/tables/replication.md",
-        primary_csv=report(
-            f"{RESULTS}/tables/primary.csv",
-            caption="../report/primary.rst",
-            category=REPLICATION_CATEGORY,
-        ),
-        primary_md=f"{RESULTS}/tables/primary.md",
         np_variance_csv=f"{RESULTS}/tables/np_variance.csv",
         np_variance_md=f"{RESULTS}/tables/np_variance.md",
     log:
@@ -345,10 +312,6 @@ rule replication:
         warmup_steps=config["train"]["warmup_steps"],
         phase_threshold=config["analysis"]["phase_threshold"],
         sesoi=config["analysis"]["sesoi"],
-        sesoi_co=config["analysis"]["sesoi_co"],
-        horizon=config["analysis"]["horizon"],
-        comove_from=config["analysis"]["comove_from"],
-        bottom_line_question=config["analysis"]["bottom_line_question"],
     script:
         "../scripts/job.py"
 

@@ -91,7 +91,7 @@ PAPER_VALUES = os.path.join(workflow.basedir, "workflow", "data", "paper_values.
 def get_replication_inputs():
     """The published values and the tables the replication verdicts read (Table 8's Pythia
     weights and Study B's embedding tables only when that part of the branch is on)."""
-    names = ["models", "associations", "prediction", "phases", "scaling"]
+    names = ["models", "associations", "prediction", "phases", "scaling", "primary"]
     if pythia_revisions("weights"):
         names += ["pythia_weights"]
     if pythia_revisions("embeddings"):

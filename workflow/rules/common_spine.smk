@@ -188,6 +188,7 @@ def get_training_logs(seeds=SEEDS, models=MODELS):
 # A model's feature tables (rule aggregate_model), as soon as its runs are done.
 MODEL_FEATURES = f"{RESULTS}/features/models/{{model}}/weights.parquet"
 MODEL_LAYERS = f"{RESULTS}/features/models/{{model}}/weights_layers.parquet"
+MODEL_VIEWS = f"{RESULTS}/tables/runs/{{model}}"  # its per-run rows (rule model_views)
 
 
 def one_model(getter):

@@ -4,15 +4,20 @@ Every rule runs ``workflow/scripts/job.py``, which calls ``run_rule``: the rule'
 ``<rule>_rule(sm)`` unpacks the ``snakemake`` object and calls exactly one job, ``<rule>_job``,
 defined beside it (import a job from its module: ``topotrain.jobs.<stage>.<rule>_job``). The
 rules of ``workflow/rules/<stage>.smk`` have their jobs and adapters in ``jobs/<stage>.py`` (data,
-train, topology, aggregate, analysis, figures, confirm, control, pythia, runs; ``common`` holds
-their helpers).
+train, topology, aggregate, analysis, calibrate, figures, confirm, control, pythia, runs;
+``common`` holds their helpers).
 Imports inside the jobs are local so that a job loads only what it needs (the topology job must
 never import torch).
 """
 
 __all__ = ["rule_adapter", "run_rule"]
 
-HEAP_STAGES = ("aggregate", "analysis", "figures")  # jobs whose freed memory is kept (heap.py)
+HEAP_STAGES = (
+    "aggregate",
+    "analysis",
+    "calibrate",
+    "figures",
+)  # jobs whose freed memory is kept (heap.py)
 
 
 def rule_adapter(rule: str):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topotrain.jobs.analysis_notes import _diagnostics, _verdict_note
+from topotrain.jobs.analysis_notes import _diagnostics
 from topotrain.jobs.common import _tables, comove_design
 
 
@@ -77,65 +77,6 @@ def associations_job(
     _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
     if "diagnostics_csv" in out:
         _diagnostics(df, assoc, params, out)
-
-
-def calibration_job(params: dict, out: dict[str, str], threads: int = 1) -> None:
-    """False-positive rates and power of every test the verdicts use, on simulated runs. Draws
-    below what a verdict row needs (``pass_rule.verdict_draws``) are logged and noted under
-    each table's heading, naming the config key (``_verdict_note``)."""
-    from topotrain.analysis.calibration.suite import calibration_table
-    from topotrain.config import ALPHA
-
-    comove_design(params)
-    knobs = params["calibration"]
-    table = calibration_table(
-        n_sim=knobs["simulations"],
-        n_resamples=params["n_resamples"],
-        seeds=tuple(knobs["seeds"]),
-        seed=params["seed"],
-        threads=threads,
-        sesoi=params["sesoi"],
-    )
-    title = "Calibration: false-positive rates and power"
-    sims = ("simulations", knobs["simulations"])
-    note = _verdict_note(*sims, ALPHA, "calibration.csv", warn=False)  # calibration_table warned
-    _tables(out, "calibration", table, title + note)
-    draws = ("view_draws", knobs["view_draws"])
-    if "views_csv" in out:
-        from topotrain.analysis.calibration.persistent import null_table
-        from topotrain.analysis.calibration.sign_rule import sign_rule_rows
-
-        seeds = tuple(knobs["seeds"])
-        views = null_table(draws[1], threads, seeds)
-        title = "Calibration: level and co-movement views, persistent nulls"
-        title += _verdict_note(*draws, ALPHA, "calibration_views.csv")
-        _tables(out, "views", views, title)
-        signs = sign_rule_rows(draws[1], seeds, params["sesoi"], params["seed"])
-        title = "Calibration: the per-model sign rule, mixed signs"
-        title += _verdict_note(*draws, ALPHA, "calibration_sign_rule.csv")
-        _tables(out, "sign_rule", signs, title)
-    if "intervals_csv" in out:
-        from topotrain.analysis.calibration.intervals import NOMINAL, interval_table
-
-        miss = interval_table(draws[1], threads, tuple(knobs["seeds"]))
-        title = "Calibration: the co-movement effects' interval miss rates"
-        title += _verdict_note(*draws, NOMINAL, "calibration_intervals.csv")
-        _tables(out, "intervals", miss, title)
-
-
-def question_power_job(params: dict, out: dict[str, str], threads: int = 1) -> None:
-    """The power of both answers on the verdict rule (``calibration.question_power``): per
-    question, planted condition and design, the share of simulated studies per verdict word,
-    ``params["draws"]`` studies per row over ``threads`` processes, on the documented fitted
-    noise."""
-    from topotrain.analysis.calibration.question_power import STUDY_NOISE, question_table
-
-    deltas = {"moves_with": params["sesoi_co"], "ranks": params["sesoi"]}
-    table = question_table(
-        params["draws"], threads, STUDY_NOISE, seed=params["seed"], deltas=deltas
-    )
-    title = "Power of both answers: verdict shares per question, planted condition and design"
-    _tables(out, "question", table, title)
 
 
 def scaling_fits_job(table: str, params: dict, out: dict[str, str]) -> None:
@@ -219,16 +160,39 @@ def layer_types_job(
     plots.figure_layer_types(summary, out["layer_types_png"], out["layer_types_pdf"])
 
 
-def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
-    """Replication verdicts: every claim of the paper beside our number and its rule, the
-    primary family's tests of the paper's claims, and NP against its layers' weight variance."""
+def primary_family_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+    """The primary family's tests of the paper's claims beyond the clock and scale, from the
+    feature table and the paper's values (the answer's figures and the replication read it)."""
     import pandas as pd
 
     comove_design(params)
 
-    from topotrain.analysis.inference.np_variance import np_variance_table
     from topotrain.analysis.inference.numerics import check_seed_numerics
     from topotrain.analysis.inference.primary import primary_family
+    from topotrain.analysis.replication.claims import read_paper_values
+
+    paper = read_paper_values(inputs["paper"])
+    features = pd.read_parquet(inputs["features"])
+    check_seed_numerics(features)  # the primary family tests across seeds
+    primary = primary_family(
+        features,
+        paper,
+        sesoi=params["sesoi"],
+        sesoi_co=params["sesoi_co"],
+        question=params["bottom_line_question"],
+    )
+    _tables(
+        out, "primary", primary, "Primary family: the paper's claims beyond the clock and scale"
+    )
+
+
+def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -> None:
+    """Replication verdicts: every claim of the paper beside our number and its rule (the
+    primary family's from primary.csv, rule primary_family), and NP against its layers' weight
+    variance."""
+    import pandas as pd
+
+    from topotrain.analysis.inference.np_variance import np_variance_table
     from topotrain.analysis.replication.claims import read_paper_values, replication_table
 
     paper = read_paper_values(inputs["paper"])
@@ -238,21 +202,9 @@ def replication_job(inputs: dict[str, str], params: dict, out: dict[str, str]) -
         if name not in ("paper", "features")
     }
     tables["features"] = pd.read_parquet(inputs["features"]) if "features" in inputs else None
-    if tables["features"] is not None:
-        check_seed_numerics(tables["features"])  # the primary family tests across seeds
     sesoi = params["sesoi"]
-    tables["primary"] = primary = primary_family(
-        tables["features"],
-        paper,
-        sesoi=sesoi,
-        sesoi_co=params["sesoi_co"],
-        question=params["bottom_line_question"],
-    )
     verdicts = replication_table(
         paper, tables, params["warmup_steps"], params["phase_threshold"], sesoi=sesoi
-    )
-    _tables(
-        out, "primary", primary, "Primary family: the paper's claims beyond the clock and scale"
     )
     _tables(out, "replication", verdicts, "Replication of the paper's claims")
     if "np_variance_csv" in out:
@@ -315,14 +267,6 @@ def model_views_rule(sm) -> None:
     )
 
 
-def calibration_rule(sm) -> None:
-    calibration_job(dict(sm.params.items()), dict(sm.output.items()), sm.threads)
-
-
-def question_power_rule(sm) -> None:
-    question_power_job(dict(sm.params.items()), dict(sm.output.items()), sm.threads)
-
-
 def correlations_rule(sm) -> None:
     correlations_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
 
@@ -347,6 +291,10 @@ def power_rule(sm) -> None:
 
 def predict_final_loss_rule(sm) -> None:
     predict_final_loss_job(sm.input[0], dict(sm.params.items()), dict(sm.output.items()))
+
+
+def primary_family_rule(sm) -> None:
+    primary_family_job(dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()))
 
 
 def replication_rule(sm) -> None:
