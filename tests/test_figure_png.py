@@ -49,3 +49,13 @@ def test_fewer_colours_are_fewer_colours_within_a_coarser_distance():
     assert len(image.getcolors(maxcolors=257)) <= 32
     pixels = np.asarray(image.convert("RGB"), dtype=float)
     assert np.abs(pixels - full).max(axis=2).mean() < 8
+
+
+def test_the_model_colours_are_seaborns_viridis_palette():
+    """figure_kit.cmap_colours (no seaborn import in a figure job) gives seaborn's palette."""
+    import seaborn as sns
+
+    from topotrain.report.figure_kit import cmap_colours
+
+    for n in (2, 3, 5, 8):
+        assert cmap_colours("viridis", n) == list(sns.color_palette("viridis", n_colors=n))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from topotrain.report.figure_kit import fig_title, footnote, plt, save_figure, say_why
 
@@ -19,6 +18,8 @@ def rho_heatmap(
 ) -> None:
     """``values`` (NaN: undefined) coloured on [−1, 1], each cell its ρ to two decimals and its
     mark, an undefined one UNDEFINED on grey."""
+    import seaborn as sns  # here, not at import: 1.3 s a job
+
     text = values.map(lambda v: "" if np.isnan(v) else f"{v:.2f}") + marks
     sns.heatmap(
         values,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import matplotlib.transforms as mtransforms
 import pandas as pd
-import seaborn as sns
 
 from topotrain.report.figure_kit import (
     footnote,
@@ -24,6 +23,8 @@ def figure_prediction_mae(summary: pd.DataFrame, png: str | None, pdf: str | Non
     """MAE of final-loss prediction per method (x, in the summary's order), one bar per training
     fraction observed (the legend); a method with no finite prediction (n = 0 at every fraction)
     is marked n/a in its slot and named under the figure."""
+    import seaborn as sns  # here, not at import: 1.3 s a job
+
     methods = list(dict.fromkeys(summary["method"]))
     fig, ax = plt.subplots(figsize=(max(8, 0.75 * len(methods) + 2), 5), layout="constrained")
     data = summary[summary["mae"].notna() & (summary["mae"] > 0)]
@@ -56,6 +57,8 @@ def figure_stopping(table: pd.DataFrame, png: str | None, pdf: str | None) -> pl
     """Compute saved vs final-loss penalty: each rule's mean over runs (labelled; rules at the
     same point share one label; the Pareto front outlined and joined) over the runs themselves
     (faint), coloured by rule family."""
+    import seaborn as sns  # here, not at import: 1.3 s a job
+
     fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
     if table.empty:
         say_why(ax, "no stopping rule to draw: the feature table has no run")

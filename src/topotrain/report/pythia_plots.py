@@ -5,7 +5,6 @@ Wasserstein rate of change. Every ``figure_*`` saves its files and returns the F
 from __future__ import annotations
 
 import pandas as pd
-import seaborn as sns
 
 from topotrain.report.figure_kit import _label, plt, save_figure, say_why, sparse_log
 from topotrain.topology import registry
@@ -28,6 +27,8 @@ EMBEDDING_LABELS = {  # features of the embedding cloud (topology.registry's), t
 
 def pythia_palette(df: pd.DataFrame) -> dict[str, tuple]:
     """One colour per Pythia model, in the order the table lists them (config order)."""
+    import seaborn as sns  # here, not at import: 1.3 s a job
+
     models = list(dict.fromkeys(df["model"]))
     return dict(
         zip(models, sns.color_palette("rocket", n_colors=max(len(models), 2)), strict=False)
@@ -112,6 +113,8 @@ def figure_pythia_scatter(df: pd.DataFrame, png: str | None, pdf: str | None) ->
 
 def figure_pythia_rho(corr: pd.DataFrame, png: str | None, pdf: str | None) -> plt.Figure:
     """|Spearman ρ| of each feature with perplexity, per model, topological vs spectral."""
+    import seaborn as sns  # here, not at import: 1.3 s a job
+
     data = corr.assign(abs_rho=corr["rho"].abs())
     order = data.groupby("feature")["abs_rho"].mean().sort_values(ascending=False).index
     fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
