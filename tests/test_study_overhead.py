@@ -73,20 +73,6 @@ CHAIN = snakemake_log(
 )
 
 
-def test_the_analysis_chain_runs_from_aggregates_start_to_the_last_line(
-    tmp_path, capsys, monkeypatch
-):
-    stamps, durations, starts = study_overhead.parse(CHAIN.splitlines())
-    assert study_overhead.chain(stamps, starts) == 123.0  # 11:00:01 → 11:02:04
-    log = tmp_path / "chain.log"
-    log.write_text(CHAIN)
-    monkeypatch.setattr(study_overhead, "OUT", tmp_path / "out.json")
-    assert study_overhead.main(["--log", str(log)]) == 0  # a chain alone: no training line
-    said = capsys.readouterr().out
-    assert "wall" not in said and "associations" in said and "chain" in said and "123 s" in said
-    assert '"chain_s": 123.0' in (tmp_path / "out.json").read_text()
-
-
 PER_MODEL = snakemake_log(  # two models' aggregates: the chain waits for the second (model b's)
     ("10:00:00", "start", 1, "aggregate_model"),
     ("10:00:02", "finish", 1, "aggregate_model"),
@@ -99,18 +85,23 @@ PER_MODEL = snakemake_log(  # two models' aggregates: the chain waits for the se
 )
 
 
-def test_the_chain_starts_at_the_last_aggregate_model(tmp_path, capsys, monkeypatch):
-    stamps, durations, starts = study_overhead.parse(PER_MODEL.splitlines())
-    assert study_overhead.chain_start(starts) == (
-        "aggregate_model",
-        datetime(2026, 11, 23, 10, 30, 1),
-    )
-    assert study_overhead.chain(stamps, starts) == 59.0  # 10:30:01 → 10:31:00
+@pytest.mark.parametrize(
+    "log_text, start, seconds, said",
+    [  # an older log: from aggregate_features; a per-model one: from the last aggregate_model
+        (CHAIN, (11, 0, 1), 123.0, "analysis chain (aggregate_features to the last line): 123 s"),
+        (PER_MODEL, (10, 30, 1), 59.0, "(the last aggregate_model to the last line): 59 s"),
+    ],
+)
+def test_the_analysis_chain_runs_from_its_first_job_to_the_last_line(
+    tmp_path, capsys, monkeypatch, log_text, start, seconds, said
+):
+    stamps, durations, starts = study_overhead.parse(log_text.splitlines())
+    assert study_overhead.chain_start(starts)[1] == datetime(2026, 11, 23, *start)
+    assert study_overhead.chain(stamps, starts) == seconds
     log = tmp_path / "chain.log"
-    log.write_text(PER_MODEL)
+    log.write_text(log_text)
     monkeypatch.setattr(study_overhead, "OUT", tmp_path / "out.json")
-    assert study_overhead.main(["--log", str(log)]) == 0
-    assert (
-        "analysis chain (the last aggregate_model to the last line): 59 s"
-        in capsys.readouterr().out
-    )
+    assert study_overhead.main(["--log", str(log)]) == 0  # a chain alone: no training line
+    out = capsys.readouterr().out
+    assert "wall" not in out and said in out and "aggregate_features" in out
+    assert f'"chain_s": {seconds}' in (tmp_path / "out.json").read_text()
