@@ -55,8 +55,8 @@ def aggregate_weights(
     ``records`` are read with ``sources.records``, each run's metrics.csv and evals.csv (the
     paths in ``runs``) here; ``out`` maps table, layers and (optionally: a model's part has
     none) table_csv, layers_csv to paths. ``inputs`` may name ``gradients`` (one record per
-    record, same order)
-    and ``series``, ``weightwatcher`` and ``llc`` (one table per run, in the order of ``runs``).
+    record, same order) and ``series``, ``weightwatcher`` and ``llc`` (one table per run, in the
+    order of ``runs``).
     """
     import pandas as pd
 
@@ -110,7 +110,8 @@ def aggregate_features_job(tables: list[str], layers: list[str], out: dict[str, 
             if list(part.columns) != list(parts[0].columns):
                 raise ValueError(
                     f"aggregate_features: {path} has columns {list(part.columns)}, "
-                    f"not {paths[0]}'s {list(parts[0].columns)}"
+                    f"not {paths[0]}'s {list(parts[0].columns)} (records of an older "
+                    "topotrain in one model? `snakemake --forcerun weight_topology` redoes them)"
                 )
         frames[kind] = pd.concat(parts, ignore_index=True)
     keys = ["n_params", "model", "seed", "step"]
