@@ -125,7 +125,8 @@ def layer_type_table(
     table, ``features`` the feature table; each split's runs and effects spread over ``threads``
     processes, one split after the other (the same table; a process per split left a core idle
     for the last of three splits). ``run_rows``: every split's RUN_VIEWS rows already computed
-    (``model_views.model_run_rows``, per model by rule model_views), with split and group columns."""
+    (``model_views.model_run_rows``, per model by rule model_views), with split and group
+    columns."""
     tables = []
     for task in split_tables(layers, features):
         rows = None
