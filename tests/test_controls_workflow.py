@@ -1,5 +1,6 @@
 """End-to-end controls: a feature table with a known answer goes through the real analysis rules
-(associations, models, scaling, prediction, phases, replication) to replication.csv.
+(per-model views, associations, models, scaling, prediction, phases, primary family,
+replication) to replication.csv.
 
 The table has the paper's five model names × 5 seeds × 26 checkpoints. Its loss is a decelerating
 curve plus each run's own fluctuation u. TP0 (``h0_total``) has the paper's sign in every run in
@@ -21,7 +22,10 @@ from conftest import MODELS, run_snakemake, tiny_config, write_corpus
 
 from topotrain.analysis.inference.stats import BASELINES, FEATURES
 
-RULES = [
+RULES = [  # the per-model tables are written here (no layers): the study's rules from them on
+    "aggregate_features",
+    "model_views",
+    "primary_family",
     "associations",
     "models_table",
     "scaling_fits",
@@ -75,8 +79,14 @@ def test_a_known_answer_gets_its_verdict_through_the_real_rules(tmp_path, plante
     # the table's checkpoints are 200 steps apart: the co-movement's horizon is one of them
     config.setdefault("analysis", {}).update(horizon=200, comove_from=0)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    (tmp_path / "results" / "features").mkdir(parents=True)
-    feature_table(planted).to_parquet(tmp_path / "results" / "features" / "weights.parquet")
+    table = feature_table(planted)
+    for model, part in table.groupby("model"):  # as rule aggregate_model writes them
+        base = tmp_path / "results" / "features" / "models" / model
+        base.mkdir(parents=True)
+        part.to_parquet(base / "weights.parquet")
+        pd.DataFrame({c: [] for c in ("model", "seed", "step", "layer")}).to_parquet(
+            base / "weights_layers.parquet"
+        )
     target = "results/tables/replication.csv"
     run_snakemake(tmp_path, "--cores", "2", target, "--allowed-rules", *RULES)
     rep = pd.read_csv(tmp_path / target)
