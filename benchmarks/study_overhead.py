@@ -7,11 +7,11 @@ Wall time: the first to the last timestamp of the log. Training: the sum of the 
 durations (their start and "Finished" lines), divided by the cores. Overhead = 1 − training/cores
 ÷ wall: everything the run spends beyond training on every core (topology jobs, their start-up,
 Snakemake's own bookkeeping, analysis, idle cores at the end). Per rule: jobs, their total and mean
-seconds. The analysis chain: from the start of the last aggregate_model job (the one that waited
-for the last topology job; a log from before the per-model jobs: of aggregate_features) to the
+seconds. The analysis chain: from the start of the last aggregate_run job (the one that waited
+for the last topology job; a log from before the per-run jobs: of aggregate_features) to the
 log's last timestamp, everything to REPORT.md; a log of the chain alone (``snakemake --forcerun
-results/features/models/<the last model>/weights.parquet`` on a finished study: its model's
-aggregate and per-run views, then everything after) gives it without the training line, and any
+results/features/runs/<model>/seed<seed>/weights.parquet`` of the last run on a finished study:
+its aggregate and rows, then everything after) gives it without the training line, and any
 other part of a study (the LLC's jobs rerun) its rules' lines. Prints a table and writes
 benchmarks/results/study_overhead.json.
 """
@@ -35,8 +35,8 @@ JOBID = re.compile(r"^\s+jobid: (\d+)$")
 DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 
 
-# the first job after the last topology job: the last aggregate_model, else (an older log)
-CHAIN_STARTS = ("aggregate_model", "aggregate_features")
+# the first job after the last topology job: the last aggregate_run, else (an older log)
+CHAIN_STARTS = ("aggregate_run", "aggregate_features")
 
 
 def parse(
@@ -63,10 +63,10 @@ def parse(
 
 
 def chain_start(starts: dict[str, list[datetime]]) -> tuple[str, datetime]:
-    """(rule, time) the analysis chain starts: the last aggregate_model job's start, or (a log
+    """(rule, time) the analysis chain starts: the last aggregate_run job's start, or (a log
     from before the per-model jobs) the first aggregate_features job's."""
-    if "aggregate_model" in starts:
-        return "aggregate_model", max(starts["aggregate_model"])
+    if "aggregate_run" in starts:
+        return "aggregate_run", max(starts["aggregate_run"])
     if "aggregate_features" in starts:
         return "aggregate_features", starts["aggregate_features"][0]
     raise ValueError(f"the log has no {' or '.join(CHAIN_STARTS)} job: no analysis chain to time")
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(rule in starts for rule in CHAIN_STARTS):
         rule = chain_start(starts)[0]
         result["chain_s"] = chain(stamps, starts)
-        what = "the last aggregate_model" if rule == "aggregate_model" else rule
+        what = "the last aggregate_run" if rule == "aggregate_run" else rule
         print(f"analysis chain ({what} to the last line): {result['chain_s']:.0f} s")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n")

@@ -22,9 +22,9 @@ from conftest import MODELS, run_snakemake, tiny_config, write_corpus
 
 from topotrain.analysis.inference.stats import BASELINES, FEATURES
 
-RULES = [  # the per-model tables are written here (no layers): the study's rules from them on
+RULES = [  # the per-run tables are written here (no layers): the study's rules from them on
     "aggregate_features",
-    "model_views",
+    "run_views",
     "primary_family",
     "associations",
     "models_table",
@@ -80,8 +80,8 @@ def test_a_known_answer_gets_its_verdict_through_the_real_rules(tmp_path, plante
     config.setdefault("analysis", {}).update(horizon=200, comove_from=0)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     table = feature_table(planted)
-    for model, part in table.groupby("model"):  # as rule aggregate_model writes them
-        base = tmp_path / "results" / "features" / "models" / model
+    for (model, seed), part in table.groupby(["model", "seed"]):  # as aggregate_run writes them
+        base = tmp_path / "results" / "features" / "runs" / model / f"seed{seed}"
         base.mkdir(parents=True)
         part.to_parquet(base / "weights.parquet")
         pd.DataFrame({c: [] for c in ("model", "seed", "step", "layer")}).to_parquet(

@@ -175,10 +175,10 @@ def two_models():
     return layers, pd.concat([p[1] for p in parts], ignore_index=True)
 
 
-def test_rows_computed_per_model_give_the_tables_of_the_whole_study():
-    """model_views' per-model rows, handed to both tables, give what computing every run at once
-    gives; a tampered row shows (the rows are used, not recomputed); rows of one model only, or
-    a feature table of two, are refused."""
+def test_rows_computed_per_run_give_the_tables_of_the_whole_study():
+    """model_run_rows of each run (rule run_views), handed to both tables, give what computing
+    every run at once gives; a tampered row shows (the rows are used, not recomputed); rows of
+    one model only, or a feature table of two models, are refused."""
     layers, features = two_models()
     per_checkpoint = checkpoint_features(layers).drop(columns="n_layers")
     feats = features.merge(per_checkpoint, on=["model", "seed", "step"])
@@ -186,21 +186,22 @@ def test_rows_computed_per_model_give_the_tables_of_the_whole_study():
     for name, _ in feature_kinds(feats):  # every feature the default list names, as a walk
         if name not in feats:
             feats[name] = np.cumsum(rng.normal(size=len(feats)))
-    by_model = feats.groupby("model")
-    own = {m: model_run_rows(g, layers[layers["model"] == m], 60, 4) for m, g in by_model}
-    layer_rows = pd.concat([own[m][1] for m in ("n", "m")], ignore_index=True)
+    runs = feats.groupby(["model", "seed"])
+    mine = {r: (layers["model"] == r[0]) & (layers["seed"] == r[1]) for r, _ in runs}
+    own = [model_run_rows(g, layers[mine[r]], 60, 4) for r, g in runs]
+    layer_rows = pd.concat([rows for _, rows in own], ignore_index=True)
     assert set(layer_rows["split"]) == {"type", "depth"}
     whole = layer_type_table(layers, features, 60, 4)
     got = layer_type_table(layers, features, 60, 4, run_rows=layer_rows)
     pd.testing.assert_frame_equal(got, whole)
-    own = pd.concat([own[m][0] for m in ("n", "m")], ignore_index=True)
+    own = pd.concat([rows for rows, _ in own], ignore_index=True)
     expect = association_table(feats, n_resamples=60, seed=4)
     pd.testing.assert_frame_equal(association_table(feats, None, 60, 4, run_rows=own), expect)
     tampered = layer_rows.copy()
     tampered.loc[0, "rho"] = 0.123456
     out = layer_type_table(layers, features, 60, 4, run_rows=tampered)
     assert (out["rho"] == 0.123456).sum() == 1
-    with pytest.raises(ValueError, match="rerun model_views"):
+    with pytest.raises(ValueError, match="rerun run_views"):
         layer_type_table(layers, features, 60, 4, run_rows=layer_rows[layer_rows["model"] == "m"])
     with pytest.raises(ValueError, match="holds models"):
         model_run_rows(features, layers, 60, 4)

@@ -46,7 +46,7 @@ def test_a_log_without_training_is_refused():
     stamps, durations, starts = study_overhead.parse(LOG.splitlines()[:2])
     with pytest.raises(ValueError, match="no finished train_model job"):
         study_overhead.overhead(stamps, durations, cores=2)
-    with pytest.raises(ValueError, match="no aggregate_model or aggregate_features job"):
+    with pytest.raises(ValueError, match="no aggregate_run or aggregate_features job"):
         study_overhead.chain(stamps, starts)
 
 
@@ -73,12 +73,12 @@ CHAIN = snakemake_log(
 )
 
 
-PER_MODEL = snakemake_log(  # two models' aggregates: the chain waits for the second (model b's)
-    ("10:00:00", "start", 1, "aggregate_model"),
-    ("10:00:02", "finish", 1, "aggregate_model"),
+PER_RUN = snakemake_log(  # two runs' aggregates: the chain waits for the second's
+    ("10:00:00", "start", 1, "aggregate_run"),
+    ("10:00:02", "finish", 1, "aggregate_run"),
     ("10:30:00", "finish", 3, "training_topology"),
-    ("10:30:01", "start", 2, "aggregate_model"),
-    ("10:30:03", "finish", 2, "aggregate_model"),
+    ("10:30:01", "start", 2, "aggregate_run"),
+    ("10:30:03", "finish", 2, "aggregate_run"),
     ("10:30:03", "start", 4, "aggregate_features"),
     ("10:30:05", "finish", 4, "aggregate_features"),
     ("10:31:00", "finish", 6, "report_markdown"),
@@ -87,9 +87,9 @@ PER_MODEL = snakemake_log(  # two models' aggregates: the chain waits for the se
 
 @pytest.mark.parametrize(
     "log_text, start, seconds, said",
-    [  # an older log: from aggregate_features; a per-model one: from the last aggregate_model
+    [  # an older log: from aggregate_features; a per-run one: from the last aggregate_run
         (CHAIN, (11, 0, 1), 123.0, "analysis chain (aggregate_features to the last line): 123 s"),
-        (PER_MODEL, (10, 30, 1), 59.0, "(the last aggregate_model to the last line): 59 s"),
+        (PER_RUN, (10, 30, 1), 59.0, "(the last aggregate_run to the last line): 59 s"),
     ],
 )
 def test_the_analysis_chain_runs_from_its_first_job_to_the_last_line(

@@ -277,7 +277,7 @@ def test_the_html_report_opens_in_chromium_with_every_figure_loaded(tiny_run, tm
     assert sum(not v or v[1] == 0 for v in seen["images"].values()) == 1
 
 
-PER_MODEL = {"aggregate_model": 2, "model_views": 2}  # each model's tables and per-run rows
+PER_RUN = {"aggregate_run": 2, "run_views": 2}  # each run's tables and rows (2 models × 1 seed)
 ANALYSIS_JOBS = {
     "models_table": 1,
     "correlations": 1,
@@ -310,7 +310,7 @@ def test_changing_an_analysis_parameter_reruns_only_analysis(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "analysis:\n  bootstrap_resamples: 300\n")
     assert jobs == {
-        "model_views": 2,  # each model's per-run rows: resampled
+        "run_views": 2,  # each run's rows: resampled
         "correlations": 1,
         "associations": 1,
         "layer_types": 1,
@@ -330,7 +330,7 @@ def test_changing_the_probe_batch_reruns_only_gradient_topology_and_downstream(t
         )
         assert jobs == {
             "gradient_topology": 2,
-            **PER_MODEL,
+            **PER_RUN,
             "aggregate_features": 1,
             **ANALYSIS_JOBS,
         }
@@ -348,7 +348,7 @@ def test_changing_the_probe_batch_reruns_only_gradient_topology_and_downstream(t
 def test_changing_a_series_parameter_reruns_the_series_and_downstream_only(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "topology:\n  series:\n    n_landscapes: 2\n")
-    assert jobs == {"diagram_series": 2, **PER_MODEL, "aggregate_features": 1, **ANALYSIS_JOBS}
+    assert jobs == {"diagram_series": 2, **PER_RUN, "aggregate_features": 1, **ANALYSIS_JOBS}
     features = pd.read_parquet(workdir / "results" / "features" / "weights.parquet")
     for col in (
         "h0_w1_step",
@@ -394,7 +394,7 @@ def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_
         "gradient_topology": 2,
         "diagram_series": 2,
         **({"weightwatcher": 2} if matrices else {}),
-        **PER_MODEL,
+        **PER_RUN,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
@@ -403,7 +403,7 @@ def test_changing_a_topology_parameter_reruns_topology_and_downstream_only(tiny_
 def test_weightwatcher_off_drops_its_jobs_and_columns_only(tiny_run):
     workdir, _, _ = tiny_run
     jobs = plan_with_overlay(workdir, "topology:\n  weightwatcher: false\n")
-    assert jobs == {**PER_MODEL, "aggregate_features": 1, **ANALYSIS_JOBS}
+    assert jobs == {**PER_RUN, "aggregate_features": 1, **ANALYSIS_JOBS}
     assert "weightwatcher" not in run_snakemake(workdir, "-n", "--cores", "1").stdout
 
 
@@ -417,8 +417,8 @@ def test_adding_a_model_trains_and_analyses_only_that_model(tiny_run):
         "gradient_topology": 1,
         "diagram_series": 1,
         "weightwatcher": 1,
-        "aggregate_model": 1,  # the new model's tables and rows only: the others' stand
-        "model_views": 1,
+        "aggregate_run": 1,  # the new model's run: the others' tables and rows stand
+        "run_views": 1,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }
@@ -444,7 +444,7 @@ def test_adding_a_seed_trains_only_the_new_runs(tiny_run):
         "gradient_topology": 2,
         "diagram_series": 2,
         "weightwatcher": 2,
-        **PER_MODEL,
+        **PER_RUN,
         "aggregate_features": 1,
         **ANALYSIS_JOBS,
     }

@@ -1,19 +1,18 @@
-# Aggregate: every checkpoint's features + training logs → one tidy table per model, as soon as
-# that model's runs are done (so its per-run analysis, rule model_views, can start), then one
-# table per study.
-rule aggregate_model:
+# Aggregate: every checkpoint's features + training logs → one tidy table per run, as soon as its
+# topology is done (so its per-run analysis, rule run_views, can start), then one per study.
+rule aggregate_run:
     input:
-        records=one_model(lambda **kw: [p for p, _ in get_topology_records(**kw)]),
-        logs=one_model(get_training_logs),
-        series=one_model(get_series_tables),
-        gradients=one_model(get_gradient_records),
-        weightwatcher=one_model(get_ww_tables),
-        llc=one_model(get_llc_tables),
+        records=one_run(lambda **kw: [p for p, _ in get_topology_records(**kw)]),
+        logs=one_run(get_training_logs),
+        series=one_run(get_series_tables),
+        gradients=one_run(get_gradient_records),
+        weightwatcher=one_run(get_ww_tables),
+        llc=one_run(get_llc_tables),
     output:
-        table=MODEL_FEATURES,
-        layers=MODEL_LAYERS,
+        table=RUN_FEATURES,
+        layers=RUN_LAYERS,
     log:
-        f"{RESULTS}/logs/aggregate/{{model}}.log",
+        f"{RESULTS}/logs/aggregate/{{model}}/seed{{seed}}.log",
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -21,8 +20,8 @@ rule aggregate_model:
         mem_mb=2000,
         runtime=10,
     params:
-        record_keys=one_model(lambda **kw: [k for _, k in get_topology_records(**kw)]),
-        trainings=one_model(get_trainings),
+        record_keys=one_run(lambda **kw: [k for _, k in get_topology_records(**kw)]),
+        trainings=one_run(get_trainings),
         total_steps=config["train"]["steps"],
         interval=config["train"]["checkpoint_interval"],
     script:
@@ -31,8 +30,8 @@ rule aggregate_model:
 
 rule aggregate_features:
     input:
-        tables=expand(MODEL_FEATURES, model=MODELS),
-        layers=expand(MODEL_LAYERS, model=MODELS),
+        tables=every_run(RUN_FEATURES),
+        layers=every_run(RUN_LAYERS),
     output:
         table=f"{RESULTS}/features/weights.parquet",
         table_csv=f"{RESULTS}/features/weights.csv",

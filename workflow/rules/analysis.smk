@@ -48,19 +48,19 @@ rule correlations:
         "../scripts/job.py"
 
 
-# One model's per-run rows of associations and layer_types, as soon as its runs are aggregated.
-rule model_views:
+# A run's rows of associations and layer_types, as soon as it is aggregated (while others train).
+rule run_views:
     input:
-        table=MODEL_FEATURES,
-        layers=MODEL_LAYERS,
+        table=RUN_FEATURES,
+        layers=RUN_LAYERS,
     output:
-        associations=f"{MODEL_VIEWS}/associations.parquet",
-        layer_types=f"{MODEL_VIEWS}/layer_types.parquet",
+        associations=f"{RUN_ROWS}/associations.parquet",
+        layer_types=f"{RUN_ROWS}/layer_types.parquet",
     log:
-        f"{RESULTS}/logs/analysis/model_views/{{model}}.log",
+        f"{RESULTS}/logs/analysis/run_views/{{model}}/seed{{seed}}.log",
     conda:
         "../../envs/analysis.yaml"
-    threads: 16  # runs in parallel processes (the same rows); Snakemake caps it at --cores
+    threads: 1  # one core: it runs beside the trainings, the study's runs in parallel
     resources:
         mem_mb=2000,
         runtime=15,
@@ -74,7 +74,7 @@ rule model_views:
 rule associations:
     input:
         table=FEATURES,
-        runs=expand(f"{MODEL_VIEWS}/associations.parquet", model=MODELS),
+        runs=every_run(f"{RUN_ROWS}/associations.parquet"),
     output:
         associations_csv=f"{RESULTS}/tables/associations.csv",  # a row per run: too big to embed
         associations_md=f"{RESULTS}/tables/associations.md",
@@ -233,7 +233,7 @@ rule layer_types:
     input:
         table=FEATURES,
         layers=f"{RESULTS}/features/weights_layers.parquet",
-        runs=expand(f"{MODEL_VIEWS}/layer_types.parquet", model=MODELS),
+        runs=every_run(f"{RUN_ROWS}/layer_types.parquet"),
     output:
         **figure_outputs(["layer_types"]),
         layer_types_csv=f"{RESULTS}/tables/layer_types.csv",  # a row per run: too big to embed

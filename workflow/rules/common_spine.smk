@@ -185,12 +185,20 @@ def get_training_logs(seeds=SEEDS, models=MODELS):
     return [f"{base}/{name}" for base in logs for name in ("metrics.csv", "evals.csv")]
 
 
-# A model's feature tables (rule aggregate_model), as soon as its runs are done.
-MODEL_FEATURES = f"{RESULTS}/features/models/{{model}}/weights.parquet"
-MODEL_LAYERS = f"{RESULTS}/features/models/{{model}}/weights_layers.parquet"
-MODEL_VIEWS = f"{RESULTS}/tables/runs/{{model}}"  # its per-run rows (rule model_views)
+# A run's feature tables (rule aggregate_run), as soon as its topology is done, and its rows of
+# the associations and layer types (rule run_views); the study's tables join them.
+RUN_FEATURES = f"{RESULTS}/features/runs/{TRAINING}/weights.parquet"
+RUN_LAYERS = f"{RESULTS}/features/runs/{TRAINING}/weights_layers.parquet"
+RUN_ROWS = f"{RESULTS}/tables/runs/{TRAINING}"
 
 
-def one_model(getter):
-    """An input or params function: ``getter`` (a common_spine list) for the job's model."""
-    return lambda wildcards: getter(models=[wildcards.model])
+def one_run(getter):
+    """An input or params function: ``getter`` (a common_spine list) for the job's run."""
+    return lambda wildcards: getter(
+        seeds=[int(wildcards.seed)], models=[wildcards.model]
+    )
+
+
+def every_run(path: str) -> list[str]:
+    """``path`` (a RUN_ pattern) of every run of the spine, in get_trainings' order."""
+    return [path.format(model=m, seed=s) for m in MODELS for s in SEEDS]

@@ -9,11 +9,11 @@ from topotrain.jobs.common import log
 INPUTS = ("series", "gradients", "weightwatcher", "llc")  # the optional inputs, in this order
 
 
-def aggregate_model_job(
+def aggregate_run_job(
     records: list[str], logs: list[str], params: dict, out: dict[str, str], *optional: list[str]
 ) -> None:
-    """One model's feature tables (parquet only), as soon as its runs are done: ``records_tables``
-    of its runs."""
+    """One run's feature tables (parquet only), as soon as its topology is done:
+    ``records_tables`` of its records and logs."""
     records_tables(records, logs, params, out, *optional)
 
 
@@ -53,7 +53,7 @@ def aggregate_weights(
     (``analysis.tables.aggregate.weights_tables``), written all or none; returns the weights table.
 
     ``records`` are read with ``sources.records``, each run's metrics.csv and evals.csv (the
-    paths in ``runs``) here; ``out`` maps table, layers and (optionally: a model's part has
+    paths in ``runs``) here; ``out`` maps table, layers and (optionally: a run's part has
     none) table_csv, layers_csv to paths. ``inputs`` may name ``gradients`` (one record per
     record, same order) and ``series``, ``weightwatcher`` and ``llc`` (one table per run, in the
     order of ``runs``).
@@ -93,10 +93,10 @@ def _write_tables(table, layers, out: dict[str, str]) -> None:
 
 
 def aggregate_features_job(tables: list[str], layers: list[str], out: dict[str, str]) -> None:
-    """The study's feature tables from its models' (rule aggregate_model, one per model in the
-    config's order): the rows of every model, ordered as ``weights_tables`` orders one built from
-    all the records at once (by n_params, model, seed, step; the layers in the models' order), so
-    the same bytes. A part whose columns differ from the first's is an error naming it."""
+    """The study's feature tables from its runs' (rule aggregate_run, one per run in the
+    config's order of models, then seeds): the rows of every run, ordered as ``weights_tables``
+    orders one built from all the records at once (by n_params, model, seed, step; the layers in
+    the runs' order). A part whose columns differ from the first's is an error naming it."""
     import pandas as pd
 
     for path in out.values():
@@ -105,13 +105,13 @@ def aggregate_features_job(tables: list[str], layers: list[str], out: dict[str, 
     for kind, paths in (("table", tables), ("layers", layers)):
         parts = [pd.read_parquet(path) for path in paths]
         if not parts:
-            raise ValueError(f"aggregate_features: no per-model {kind} to join")
+            raise ValueError(f"aggregate_features: no per-run {kind} to join")
         for path, part in zip(paths[1:], parts[1:], strict=True):
             if list(part.columns) != list(parts[0].columns):
                 raise ValueError(
                     f"aggregate_features: {path} has columns {list(part.columns)}, "
                     f"not {paths[0]}'s {list(parts[0].columns)} (records of an older "
-                    "topotrain in one model? `snakemake --forcerun weight_topology` redoes them)"
+                    "topotrain in one run? `snakemake --forcerun weight_topology` redoes them)"
                 )
         frames[kind] = pd.concat(parts, ignore_index=True)
     keys = ["n_params", "model", "seed", "step"]
@@ -120,14 +120,14 @@ def aggregate_features_job(tables: list[str], layers: list[str], out: dict[str, 
 
 
 # The rules' adapters (workflow/scripts/job.py runs every rule through jobs.run_rule, which calls
-# them): a model's records and logs, params and outputs, and one list per optional input (INPUTS);
-# the study's per-model tables.
+# them): a run's records and logs, params and outputs, and one list per optional input (INPUTS);
+# the study's per-run tables.
 def aggregate_features_rule(sm) -> None:
     aggregate_features_job(list(sm.input.tables), list(sm.input.layers), dict(sm.output.items()))
 
 
-def aggregate_model_rule(sm) -> None:
+def aggregate_run_rule(sm) -> None:
     records, logs = list(sm.input.records), list(sm.input.logs)
     optional = (sm.input.series, sm.input.gradients, sm.input.weightwatcher, sm.input.llc)  # INPUTS
     optional = [list(paths) for paths in optional]
-    aggregate_model_job(records, logs, dict(sm.params.items()), dict(sm.output.items()), *optional)
+    aggregate_run_job(records, logs, dict(sm.params.items()), dict(sm.output.items()), *optional)

@@ -30,11 +30,11 @@ def correlations_job(table: str, params: dict, out: dict[str, str]) -> None:
     _tables(out, "best", best_feature(corr), "Feature that tracks loss best, per model")
 
 
-def model_views_job(
+def run_views_job(
     inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
-    """One model's per-run rows of the associations and layer-types tables (RUN_VIEWS), from its
-    feature tables (rule aggregate_model), for rules associations and layer_types."""
+    """One run's rows of the associations and layer-types tables (RUN_VIEWS), from its feature
+    tables (rule aggregate_run), for rules associations and layer_types."""
     import pandas as pd
 
     from topotrain.analysis.dynamics.model_views import model_run_rows
@@ -49,7 +49,7 @@ def model_views_job(
 
 
 def _run_rows(paths: list[str] | None):
-    """The models' per-run rows (rule model_views) as one frame, or None when not given."""
+    """The runs' rows (rule run_views) as one frame, or None when not given."""
     import pandas as pd
 
     if not paths:
@@ -61,7 +61,7 @@ def associations_job(
     table: str, params: dict, out: dict[str, str], threads: int = 1, runs: list[str] | None = None
 ) -> None:
     """Raw, detrended and partial (step, L2) associations of every feature with train/val loss;
-    ``runs``: the models' per-run rows (rule model_views), else computed here."""
+    ``runs``: the runs' rows (rule run_views), else computed here."""
     import pandas as pd
 
     from topotrain.analysis.inference.associations import association_summary, association_table
@@ -143,7 +143,7 @@ def layer_types_job(
     inputs: dict[str, str], params: dict, out: dict[str, str], threads: int = 1
 ) -> None:
     """Association views of topology with loss by layer type (attention/MLP) and depth;
-    ``inputs["runs"]``: the models' per-run rows (rule model_views), else computed here."""
+    ``inputs["runs"]``: the runs' rows (rule run_views), else computed here."""
     import pandas as pd
 
     from topotrain.analysis.dynamics.layer_types import layer_type_summary, layer_type_table
@@ -261,8 +261,8 @@ def associations_rule(sm) -> None:
     )
 
 
-def model_views_rule(sm) -> None:
-    model_views_job(
+def run_views_rule(sm) -> None:
+    run_views_job(
         dict(sm.input.items()), dict(sm.params.items()), dict(sm.output.items()), sm.threads
     )
 

@@ -82,16 +82,17 @@ LOSS_COLUMNS = ["model", "seed", "step", "n_params", "train_loss", "val_loss"]
 
 def split_tables(layers: pd.DataFrame, features: pd.DataFrame) -> list[tuple]:
     """``(split, group, its feature table, its layers' count per model)`` of every split: the
-    subset's features aggregated per checkpoint (``checkpoint_features``, one model at a time, so
-    a model's numbers do not depend on the others in the table; l2_norm_mean the subset's own
-    scale) joined with the runs' losses and step."""
+    subset's features aggregated per checkpoint (``checkpoint_features``, one run at a time, as
+    the feature table's are, so a run's numbers do not depend on the others in the table;
+    l2_norm_mean the subset's own scale) joined with the runs' losses and step."""
     if missing := sorted(set(LOSS_COLUMNS) - set(features.columns)):
         raise ValueError(f"layer types: the feature table lacks {missing}")
     losses = features[LOSS_COLUMNS]
     out = []
     for (split, group), mask in groups(layers).items():
         rows = layers[mask]
-        sub = pd.concat([checkpoint_features(r) for _, r in rows.groupby("model", sort=True)])
+        runs = rows.groupby(["model", "seed"], sort=True)
+        sub = pd.concat([checkpoint_features(r) for _, r in runs])
         table = sub.reset_index(drop=True).merge(losses, on=["model", "seed", "step"], how="inner")
         out.append((split, group, table, sub.groupby("model")["n_layers"].first()))
     return out
@@ -125,7 +126,7 @@ def layer_type_table(
     table, ``features`` the feature table; each split's runs and effects spread over ``threads``
     processes, one split after the other (the same table; a process per split left a core idle
     for the last of three splits). ``run_rows``: every split's RUN_VIEWS rows already computed
-    (``model_views.model_run_rows``, per model by rule model_views), with split and group
+    (``model_views.model_run_rows``, per run by rule run_views), with split and group
     columns."""
     tables = []
     for task in split_tables(layers, features):

@@ -1,9 +1,10 @@
-"""One model's per-run association rows, for rule model_views: the RUN_VIEWS rows of the
-associations table and of every layer-type split, computed as soon as the model's runs are
-aggregated (rule aggregate_model), while other models still train, instead of after the last
+"""The per-run association rows of one model's runs (rule run_views: one run's), the RUN_VIEWS
+rows of the associations table and of every layer-type split, computed as soon as the run is
+aggregated (rule aggregate_run), while other runs still train, instead of after the last
 topology job. A run's rows depend only on that run (every cell seeds its own resampling:
-``associations.cell_seed``), so the tables built from them (rules associations and layer_types,
-``run_rows=``) are those built from the whole feature table at once.
+``associations.cell_seed``; a split's features are aggregated a run at a time,
+``layer_types.split_tables``), so the tables built from them (rules associations and
+layer_types, ``run_rows=``) are those built from the whole feature table at once.
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ def view_rows(
 
 
 def check_run_rows(rows: pd.DataFrame, df: pd.DataFrame, features: list, targets) -> None:
-    """ValueError unless ``rows`` (computed apart: rule model_views) hold the RUN_VIEWS rows of
+    """ValueError unless ``rows`` (computed apart: rule run_views) hold the RUN_VIEWS rows of
     exactly the runs, features and targets of ``df``."""
     runs = sorted(df[["model", "seed"]].drop_duplicates().itertuples(index=False, name=None))
     have = sorted(rows[["model", "seed"]].drop_duplicates().itertuples(index=False, name=None))
@@ -159,9 +159,9 @@ def check_run_rows(rows: pd.DataFrame, df: pd.DataFrame, features: list, targets
     got = set(rows[["feature", "target", "view"]].itertuples(index=False, name=None))
     if have != runs or got != cells or len(rows) != len(runs) * len(cells):
         raise ValueError(
-            f"the per-run rows (rule model_views) hold runs {have} and {len(got)} cells in "
+            f"the per-run rows (rule run_views) hold runs {have} and {len(got)} cells in "
             f"{len(rows)} rows, the feature table runs {runs} and {len(cells)} cells each: "
-            "rerun model_views for the feature table's models"
+            "rerun run_views for the feature table's runs"
         )
 
 
@@ -184,8 +184,8 @@ def association_table(
     resampling is seeded by cell_seed(seed, model, run seed, feature, target, view); p_bh is
     Benjamini–Hochberg within each view (pooled contrast rows a family of their own); every row
     is labelled exploratory (``family``): the paper's claims are tested in replication's primary
-    family. ``run_rows``: the RUN_VIEWS rows already computed (``view_rows``, per model by rule
-    model_views, with these resamples and seed), checked to cover the table's runs.
+    family. ``run_rows``: the RUN_VIEWS rows already computed (``view_rows``, per run by rule
+    run_views, with these resamples and seed), checked to cover the table's runs.
     """
     features = feature_list(df, features, targets)
     kw = dict(n_resamples=n_resamples, confidence=confidence, alpha=alpha, targets=targets)

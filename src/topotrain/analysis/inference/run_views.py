@@ -56,7 +56,7 @@ def block_length(a: np.ndarray, b: np.ndarray) -> float:
     estimates of a and b (the pair must keep the longer memory), clamped to [1, n/2]. Where the
     estimate is undefined (near-constant series, or n ≲ 10, too short for arch's search) it is 1.
     arch is imported here, not with the module: it takes about 2 s, which every job importing
-    the associations paid, though only the per-run views (rule model_views) call this."""
+    the associations paid, though only the per-run views (rule run_views) call this."""
     from arch.bootstrap import optimal_block_length
 
     with warnings.catch_warnings():
