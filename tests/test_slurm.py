@@ -37,6 +37,7 @@ SLURM_OVERRIDES = [
     "prepare_corpus:mem_mb=500",
     "train_model:mem_mb=1000",
     "weight_topology:mem_mb=500",
+    "aggregate_run:mem_mb=1000",
     "aggregate_features:mem_mb=1000",
     "diagram_series:mem_mb=500",
     "--group-components",
@@ -107,8 +108,8 @@ def test_every_job_is_submitted_with_sbatch_and_completes(slurm_run, cluster):
     workdir, output = slurm_run
     submitted = [job for job, _ in submissions(output)]
     # prepare_corpus, 2 x train_model, 2 topology group jobs, 2 x diagram_series,
-    # 2 x weightwatcher, aggregate_features
-    assert len(submitted) == 1 + 2 + TOPOLOGY_JOBS // GROUP_SIZE + 2 + 2 + 1, output
+    # 2 x weightwatcher, 2 x aggregate_run (each run's tables), aggregate_features
+    assert len(submitted) == 1 + 2 + TOPOLOGY_JOBS // GROUP_SIZE + 2 + 2 + 2 + 1, output
     done = completed_jobs(cluster.jobcomp_log)
     states = {job: done[job]["JobState"] for job in submitted}
     assert set(states.values()) == {"COMPLETED"}, states
@@ -118,6 +119,7 @@ def test_every_job_is_submitted_with_sbatch_and_completes(slurm_run, cluster):
         "train_model",
         "diagram_series",
         "weightwatcher",
+        "aggregate_run",
         "aggregate_features",
     ):
         assert list((logs / f"rule_{rule}").rglob("*.log")), rule
