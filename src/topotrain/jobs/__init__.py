@@ -12,12 +12,8 @@ never import torch).
 
 __all__ = ["rule_adapter", "run_rule"]
 
-HEAP_STAGES = (
-    "aggregate",
-    "analysis",
-    "calibrate",
-    "figures",
-)  # jobs whose freed memory is kept (heap.py)
+# jobs whose freed memory is kept (heap.py)
+HEAP_STAGES = ("aggregate", "analysis", "calibrate", "figures")
 
 
 def rule_adapter(rule: str):

@@ -99,9 +99,7 @@ def aggregate_features_job(tables: list[str], layers: list[str], out: dict[str, 
     the runs' order). A part whose columns differ from the first's is an error naming it."""
     import pandas as pd
 
-    for path in out.values():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    frames = {}
+    frames = {}  # _write_tables' atomic writes make the output folders
     for kind, paths in (("table", tables), ("layers", layers)):
         parts = [pd.read_parquet(path) for path in paths]
         if not parts:

@@ -48,7 +48,7 @@ def run_views_job(
     atomic_write_all({**writers, **table_writers(layer_rows, out["layer_types"])})
 
 
-def _run_rows(paths: list[str] | None):
+def _read_run_rows(paths: list[str] | None):
     """The runs' rows (rule run_views) as one frame, or None when not given."""
     import pandas as pd
 
@@ -71,7 +71,7 @@ def associations_job(
     df = pd.read_parquet(table)
     check_seed_numerics(df)  # the seed contrast compares seeds: one numerics per model
     n, seed = params["n_resamples"], params["seed"]
-    rows = _run_rows(runs)
+    rows = _read_run_rows(runs)
     assoc = association_table(df, n_resamples=n, seed=seed, threads=threads, run_rows=rows)
     _tables(out, "associations", assoc, "Associations with loss: raw, detrended, partial")
     _tables(out, "summary", association_summary(assoc), "Which features beat the clock and scale")
@@ -152,7 +152,7 @@ def layer_types_job(
 
     layers, features = (pd.read_parquet(inputs[k]) for k in ("layers", "table"))
     check_seed_numerics(features)
-    n, seed, runs = params["n_resamples"], params["seed"], _run_rows(inputs.get("runs"))
+    n, seed, runs = params["n_resamples"], params["seed"], _read_run_rows(inputs.get("runs"))
     table = layer_type_table(layers, features, n, seed, threads, run_rows=runs)
     summary = layer_type_summary(table)
     _tables(out, "layer_types", table, "Associations by layer type and depth, per run")
